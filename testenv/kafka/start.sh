@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Starts a KRaft Kafka on loopback: `start.sh single` (node 1, 127.0.0.1:19092)
+# or `start.sh cluster` (nodes 1,2,3, 127.0.0.1:29092-29094). Installs Kafka
+# first if needed, formats fresh storage, waits until the broker(s) answer a
+# metadata request, and prints the bootstrap address on stdout.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+mode="${1:-single}"
+nodes="$(mode_nodes "$mode")"
+kafka_install
+
+# Refuse to start twice; stop leftovers of this mode first.
+"$TESTENV_KAFKA_DIR/stop.sh" "$mode" >/dev/null 2>&1 || true
+for n in $nodes; do
+  for p in "$(broker_port "$mode" "$n")" "$(controller_port "$mode" "$n")"; do
+    if port_open "$p"; then klog "port $p is already in use; is another Kafka running?"; exit 1; fi
+  done
+done
+
+base="$KAFKA_RUN_DIR/$mode"
+rm -rf "$base"
+mkdir -p "$base"
+fail() { klog "$*"; show_logs "$mode"; "$TESTENV_KAFKA_DIR/stop.sh" "$mode" >/dev/null 2>&1 || true; exit 1; }
+
+for n in $nodes; do
+  d="$base/node$n"
+  write_node_config "$mode" "$n" "$d"
+  if ! kjava -Xmx256m -Dlog4j2.configurationFile="$d/log4j2.properties" kafka.tools.StorageTool \
+      format -t "$KAFKA_CLUSTER_ID" -c "$d/server.properties" >"$d/logs/format.log" 2>&1; then
+    cat "$d/logs/format.log" >&2
+    fail "storage format failed for node $n (log: $d/logs/format.log)"
+  fi
+done
+
+for n in $nodes; do
+  d="$base/node$n"
+  # setsid: the broker must not get the caller's terminal signals; stop.sh stops it.
+  setsid java $KAFKA_HEAP -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData \
+    -Djava.awt.headless=true -Dlog4j2.configurationFile="$d/log4j2.properties" \
+    -cp "$KAFKA_LIBS/*" kafka.Kafka "$d/server.properties" \
+    >"$d/logs/stdout.log" 2>&1 </dev/null &
+  echo $! >"$d/pid"
+  klog "node $n started (pid $!), logs in $d/logs"
+done
+
+bootstrap="$(bootstrap_for "$mode")"
+count=$(echo $nodes | wc -w)
+deadline=$((SECONDS + KAFKA_START_TIMEOUT))
+for n in $nodes; do
+  p=$(broker_port "$mode" "$n")
+  until port_open "$p"; do
+    pid_alive "$(cat "$base/node$n/pid")" || fail "node $n exited during startup"
+    [ $SECONDS -lt $deadline ] || fail "node $n did not open port $p within ${KAFKA_START_TIMEOUT}s"
+    sleep 0.5
+  done
+done
+left=$((deadline - SECONDS)); [ $left -gt 5 ] || left=5
+if ! kjava -Xmx128m -XX:TieredStopAtLevel=1 "$TESTENV_KAFKA_DIR/KafkaReady.java" "$bootstrap" "$count" "$left" >&2 \
+    2>"$base/ready.log"; then
+  cat "$base/ready.log" >&2
+  fail "Kafka ($mode) did not answer metadata requests"
+fi
+grep -v '^SLF4J' "$base/ready.log" >&2 || true
+klog "Kafka $KAFKA_VERSION ($mode) ready at $bootstrap"
+echo "$bootstrap"
