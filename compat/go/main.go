@@ -1,0 +1,168 @@
+// Command compat-go runs the inorder compatibility workload with one Go client.
+//
+//	compat-go kgo|sarama|kafkago BOOTSTRAP TOPIC_PREFIX [EXPECT]
+//
+// EXPECT is a comma-separated list of host:port or host:lo-hi that every
+// broker address the client learns must fall in ("-" or absent: no check).
+// COMPAT_RF sets the replication factor of the created topics (default 1).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	mainPartitions = 6
+	txnPartitions  = 3
+	nMain          = 2000
+	nResume        = 200
+	nTxn           = 100
+)
+
+// Client is what one Kafka client library must do for the workload.
+type Client interface {
+	CreateTopic(ctx context.Context, topic string, partitions, rf int) error
+	// GroupConsume starts `members` consumers in one group, waits until the
+	// group is stable and covers every partition, calls produce, reads until
+	// want records arrived in total, commits, and closes the members.
+	GroupConsume(ctx context.Context, topic, group string, members, want int, produce func(context.Context) error) ([][]Got, error)
+	// Produce writes recs with an idempotent producer (5 in flight if the client allows).
+	Produce(ctx context.Context, topic string, recs []Rec) error
+	// Resume starts one new member of group and reads want records.
+	Resume(ctx context.Context, topic, group string, want int) ([]Got, error)
+	// Txn commits a transaction with commit, aborts one with abort, then
+	// commits one with sentinel.
+	Txn(ctx context.Context, topic string, commit, abort, sentinel []Rec) error
+	// ReadCommitted reads topic with isolation read_committed until every
+	// sentinel seq was seen.
+	ReadCommitted(ctx context.Context, topic string, sentinels map[int]bool) ([]Got, error)
+	// Addresses returns every broker address the client learned.
+	Addresses(ctx context.Context, group string) ([]string, error)
+	Close()
+}
+
+func main() {
+	if len(os.Args) < 4 {
+		fmt.Fprintln(os.Stderr, "usage: compat-go kgo|sarama|kafkago BOOTSTRAP TOPIC_PREFIX [EXPECT]")
+		os.Exit(2)
+	}
+	name, bootstrap, prefix := os.Args[1], strings.Split(os.Args[2], ","), os.Args[3]
+	expectArg := ""
+	if len(os.Args) > 4 {
+		expectArg = os.Args[4]
+	}
+	expect, err := parseExpect(expectArg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	rf := 1
+	if v := os.Getenv("COMPAT_RF"); v != "" {
+		rf, _ = strconv.Atoi(v)
+	}
+	var cl Client
+	switch name {
+	case "kgo":
+		cl, err = newKgo(bootstrap)
+	case "sarama":
+		cl, err = newSarama(bootstrap)
+	case "kafkago":
+		cl, err = newKafkaGo(bootstrap)
+	default:
+		err = fmt.Errorf("unknown client %q", name)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	defer cl.Close()
+	r := &runner{client: name, started: time.Now()}
+	fmt.Printf("START %s bootstrap=%s prefix=%s rf=%d expect=%q\n", name, os.Args[2], prefix, rf, expectArg)
+
+	topic, txnTopic, group := prefix+"-main", prefix+"-txn", prefix+"-group"
+	if !r.step("create-topics", 60*time.Second, func(ctx context.Context) error {
+		if err := cl.CreateTopic(ctx, topic, mainPartitions, rf); err != nil {
+			return err
+		}
+		return cl.CreateTopic(ctx, txnTopic, txnPartitions, rf)
+	}) {
+		r.finish()
+		return
+	}
+
+	sent := genRecs(0, nMain, mainPartitions)
+	var members [][]Got
+	produced := false
+	if r.step("group-consume", 150*time.Second, func(ctx context.Context) error {
+		var err error
+		members, err = cl.GroupConsume(ctx, topic, group, 2, len(sent), func(ctx context.Context) error {
+			t := time.Now()
+			if err := cl.Produce(ctx, topic, sent); err != nil {
+				return fmt.Errorf("produce: %w", err)
+			}
+			produced = true
+			fmt.Printf("STEP produce-idempotent ok (%v)\n", time.Since(t).Round(time.Millisecond))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i, m := range members {
+			if len(m) == 0 {
+				return fmt.Errorf("group member %d received no records", i)
+			}
+		}
+		return verify(sent, members)
+	}) && produced {
+		more := genRecs(nMain, nMain+nResume, mainPartitions)
+		r.step("resume-from-commit", 90*time.Second, func(ctx context.Context) error {
+			if err := cl.Produce(ctx, topic, more); err != nil {
+				return fmt.Errorf("produce: %w", err)
+			}
+			got, err := cl.Resume(ctx, topic, group, len(more))
+			if err != nil {
+				return err
+			}
+			return verify(more, [][]Got{got})
+		})
+	}
+
+	commit := genRecs(100000, 100000+nTxn, txnPartitions)
+	abort := genRecs(200000, 200000+nTxn, txnPartitions)
+	sentinel := genRecs(900000, 900000+txnPartitions, txnPartitions)
+	txnOK := r.step("transactions", 60*time.Second, func(ctx context.Context) error {
+		return cl.Txn(ctx, txnTopic, commit, abort, sentinel)
+	})
+	if txnOK {
+		r.step("read-committed", 60*time.Second, func(ctx context.Context) error {
+			sm := map[int]bool{}
+			for _, s := range sentinel {
+				sm[s.Seq] = true
+			}
+			got, err := cl.ReadCommitted(ctx, txnTopic, sm)
+			if err != nil {
+				return err
+			}
+			return verify(append(append([]Rec{}, commit...), sentinel...), [][]Got{got})
+		})
+	}
+
+	if expect != nil {
+		r.step("addresses", 30*time.Second, func(ctx context.Context) error {
+			addrs, err := cl.Addresses(ctx, group)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("INFO addresses learned: %v\n", addrs)
+			return checkAddrs(expect, addrs)
+		})
+	} else {
+		fmt.Println("INFO addresses: not checked (no EXPECT given)")
+	}
+	r.finish()
+}
