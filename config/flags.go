@@ -1,0 +1,194 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+)
+
+// FlagConfig is the name of the flag that points at a YAML file.
+const FlagConfig = "config"
+
+// BindFlags registers one flag per Config field on fs, each writing into c.
+// YAML files use the same names (see Resolve), so a flag and a file key
+// never disagree on spelling or parsing.
+func BindFlags(fs *pflag.FlagSet, c *Config) {
+	fs.StringVar(&c.Listen, "listen", c.Listen, "bootstrap listener HOST:PORT")
+	fs.Var((*listValue)(&c.Upstreams), "upstream", "upstream bootstrap addresses HOST:PORT[,HOST:PORT...]")
+	fs.StringVar(&c.AdvertisedHost, "advertised-host", c.AdvertisedHost, "host written into rewritten broker addresses (default: the listen host)")
+	fs.IntVar(&c.NodePortBase, "node-port-base", c.NodePortBase, "port of node 0's listener; node N listens on base+N (default: bootstrap port + 1)")
+	fs.Var((*orderingValue)(&c.UpstreamOrdering), "upstream-ordering", "what the upstream keeps: none (assume nothing) or connection (per-connection order)")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "requests one connection may have in flight before the proxy stops reading it")
+	fs.Var((*sizeValue)(&c.MaxBufferedBytes), "max-buffered-bytes", "bytes one connection may hold before the proxy stops reading it (e.g. 128MiB)")
+	fs.Var((*size32Value)(&c.MaxRequestSize), "max-request-size", "largest request frame accepted from a client")
+	fs.Var((*size32Value)(&c.MaxResponseSize), "max-response-size", "largest response frame accepted from the upstream")
+	fs.DurationVar(&c.DialTimeout, "dial-timeout", c.DialTimeout, "bound on connecting to the upstream")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "time in-flight responses may take to drain on shutdown")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+}
+
+// Resolve builds the effective configuration: base, then the YAML file named
+// by the --config flag if set, then every flag set on the command line.
+// Keys in the file carry the flag names; an unknown key or a bad value is an
+// error naming the key and the value. The result is validated.
+func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
+	cfg := base
+	file := ""
+	if f := fs.Lookup(FlagConfig); f != nil {
+		file = f.Value.String()
+	}
+	if file != "" {
+		if err := loadFile(file, &cfg); err != nil {
+			return Config{}, err
+		}
+	}
+	into := pflag.NewFlagSet("resolve", pflag.ContinueOnError)
+	BindFlags(into, &cfg)
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		if err != nil || into.Lookup(f.Name) == nil {
+			return
+		}
+		if e := into.Set(f.Name, f.Value.String()); e != nil {
+			err = fmt.Errorf("--%s: %w", f.Name, e)
+		}
+	})
+	if err != nil {
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+func loadFile(path string, cfg *Config) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var doc map[string]yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	into := pflag.NewFlagSet("file", pflag.ContinueOnError)
+	BindFlags(into, cfg)
+	keys := make([]string, 0, len(doc))
+	for k := range doc {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		node := doc[k]
+		if into.Lookup(k) == nil {
+			return fmt.Errorf("config file %s: unknown field %q", path, k)
+		}
+		val, err := scalarOrList(&node)
+		if err != nil {
+			return fmt.Errorf("config file %s: %s: %w", path, k, err)
+		}
+		if err := into.Set(k, val); err != nil {
+			return fmt.Errorf("config file %s: %s: %w", path, k, err)
+		}
+	}
+	return nil
+}
+
+func scalarOrList(n *yaml.Node) (string, error) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return n.Value, nil
+	case yaml.SequenceNode:
+		parts := make([]string, 0, len(n.Content))
+		for _, c := range n.Content {
+			if c.Kind != yaml.ScalarNode {
+				return "", fmt.Errorf("line %d: list items must be plain values", c.Line)
+			}
+			parts = append(parts, c.Value)
+		}
+		return strings.Join(parts, ","), nil
+	default:
+		return "", fmt.Errorf("line %d: expected a value or a list", n.Line)
+	}
+}
+
+type listValue []string
+
+func (v *listValue) String() string { return strings.Join(*v, ",") }
+func (v *listValue) Type() string   { return "list" }
+func (v *listValue) Set(s string) error {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	*v = out
+	return nil
+}
+
+type orderingValue Ordering
+
+func (v *orderingValue) String() string { return string(*v) }
+func (v *orderingValue) Type() string   { return "mode" }
+func (v *orderingValue) Set(s string) error {
+	switch o := Ordering(s); o {
+	case OrderingNone, OrderingConnection:
+		*v = orderingValue(o)
+		return nil
+	}
+	return invalid("upstream-ordering", s, "must be none or connection")
+}
+
+// ParseSize reads a byte count: a plain integer or one with a B, KiB, MiB
+// or GiB suffix (KB, MB and GB are read as their binary counterparts).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a size", s)
+	}
+	return n * mult, nil
+}
+
+type sizeValue int64
+
+func (v *sizeValue) String() string { return strconv.FormatInt(int64(*v), 10) }
+func (v *sizeValue) Type() string   { return "size" }
+func (v *sizeValue) Set(s string) error {
+	n, err := ParseSize(s)
+	*v = sizeValue(n)
+	return err
+}
+
+type size32Value int32
+
+func (v *size32Value) String() string { return strconv.Itoa(int(*v)) }
+func (v *size32Value) Type() string   { return "size" }
+func (v *size32Value) Set(s string) error {
+	n, err := ParseSize(s)
+	if err != nil {
+		return err
+	}
+	if n > 1<<31-1 {
+		return fmt.Errorf("%q is larger than 2GiB", s)
+	}
+	*v = size32Value(n)
+	return nil
+}
+

@@ -1,0 +1,340 @@
+package ordering
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+type req struct {
+	seq    uint64
+	kind   Kind
+	keys   []Key
+	noResp bool
+}
+
+// simulate drives a sequencer through n random requests, completing
+// forwarded requests in a random order, and checks every invariant of the
+// package comment after every step.
+func simulate(t *testing.T, mode Mode, seed uint64, n, maxInFlight int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	s := New[*req](mode, maxInFlight, 1<<40)
+	var (
+		pushed      int
+		nextOut     uint64 // next seq expected out of Ready
+		forwarded   []*req // in flight, in no particular order
+		keyInFlight = map[Key]int{}
+		lastFwd     = map[Key]uint64{}
+		barrierOut  bool
+		batch       []*req
+		noResp      = map[uint64]bool{}
+		done        = map[uint64]bool{}
+		barriers    = map[uint64]bool{} // pushed, not yet forwarded
+	)
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("seed %d mode %d: "+format, append([]any{seed, mode}, args...)...)
+	}
+	dispatch := func() {
+		batch = s.Dispatch(batch[:0])
+		for _, r := range batch {
+			if mode == None {
+				if barrierOut {
+					fail("request %d forwarded while a barrier is in flight", r.seq)
+				}
+				for b := range barriers {
+					if b < r.seq {
+						fail("request %d forwarded before earlier barrier %d", r.seq, b)
+					}
+				}
+				if r.kind == Barrier {
+					if len(forwarded) > 0 {
+						fail("barrier %d forwarded with %d in flight", r.seq, len(forwarded))
+					}
+					for e := uint64(0); e < r.seq; e++ {
+						if !done[e] {
+							fail("barrier %d forwarded before %d completed", r.seq, e)
+						}
+					}
+					delete(barriers, r.seq)
+					barrierOut = true
+				}
+				for _, k := range r.keys {
+					if keyInFlight[k] > 0 {
+						fail("write %d forwarded while key %d in flight", r.seq, k)
+					}
+					if last, ok := lastFwd[k]; ok && last > r.seq {
+						fail("write %d forwarded after later write %d on key %d", r.seq, last, k)
+					}
+					keyInFlight[k]++
+					lastFwd[k] = r.seq
+				}
+			}
+			forwarded = append(forwarded, r)
+		}
+	}
+	release := func() {
+		batch = s.Ready(batch[:0])
+		for _, r := range batch {
+			if r.noResp {
+				fail("NoResponse request %d yielded a response", r.seq)
+			}
+			for nextOut < r.seq {
+				if !noResp[nextOut] {
+					fail("response %d skipped; got %d", nextOut, r.seq)
+				}
+				nextOut++
+			}
+			if r.seq != nextOut {
+				fail("response %d out of order; want %d", r.seq, nextOut)
+			}
+			nextOut++
+		}
+	}
+	for pushed < n || s.Len() > 0 {
+		canPush := pushed < n && !s.Full()
+		if canPush && (len(forwarded) == 0 || rng.IntN(3) > 0) {
+			r := &req{}
+			if rng.IntN(4) > 0 {
+				r.kind = Write
+				for _, k := range rng.Perm(5)[:rng.IntN(3)+1] {
+					r.keys = append(r.keys, Key(k))
+				}
+				r.noResp = rng.IntN(8) == 0
+			}
+			r.seq = s.Push(Request{Kind: r.kind, Keys: r.keys, NoResponse: r.noResp}, r)
+			if r.seq != uint64(pushed) {
+				fail("push %d got seq %d", pushed, r.seq)
+			}
+			noResp[r.seq] = r.noResp
+			if r.kind == Barrier && mode == None {
+				barriers[r.seq] = true
+			}
+			pushed++
+			dispatch()
+			continue
+		}
+		if len(forwarded) == 0 {
+			dispatch()
+			if len(forwarded) == 0 {
+				fail("no progress: %d live, %d pushed, nothing in flight", s.Len(), pushed)
+			}
+			continue
+		}
+		i := rng.IntN(len(forwarded))
+		r := forwarded[i]
+		forwarded[i] = forwarded[len(forwarded)-1]
+		forwarded = forwarded[:len(forwarded)-1]
+		if err := s.Complete(r.seq); err != nil {
+			fail("complete %d: %v", r.seq, err)
+		}
+		done[r.seq] = true
+		if r.kind == Barrier {
+			barrierOut = false
+		}
+		for _, k := range r.keys {
+			if mode == None {
+				keyInFlight[k]--
+			}
+		}
+		release()
+		dispatch()
+	}
+	release()
+	for nextOut < uint64(n) && noResp[nextOut] {
+		nextOut++
+	}
+	if nextOut != uint64(n) {
+		fail("released %d of %d", nextOut, n)
+	}
+	if err := s.Leaks(); err != nil {
+		fail("%v", err)
+	}
+}
+
+func TestPropertyOrder(t *testing.T) {
+	for _, mode := range []Mode{None, Connection} {
+		for seed := uint64(0); seed < 300; seed++ {
+			simulate(t, mode, seed, 200, 1+int(seed%17))
+		}
+	}
+}
+
+func TestNoneModeOverlapsDisjointWrites(t *testing.T) {
+	s := New[int](None, 16, 1<<20)
+	s.Push(Request{Kind: Write, Keys: []Key{1}}, 0)
+	s.Push(Request{Kind: Write, Keys: []Key{2}}, 1)
+	s.Push(Request{Kind: Write, Keys: []Key{1}}, 2)
+	s.Push(Request{Kind: Write, Keys: []Key{3}}, 3)
+	got := s.Dispatch(nil)
+	if want := []int{0, 1, 3}; !equal(got, want) {
+		t.Fatalf("dispatched %v, want %v", got, want)
+	}
+	if err := s.Complete(0); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Dispatch(nil); !equal(got, []int{2}) {
+		t.Fatalf("after completing 0 dispatched %v, want [2]", got)
+	}
+}
+
+func TestDuplicateKeysInOneWrite(t *testing.T) {
+	s := New[int](None, 16, 1<<20)
+	s.Push(Request{Kind: Write, Keys: []Key{1, 1}}, 0)
+	s.Push(Request{Kind: Write, Keys: []Key{1}}, 1)
+	if got := s.Dispatch(nil); !equal(got, []int{0}) {
+		t.Fatalf("dispatched %v, want [0]", got)
+	}
+	mustComplete(t, s, 0)
+	if got := s.Dispatch(nil); !equal(got, []int{1}) {
+		t.Fatalf("dispatched %v, want [1]", got)
+	}
+	mustComplete(t, s, 1)
+	s.Ready(nil)
+	if err := s.Leaks(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNoneModeBarrier(t *testing.T) {
+	s := New[int](None, 16, 1<<20)
+	s.Push(Request{Kind: Write, Keys: []Key{1}}, 0)
+	s.Push(Request{Kind: Barrier}, 1)
+	s.Push(Request{Kind: Write, Keys: []Key{2}}, 2)
+	if got := s.Dispatch(nil); !equal(got, []int{0}) {
+		t.Fatalf("dispatched %v, want [0]", got)
+	}
+	mustComplete(t, s, 0)
+	if got := s.Dispatch(nil); !equal(got, []int{1}) {
+		t.Fatalf("dispatched %v, want the barrier alone", got)
+	}
+	if got := s.Dispatch(nil); len(got) != 0 {
+		t.Fatalf("dispatched %v while the barrier is in flight", got)
+	}
+	mustComplete(t, s, 1)
+	if got := s.Dispatch(nil); !equal(got, []int{2}) {
+		t.Fatalf("dispatched %v, want [2]", got)
+	}
+}
+
+func TestReadyWaitsForHead(t *testing.T) {
+	s := New[int](Connection, 16, 1<<20)
+	for i := range 3 {
+		s.Push(Request{}, i)
+	}
+	s.Dispatch(nil)
+	mustComplete(t, s, 2)
+	mustComplete(t, s, 1)
+	if got := s.Ready(nil); len(got) != 0 {
+		t.Fatalf("released %v before the head completed", got)
+	}
+	mustComplete(t, s, 0)
+	if got := s.Ready(nil); !equal(got, []int{0, 1, 2}) {
+		t.Fatalf("released %v", got)
+	}
+	if err := s.Leaks(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCompleteErrors(t *testing.T) {
+	s := New[int](None, 16, 1<<20)
+	s.Push(Request{Kind: Barrier}, 0)
+	s.Push(Request{Kind: Barrier}, 1)
+	if err := s.Complete(7); !errors.Is(err, ErrUnknownSeq) {
+		t.Fatalf("unknown seq: %v", err)
+	}
+	s.Dispatch(nil)
+	if err := s.Complete(1); !errors.Is(err, ErrNotForwarded) {
+		t.Fatalf("pending seq: %v", err)
+	}
+	mustComplete(t, s, 0)
+	if err := s.Complete(0); !errors.Is(err, ErrCompleted) {
+		t.Fatalf("twice: %v", err)
+	}
+}
+
+func TestFullBounds(t *testing.T) {
+	s := New[int](Connection, 2, 100)
+	if s.Full() {
+		t.Fatal("empty sequencer is full")
+	}
+	s.Hold(500)
+	if s.Full() {
+		t.Fatal("a lone oversized request must be admitted when nothing is live")
+	}
+	s.Push(Request{}, 0)
+	if !s.Full() {
+		t.Fatal("bytes over the bound with a live request must be full")
+	}
+	s.Free(500)
+	s.Push(Request{}, 1)
+	if !s.Full() {
+		t.Fatal("max in flight reached must be full")
+	}
+}
+
+func TestLookupWraps(t *testing.T) {
+	s := New[int](Connection, 8, 1<<20)
+	s.head, s.tail = 1<<31-2, 1<<31-2
+	for i := range 5 {
+		s.Push(Request{}, i)
+	}
+	for seq := s.head; seq < s.tail; seq++ {
+		got, ok := s.Lookup(int32(seq & (1<<31 - 1)))
+		if !ok || got != seq {
+			t.Fatalf("lookup of %d: %d %v", seq, got, ok)
+		}
+	}
+	if _, ok := s.Lookup(int32(s.tail & (1<<31 - 1))); ok {
+		t.Fatal("lookup of a seq not yet pushed succeeded")
+	}
+}
+
+func mustComplete[T any](t *testing.T, s *Sequencer[T], seq uint64) {
+	t.Helper()
+	if err := s.Complete(seq); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func equal(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func BenchmarkConnectionMode(b *testing.B) {
+	s := New[int](Connection, 64, 1<<30)
+	var batch []int
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		seq := s.Push(Request{Kind: Write, Keys: []Key{Key(i % 12)}}, i)
+		batch = s.Dispatch(batch[:0])
+		_ = s.Complete(seq)
+		batch = s.Ready(batch[:0])
+	}
+}
+
+func BenchmarkNoneMode12Partitions(b *testing.B) {
+	s := New[int](None, 64, 1<<30)
+	keys := make([]Key, 12)
+	for i := range keys {
+		keys[i] = Key(i)
+	}
+	var batch []int
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		seq := s.Push(Request{Kind: Write, Keys: keys[i%12 : i%12+1]}, i)
+		batch = s.Dispatch(batch[:0])
+		_ = s.Complete(seq)
+		batch = s.Ready(batch[:0])
+	}
+}
