@@ -1,0 +1,251 @@
+package rewrite
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Mapper maps an upstream broker (its node id and advertised host/port) to
+// the proxy listener that stands for it. It may open that listener on first use.
+//
+// One node id can come with several addresses: a KRaft node running both
+// roles advertises its broker listener in Metadata and its controller
+// listeners in DescribeQuorum and in DescribeCluster with EndpointType 2.
+// A Mapper that keys listeners by node id alone would send controller
+// traffic to the broker port.
+type Mapper interface {
+	MapNode(nodeID int32, host string, port int32) (proxyHost string, proxyPort int32, err error)
+}
+
+// Response rewrites resp in place, replacing every broker address it carries
+// with the one m maps it to. Node ids are kept, so they stay consistent with
+// the partition leaders and replicas in the same response.
+//
+// It rewrites every address that kmsg encodes at resp's version, which is a
+// little more than Needs asks for: kmsg decodes and encodes the KIP-951
+// Produce and Fetch endpoints at every flexible version, so an out-of-spec
+// upstream that sends them early is still rewritten. ApiVersions and
+// responses without addresses are left alone; the proxy clamps ApiVersions
+// with ClampVersions.
+//
+// On error resp may be partly rewritten and must not be forwarded.
+func Response(resp kmsg.Response, m Mapper) error {
+	switch r := resp.(type) {
+	case *kmsg.MetadataResponse:
+		return metadata(r, m)
+	case *kmsg.FindCoordinatorResponse:
+		return findCoordinator(r, m)
+	case *kmsg.DescribeClusterResponse:
+		return describeCluster(r, m)
+	case *kmsg.ProduceResponse:
+		return produce(r, m)
+	case *kmsg.FetchResponse:
+		return fetch(r, m)
+	case *kmsg.ShareFetchResponse:
+		return shareFetch(r, m)
+	case *kmsg.ShareAcknowledgeResponse:
+		return shareAcknowledge(r, m)
+	case *kmsg.DescribeQuorumResponse:
+		return describeQuorum(r, m)
+	case *kmsg.VoteResponse:
+		return vote(r, m)
+	case *kmsg.BeginQuorumEpochResponse:
+		return beginQuorumEpoch(r, m)
+	case *kmsg.EndQuorumEpochResponse:
+		return endQuorumEpoch(r, m)
+	case *kmsg.FetchSnapshotResponse:
+		return fetchSnapshot(r, m)
+	case *kmsg.UpdateRaftVoterResponse:
+		return updateRaftVoter(r, m)
+	}
+	return nil
+}
+
+// mapAddr rewrites one int32-port address.
+func mapAddr(m Mapper, id int32, host *string, port *int32) error {
+	h, p, err := m.MapNode(id, *host, *port)
+	if err != nil {
+		return fmt.Errorf("%w: node %d at %s:%d: %w", ErrMap, id, *host, *port, err)
+	}
+	*host, *port = h, p
+	return nil
+}
+
+// mapAddr16 rewrites one address whose port is a uint16 on the wire.
+func mapAddr16(m Mapper, id int32, host *string, port *uint16) error {
+	h, p, err := m.MapNode(id, *host, int32(*port))
+	if err != nil {
+		return fmt.Errorf("%w: node %d at %s:%d: %w", ErrMap, id, *host, *port, err)
+	}
+	if p < 0 || p > math.MaxUint16 {
+		return fmt.Errorf("%w: node %d at %s:%d mapped to port %d", ErrPortRange, id, *host, *port, p)
+	}
+	*host, *port = h, uint16(p)
+	return nil
+}
+
+func metadata(r *kmsg.MetadataResponse, m Mapper) error {
+	for i := range r.Brokers {
+		b := &r.Brokers[i]
+		if err := mapAddr(m, b.NodeID, &b.Host, &b.Port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// findCoordinator skips coordinators that failed or are unknown: their host
+// is empty and their port -1, and there is no listener to stand for them.
+func findCoordinator(r *kmsg.FindCoordinatorResponse, m Mapper) error {
+	// v0-3 carry one coordinator at the top level, v4+ a list (KIP-699);
+	// the fields of the other layout are not on the wire and read as zero.
+	if r.Version <= 3 {
+		if r.ErrorCode != 0 || r.NodeID < 0 {
+			return nil
+		}
+		return mapAddr(m, r.NodeID, &r.Host, &r.Port)
+	}
+	for i := range r.Coordinators {
+		c := &r.Coordinators[i]
+		if c.ErrorCode != 0 || c.NodeID < 0 {
+			continue
+		}
+		if err := mapAddr(m, c.NodeID, &c.Host, &c.Port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func describeCluster(r *kmsg.DescribeClusterResponse, m Mapper) error {
+	for i := range r.Brokers {
+		b := &r.Brokers[i]
+		if err := mapAddr(m, b.NodeID, &b.Host, &b.Port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func produce(r *kmsg.ProduceResponse, m Mapper) error {
+	for i := range r.Brokers {
+		b := &r.Brokers[i]
+		if err := mapAddr(m, b.NodeID, &b.Host, &b.Port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fetch(r *kmsg.FetchResponse, m Mapper) error {
+	for i := range r.Brokers {
+		b := &r.Brokers[i]
+		if err := mapAddr(m, b.NodeID, &b.Host, &b.Port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func shareFetch(r *kmsg.ShareFetchResponse, m Mapper) error {
+	for i := range r.NodeEndpoints {
+		e := &r.NodeEndpoints[i]
+		if err := mapAddr(m, e.NodeID, &e.Host, &e.Port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func shareAcknowledge(r *kmsg.ShareAcknowledgeResponse, m Mapper) error {
+	for i := range r.NodeEndpoints {
+		e := &r.NodeEndpoints[i]
+		if err := mapAddr(m, e.NodeID, &e.Host, &e.Port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describeQuorum maps every listener of a controller separately: a node
+// may advertise several, and the Mapper tells them apart by host and port.
+func describeQuorum(r *kmsg.DescribeQuorumResponse, m Mapper) error {
+	for i := range r.Nodes {
+		n := &r.Nodes[i]
+		for j := range n.Listeners {
+			l := &n.Listeners[j]
+			if err := mapAddr16(m, n.NodeID, &l.Host, &l.Port); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// The KRaft endpoint lists below are tagged fields whose entries carry a
+// node id, host and port only from v1; at v0 kmsg decodes empty entries,
+// which must not reach the Mapper as node 0.
+
+func vote(r *kmsg.VoteResponse, m Mapper) error {
+	if r.Version < 1 {
+		return nil
+	}
+	for i := range r.NodeEndpoints {
+		e := &r.NodeEndpoints[i]
+		if err := mapAddr16(m, e.NodeID, &e.Host, &e.Port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func beginQuorumEpoch(r *kmsg.BeginQuorumEpochResponse, m Mapper) error {
+	if r.Version < 1 {
+		return nil
+	}
+	for i := range r.NodeEndpoints {
+		e := &r.NodeEndpoints[i]
+		if err := mapAddr16(m, e.NodeID, &e.Host, &e.Port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func endQuorumEpoch(r *kmsg.EndQuorumEpochResponse, m Mapper) error {
+	if r.Version < 1 {
+		return nil
+	}
+	for i := range r.NodeEndpoints {
+		e := &r.NodeEndpoints[i]
+		if err := mapAddr16(m, e.NodeID, &e.Host, &e.Port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fetchSnapshot(r *kmsg.FetchSnapshotResponse, m Mapper) error {
+	if r.Version < 1 {
+		return nil
+	}
+	for i := range r.NodeEndpoints {
+		e := &r.NodeEndpoints[i]
+		if err := mapAddr16(m, e.NodeID, &e.Host, &e.Port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateRaftVoter rewrites the leader only when one is known; an unknown
+// leader (-1, the tag's default) has no address.
+func updateRaftVoter(r *kmsg.UpdateRaftVoterResponse, m Mapper) error {
+	l := &r.CurrentLeader
+	if l.LeaderID < 0 {
+		return nil
+	}
+	return mapAddr(m, l.LeaderID, &l.Host, &l.Port)
+}
