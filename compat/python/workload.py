@@ -1,0 +1,440 @@
+#!/usr/bin/env python3
+"""inorder compatibility workload for Python clients.
+
+    workload.py confluent|kafkapython BOOTSTRAP TOPIC_PREFIX [EXPECT]
+
+EXPECT: comma-separated host:port or host:lo-hi every broker address the
+client learns must fall in ("-" or absent: no check). COMPAT_RF sets the
+replication factor of the created topics (default 1). Steps and checks are
+those of compat/go (see compat/README.md).
+"""
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+
+from common import (MAIN_PARTITIONS, N_MAIN, N_RESUME, N_TXN, TXN_PARTITIONS, Limit, Runner,
+                    check_addrs, deadline, gen, parse_expect, parse_got, verify)
+
+
+class Members:
+    """Runs one poll loop per group member in its own thread."""
+
+    def __init__(self, n):
+        self.lock = threading.Lock()
+        self.out = [[] for _ in range(n)]
+        self.assigned = [set() for _ in range(n)]
+        self.total = 0
+        self.stop = threading.Event()
+        self.errors = []
+        self.threads = []
+
+    def add(self, i, gots):
+        with self.lock:
+            self.out[i].extend(gots)
+            self.total += len(gots)
+
+    def start(self, i, poll_once):
+        def loop():
+            try:
+                while not self.stop.is_set():
+                    poll_once()
+            except Exception as e:  # noqa: BLE001
+                self.errors.append("member %d: %s: %s" % (i, type(e).__name__, e))
+        t = threading.Thread(target=loop, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def stable(self, parts):
+        with self.lock:
+            seen = [p for a in self.assigned for p in a]
+            return all(self.assigned) and len(seen) == parts and len(set(seen)) == parts
+
+    def desc(self):
+        with self.lock:
+            return " ".join("member%d=%d partitions" % (i, len(a)) for i, a in enumerate(self.assigned))
+
+    def wait(self, cond, seconds, what):
+        alive = deadline(seconds)
+        while not cond():
+            if self.errors:
+                raise AssertionError("; ".join(self.errors))
+            if not alive():
+                raise AssertionError("%s (after %ds)" % (what(), seconds))
+            time.sleep(0.05)
+
+    def join(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(15)
+        if self.errors:
+            raise AssertionError("; ".join(self.errors))
+
+
+def group_flow(members, topic, want, produce):
+    members.wait(lambda: members.stable(MAIN_PARTITIONS), 60, lambda: "group never became stable: " + members.desc())
+    print("INFO group stable: " + members.desc(), flush=True)
+    produce()
+    members.wait(lambda: members.total >= want, 90, lambda: "received %d of %d records" % (members.total, want))
+    members.join()
+    for i, m in enumerate(members.out):
+        if not m:
+            raise AssertionError("group member %d received no records" % i)
+
+
+# ---------------------------------------------------------------- confluent-kafka
+class Confluent:
+    name = "confluent"
+
+    def __init__(self, bootstrap):
+        import confluent_kafka as ck
+        from confluent_kafka.admin import AdminClient
+        self.ck = ck
+        self.bootstrap = bootstrap
+        self.addrs = set()
+        self.groups = []
+        self.live = []  # producers kept open so their stats can be read at the end
+        self.admin = AdminClient(self.conf())
+
+    def stats(self, js):
+        for b in json.loads(js).get("brokers", {}).values():
+            if b.get("nodename"):
+                self.addrs.add(b["nodename"])
+
+    def conf(self, **kw):
+        c = {"bootstrap.servers": self.bootstrap, "client.id": "inorder-compat-confluent",
+             "statistics.interval.ms": 500, "stats_cb": self.stats}
+        c.update({k.replace("_", "."): v for k, v in kw.items()})
+        return c
+
+    def create_topic(self, topic, partitions, rf):
+        from confluent_kafka.admin import NewTopic
+        fs = self.admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=rf)],
+                                      operation_timeout=30, request_timeout=30)
+        fs[topic].result(timeout=60)
+
+    def _produce(self, p, topic, recs):
+        errs = []
+
+        def cb(err, msg):
+            if err is not None:
+                errs.append(str(err))
+        for r in recs:
+            while True:
+                try:
+                    p.produce(topic, key=r.key, value=r.value, partition=r.partition, on_delivery=cb)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            p.poll(0)
+        left = p.flush(60)
+        if left:
+            raise AssertionError("%d records not delivered after 60s" % left)
+        if errs:
+            raise AssertionError("delivery errors: %s" % errs[:3])
+
+    def produce(self, topic, recs):
+        if not hasattr(self, "prod"):
+            self.prod = self.ck.Producer(self.conf(enable_idempotence=True, acks="all",
+                                                   max_in_flight_requests_per_connection=5, linger_ms=2))
+            self.live.append(self.prod)
+        self._produce(self.prod, topic, recs)
+
+    def consumer(self, group, **kw):
+        return self.ck.Consumer(self.conf(group_id=group, enable_auto_commit=False, auto_offset_reset="earliest",
+                                          session_timeout_ms=10000, heartbeat_interval_ms=1000, **kw))
+
+    def _poll(self, c, timeout=0.2):
+        m = c.poll(timeout)
+        if m is None:
+            return []
+        if m.error():
+            raise RuntimeError(str(m.error()))
+        return [parse_got(m.value(), m.partition(), m.offset())]
+
+    def group_consume(self, topic, group, n, want, produce):
+        self.groups.append(group)
+        ms = Members(n)
+        cons = []
+        for i in range(n):
+            c = self.consumer(group)
+
+            def on_assign(_c, parts, i=i):
+                with ms.lock:
+                    ms.assigned[i] = {p.partition for p in parts if p.topic == topic}
+
+            def on_revoke(_c, parts, i=i):
+                with ms.lock:
+                    ms.assigned[i] -= {p.partition for p in parts if p.topic == topic}
+            c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+            cons.append(c)
+            ms.start(i, lambda c=c, i=i: ms.add(i, self._poll(c)))
+        try:
+            group_flow(ms, topic, want, produce)
+            for i, c in enumerate(cons):
+                c.commit(asynchronous=False)
+        finally:
+            ms.stop.set()
+            for t in ms.threads:
+                t.join(15)
+            for c in cons:
+                c.close()
+        return ms.out
+
+    def resume(self, topic, group, want):
+        c = self.consumer(group)
+        c.subscribe([topic])
+        out, alive = [], deadline(60)
+        try:
+            while len(out) < want and alive():
+                out += self._poll(c)
+        finally:
+            c.close()
+        if len(out) < want:
+            raise AssertionError("received %d of %d records" % (len(out), want))
+        return out
+
+    def txn(self, topic, commit, abort, sentinel):
+        self.txn_id = "inorder-compat-confluent-" + topic
+        p = self.ck.Producer(self.conf(transactional_id=self.txn_id, enable_idempotence=True, acks="all",
+                                       max_in_flight_requests_per_connection=5, linger_ms=2))
+        self.live.append(p)
+        p.init_transactions(30)
+        for recs, ok in ((commit, True), (abort, False), (sentinel, True)):
+            p.begin_transaction()
+            self._produce(p, topic, recs)
+            (p.commit_transaction if ok else p.abort_transaction)(30)
+
+    def read_committed(self, topic, sentinels):
+        c = self.consumer("inorder-compat-rc-" + uuid.uuid4().hex[:8], isolation_level="read_committed")
+        c.assign([self.ck.TopicPartition(topic, p, self.ck.OFFSET_BEGINNING) for p in range(TXN_PARTITIONS)])
+        out, alive = [], deadline(60)
+        try:
+            while alive() and not sentinels <= {g[0] for g in out}:
+                out += self._poll(c)
+        finally:
+            c.close()
+        if not sentinels <= {g[0] for g in out}:
+            raise AssertionError("received %d records before the deadline" % len(out))
+        return out
+
+    def addresses(self, group):
+        md = self.admin.list_topics(timeout=15)
+        for b in md.brokers.values():
+            self.addrs.add("%s:%d" % (b.host, b.port))
+        for g in self.groups:
+            d = self.admin.describe_consumer_groups([g], request_timeout=15)[g].result(timeout=20)
+            self.addrs.add("%s:%d" % (d.coordinator.host, d.coordinator.port))
+        end = time.monotonic() + 1.2  # let every live client emit a statistics event
+        while time.monotonic() < end:
+            for p in self.live:
+                p.poll(0.1)
+            self.admin.poll(0.1)
+        return self.addrs
+
+    def close(self):
+        for p in self.live:
+            p.flush(5)
+
+
+# ---------------------------------------------------------------- kafka-python
+class KafkaPython:
+    name = "kafkapython"
+
+    def __init__(self, bootstrap):
+        import kafka
+        import kafka.net.manager as manager
+        self.kafka = kafka
+        self.bootstrap = bootstrap.split(",")
+        self.addrs = set()
+        # Record every address kafka-python dials (bootstrap, brokers, coordinators).
+        orig = manager.create_connection
+        addrs = self.addrs
+
+        def recording(net, host, port, *a, **kw):
+            addrs.add("%s:%d" % (host, port))
+            return orig(net, host, port, *a, **kw)
+        manager.create_connection = recording
+        self.admin = kafka.KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython")
+        self.closers = [self.admin]
+
+    def create_topic(self, topic, partitions, rf):
+        from kafka.admin import NewTopic
+        self.admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=rf)], timeout_ms=30000)
+
+    def _send(self, p, topic, recs):
+        fs = [p.send(topic, key=r.key, value=r.value, partition=r.partition) for r in recs]
+        p.flush(timeout=60)
+        for f in fs:
+            f.get(timeout=30)
+
+    def produce(self, topic, recs):
+        if not hasattr(self, "prod"):
+            self.prod = self.kafka.KafkaProducer(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython",
+                                                 enable_idempotence=True, acks="all",
+                                                 max_in_flight_requests_per_connection=5, linger_ms=2)
+            self.closers.append(self.prod)
+        self._send(self.prod, topic, recs)
+
+    def consumer(self, group, **kw):
+        c = self.kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython",
+                                     group_id=group, enable_auto_commit=False, auto_offset_reset="earliest",
+                                     session_timeout_ms=10000, heartbeat_interval_ms=1000, **kw)
+        return c
+
+    def _poll(self, c, timeout_ms=200):
+        out = []
+        for tp, recs in c.poll(timeout_ms=timeout_ms).items():
+            for r in recs:
+                out.append(parse_got(r.value, tp.partition, r.offset))
+        return out
+
+    def group_consume(self, topic, group, n, want, produce):
+        from kafka import ConsumerRebalanceListener
+        ms = Members(n)
+        cons = []
+
+        class L(ConsumerRebalanceListener):
+            def __init__(self, i):
+                self.i = i
+
+            def on_partitions_revoked(self, revoked):
+                with ms.lock:
+                    ms.assigned[self.i] -= {tp.partition for tp in revoked if tp.topic == topic}
+
+            def on_partitions_assigned(self, assigned):
+                with ms.lock:
+                    ms.assigned[self.i] |= {tp.partition for tp in assigned if tp.topic == topic}
+        for i in range(n):
+            c = self.consumer(group)
+            c.subscribe([topic], listener=L(i))
+            cons.append(c)
+            ms.start(i, lambda c=c, i=i: ms.add(i, self._poll(c)))
+        try:
+            group_flow(ms, topic, want, produce)
+            for c in cons:
+                c.commit()
+        finally:
+            ms.stop.set()
+            for t in ms.threads:
+                t.join(15)
+            for c in cons:
+                c.close()
+        return ms.out
+
+    def resume(self, topic, group, want):
+        c = self.consumer(group)
+        c.subscribe([topic])
+        out, alive = [], deadline(60)
+        try:
+            while len(out) < want and alive():
+                out += self._poll(c)
+        finally:
+            c.close()
+        if len(out) < want:
+            raise AssertionError("received %d of %d records" % (len(out), want))
+        return out
+
+    def txn(self, topic, commit, abort, sentinel):
+        p = self.kafka.KafkaProducer(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython",
+                                     transactional_id="inorder-compat-kafkapython-" + topic,
+                                     enable_idempotence=True, acks="all", max_in_flight_requests_per_connection=5)
+        self.closers.append(p)
+        p.init_transactions()
+        for recs, ok in ((commit, True), (abort, False), (sentinel, True)):
+            p.begin_transaction()
+            self._send(p, topic, recs)
+            (p.commit_transaction if ok else p.abort_transaction)()
+
+    def read_committed(self, topic, sentinels):
+        from kafka import TopicPartition
+        c = self.kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython",
+                                     group_id=None, enable_auto_commit=False, isolation_level="read_committed")
+        tps = [TopicPartition(topic, p) for p in range(TXN_PARTITIONS)]
+        c.assign(tps)
+        c.seek_to_beginning(*tps)
+        out, alive = [], deadline(60)
+        try:
+            while alive() and not sentinels <= {g[0] for g in out}:
+                out += self._poll(c)
+        finally:
+            c.close()
+        if not sentinels <= {g[0] for g in out}:
+            raise AssertionError("received %d records before the deadline" % len(out))
+        return out
+
+    def addresses(self, group):
+        d = self.admin.describe_cluster()
+        for b in d.get("brokers", []):
+            self.addrs.add("%s:%d" % (b["host"], b["port"]))
+        return self.addrs
+
+    def close(self):
+        for c in self.closers:
+            try:
+                c.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    name, bootstrap, prefix = sys.argv[1:4]
+    expect_arg = sys.argv[4] if len(sys.argv) > 4 else ""
+    expect = parse_expect(expect_arg)
+    rf = int(os.environ.get("COMPAT_RF", "1"))
+    cl = {"confluent": Confluent, "kafkapython": KafkaPython}[name](bootstrap)
+    r = Runner(name)
+    print("START %s bootstrap=%s prefix=%s rf=%d expect=%r" % (name, bootstrap, prefix, rf, expect_arg), flush=True)
+    topic, txn_topic, group = prefix + "-main", prefix + "-txn", prefix + "-group"
+
+    def create():
+        cl.create_topic(topic, MAIN_PARTITIONS, rf)
+        cl.create_topic(txn_topic, TXN_PARTITIONS, rf)
+    if not r.step("create-topics", create):
+        cl.close()
+        r.finish()
+
+    sent = gen(0, N_MAIN, MAIN_PARTITIONS)
+    produced = []
+
+    def produce():
+        t = time.monotonic()
+        cl.produce(topic, sent)
+        produced.append(True)
+        print("STEP produce-idempotent ok (%.3fs)" % (time.monotonic() - t), flush=True)
+
+    def group_step():
+        verify(sent, cl.group_consume(topic, group, 2, len(sent), produce))
+    if r.step("group-consume", group_step) and produced:
+        more = gen(N_MAIN, N_MAIN + N_RESUME, MAIN_PARTITIONS)
+
+        def resume():
+            cl.produce(topic, more)
+            verify(more, [cl.resume(topic, group, len(more))])
+        r.step("resume-from-commit", resume)
+
+    commit = gen(100000, 100000 + N_TXN, TXN_PARTITIONS)
+    abort = gen(200000, 200000 + N_TXN, TXN_PARTITIONS)
+    sentinel = gen(900000, 900000 + TXN_PARTITIONS, TXN_PARTITIONS)
+    if r.step("transactions", lambda: cl.txn(txn_topic, commit, abort, sentinel)):
+        r.step("read-committed", lambda: verify(commit + sentinel, [cl.read_committed(txn_topic, {s.seq for s in sentinel})]))
+
+    if expect is not None:
+        def addrs():
+            a = cl.addresses(group)
+            print("INFO addresses learned: %s" % sorted(a), flush=True)
+            check_addrs(expect, a)
+        r.step("addresses", addrs)
+    else:
+        print("INFO addresses: not checked (no EXPECT given)", flush=True)
+    cl.close()
+    r.finish()
+
+
+if __name__ == "__main__":
+    main()
