@@ -38,6 +38,8 @@ func newRootCommand() *cobra.Command {
 	}
 	root.AddCommand(
 		newVersionCommand(),
+		newServeCommand(),
+		newDevCommand(),
 	)
 	return root
 }

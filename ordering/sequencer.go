@@ -121,6 +121,9 @@ func (s *Sequencer[T]) Full() bool {
 	return live >= s.maxInFlight || (live > 0 && s.bytes >= s.maxBytes)
 }
 
+// Head returns the oldest sequence number not yet released by Ready.
+func (s *Sequencer[T]) Head() uint64 { return s.head }
+
 // Next returns the sequence number the next Push will assign.
 func (s *Sequencer[T]) Next() uint64 { return s.tail }
 

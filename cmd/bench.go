@@ -1,0 +1,241 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/inorder-proxy/inorder/bench"
+	"github.com/spf13/cobra"
+)
+
+func newBenchCommand() *cobra.Command {
+	var (
+		bootstrap string
+		compare   []string
+		ratioTo   []string
+		quiet     bool
+	)
+	o := bench.Default()
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure a Kafka path: produce and consume throughput, produce latency",
+		Long: `bench drives a workload with the franz-go client against a bootstrap
+address and reports records/s, MB/s and produce latency percentiles.
+
+With --compare it runs the same workload against more addresses, one after
+the other in every round, and reports each figure as the median over rounds
+with the median per-round ratio to the compared addresses, so that a proxy
+can be measured against the broker it fronts on the same machine.
+
+Addresses may be named: --bootstrap inorder=127.0.0.1:9092 --compare direct=127.0.0.1:9093.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			opts := o
+			t, err := bench.ParseTarget(bootstrap)
+			if err != nil {
+				return err
+			}
+			opts.Targets = []bench.Target{t}
+			for _, s := range compare {
+				t, err := bench.ParseTarget(s)
+				if err != nil {
+					return err
+				}
+				opts.Targets = append(opts.Targets, t)
+			}
+			opts.RatioTo = ratioTo
+			if !quiet {
+				opts.Progress = c.ErrOrStderr()
+			}
+			if opts.Acks != -1 || opts.MaxInFlight > 5 {
+				opts.Idempotent = false
+			}
+			_, err = bench.Run(c.Context(), opts, c.OutOrStdout())
+			return err
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&bootstrap, "bootstrap", "b", "127.0.0.1:9092", "bootstrap address to measure, [NAME=]HOST:PORT[,HOST:PORT]")
+	f.StringArrayVar(&compare, "compare", nil, "also run the workload against this [NAME=]ADDRESS in every round (repeatable)")
+	f.StringSliceVar(&ratioTo, "ratio-to", nil, "names of the targets to divide by (default: every --compare target)")
+	f.IntVar(&o.Rounds, "rounds", 0, "rounds; every target runs once per round (default 1, or 5 with --compare)")
+	f.BoolVar(&o.Produce, "produce", o.Produce, "produce records")
+	f.BoolVar(&o.Consume, "consume", o.Consume, "consume records from the start of the topic")
+	f.StringVar(&o.Topic, "topic", "", "topic (default inorder-bench-p<partitions>)")
+	f.IntVar(&o.Partitions, "partitions", o.Partitions, "partitions of the topic when it is created")
+	f.BoolVar(&o.CreateTopic, "create-topic", o.CreateTopic, "create the topic when it is missing")
+	f.DurationVar(&o.Duration, "duration", o.Duration, "measured time per target per round")
+	f.DurationVar(&o.Warmup, "warmup", o.Warmup, "unmeasured time before each measurement")
+	f.Int64Var(&o.Records, "records", 0, "produce exactly this many records per target per round instead of running for --duration")
+	f.Float64Var(&o.Rate, "rate", 0, "produce at most this many records per second (0: as fast as possible)")
+	f.IntVar(&o.RecordBytes, "record-size", o.RecordBytes, "bytes per record value")
+	f.BoolVar(&o.Compressible, "compressible", false, "fill values with a repeating pattern instead of random bytes")
+	f.StringVar(&o.Compression, "compression", o.Compression, "none, gzip, snappy, lz4 or zstd")
+	f.IntVar(&o.Acks, "acks", o.Acks, "-1 (all), 1 or 0; anything but -1 turns idempotence off")
+	f.IntVar(&o.MaxInFlight, "max-in-flight", o.MaxInFlight, "produce requests in flight per broker; above 5 turns idempotence off")
+	f.DurationVar(&o.Linger, "linger", 0, "how long a partition waits to fill a batch")
+	f.Int32Var(&o.FetchMaxBytes, "fetch-max-bytes", 1<<20, "bytes per fetch response and per partition")
+	f.StringVar(&o.Format, "format", o.Format, "report format: text or markdown")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")
+
+	c.AddCommand(newBenchBrokerCommand(), newBenchRelayCommand(), newBenchConnsCommand())
+	return c
+}
+
+func newBenchBrokerCommand() *cobra.Command {
+	var (
+		cfg     bench.BrokerConfig
+		kind    string
+		timeout time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "broker",
+		Short: "Run an embedded broker that is never the bottleneck",
+		Long: `broker runs a single-node kfake cluster on 127.0.0.1: blackhole discards
+produced records, synthetic serves random 1 MiB fetches from any offset, plain
+stores records. With --advertise it hands out that address in metadata, so
+that a relay in front of it is never bypassed.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cfg := cfg
+			cfg.Kind = bench.BrokerKind(kind)
+			b, err := bench.NewBroker(cfg)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			fmt.Fprintln(c.OutOrStdout(), "listening", b.Addr())
+			return waitFor(c.Context(), timeout)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&kind, "kind", string(bench.Blackhole), "blackhole, synthetic or plain")
+	f.IntVar(&cfg.Port, "port", 0, "port on 127.0.0.1 (0: any free port)")
+	f.StringVar(&cfg.Advertise, "advertise", "", "IP:PORT to hand out in metadata instead of the broker's own")
+	f.IntVar(&cfg.RecordBytes, "record-size", 1024, "value size of synthetic records")
+	f.DurationVar(&timeout, "timeout", time.Hour, "exit after this long")
+	return c
+}
+
+func newBenchRelayCommand() *cobra.Command {
+	var (
+		listen, to string
+		timeout    time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "relay",
+		Short: "Relay TCP connections to one address, the ceiling for any proxy",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			r, err := bench.NewRelay(listen, to)
+			if err != nil {
+				return err
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- r.Serve() }()
+			fmt.Fprintln(c.OutOrStdout(), "relaying", r.Addr(), "to", to)
+			werr := waitFor(c.Context(), timeout)
+			r.Close()
+			if err := <-errc; err != nil {
+				return err
+			}
+			return werr
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:0", "address to accept on")
+	f.StringVar(&to, "to", "", "address to relay to")
+	f.DurationVar(&timeout, "timeout", time.Hour, "exit after this long")
+	_ = c.MarkFlagRequired("to")
+	return c
+}
+
+func newBenchConnsCommand() *cobra.Command {
+	var (
+		addr             string
+		idle, parallel   int
+		hold, churn      time.Duration
+		pid, churnWorker int
+	)
+	c := &cobra.Command{
+		Use:   "conns",
+		Short: "Hold idle connections and churn connections through an address",
+		Long: `conns opens --idle connections that each complete one ApiVersions exchange,
+holds them for --hold, then opens, uses once and closes connections for
+--churn and reports how many per second. With --pid it reports that process's
+resident memory before and after the idle connections opened.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx := c.Context()
+			out := c.OutOrStdout()
+			var before int64
+			if pid > 0 {
+				var err error
+				if before, err = bench.ProcessRSS(pid); err != nil {
+					return err
+				}
+			}
+			if idle > 0 {
+				start := time.Now()
+				ic, err := bench.OpenIdle(ctx, addr, idle, parallel)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "idle: %d connections open in %v\n", ic.Len(), time.Since(start).Round(time.Millisecond))
+				ok := sleepFor(ctx, hold)
+				if pid > 0 {
+					after, err := bench.ProcessRSS(pid)
+					if err != nil {
+						ic.Close()
+						return err
+					}
+					fmt.Fprintf(out, "idle: rss %.1f MiB before, %.1f MiB with %d connections, %.0f bytes per connection\n",
+						float64(before)/(1<<20), float64(after)/(1<<20), ic.Len(), float64(after-before)/float64(ic.Len()))
+				}
+				ic.Close()
+				if !ok {
+					return ctx.Err()
+				}
+			}
+			if churn > 0 {
+				rate, err := bench.Churn(ctx, addr, churn, churnWorker)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "churn: %.0f connections/s (open, ApiVersions, close; %d in parallel)\n", rate, churnWorker)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&addr, "bootstrap", "b", "127.0.0.1:9092", "address to connect to")
+	f.IntVar(&idle, "idle", 1000, "idle connections to open")
+	f.IntVar(&parallel, "parallel", 32, "connections opened at a time")
+	f.DurationVar(&hold, "hold", 2*time.Second, "how long the idle connections stay open before memory is read")
+	f.DurationVar(&churn, "churn", 2*time.Second, "how long to churn connections (0: skip)")
+	f.IntVar(&churnWorker, "churn-parallel", 4, "connections churned at a time")
+	f.IntVar(&pid, "pid", 0, "process whose resident memory to report")
+	return c
+}
+
+// waitFor returns nil once d has passed and ctx's error if it ends first; a
+// signal is the normal way to stop a helper, so it is not an error.
+func waitFor(ctx context.Context, d time.Duration) error {
+	if sleepFor(ctx, d) || errors.Is(ctx.Err(), context.Canceled) {
+		return nil
+	}
+	return ctx.Err()
+}
+
+func sleepFor(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,41 @@
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/proxy"
+)
+
+func newServeCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "serve --upstream HOST:PORT[,HOST:PORT...]",
+		Short: "Proxy an existing Kafka-compatible cluster",
+		Long: `serve puts inorder in front of an existing cluster. Clients use the
+bootstrap listener (--listen); every upstream node gets a listener of its
+own on the same host, at --node-port-base + node id (default: bootstrap
+port + 1 + node id), and every broker address the upstream hands out is
+rewritten to those listeners.`,
+		Args: cobra.NoArgs,
+	}
+	cfg := config.Default()
+	fs := c.Flags()
+	fs.String(config.FlagConfig, "", "YAML file with the same keys as the flags")
+	config.BindFlags(fs, &cfg)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		cfg, err := config.Resolve(c.Flags(), config.Default())
+		if err != nil {
+			return err
+		}
+		if len(cfg.Upstreams) == 0 {
+			return &config.FieldError{Field: "upstream", Reason: "is required"}
+		}
+		log := newLogger(c.ErrOrStderr(), cfg)
+		p, err := proxy.New(cfg, log)
+		if err != nil {
+			return err
+		}
+		return runProxy(c.Context(), p, cfg, log, c.OutOrStdout())
+	}
+	return c
+}

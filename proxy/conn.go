@@ -1,0 +1,471 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// lingerTimeout bounds how long a failing connection waits for the client
+// to read the responses already written before the socket is closed.
+const lingerTimeout = 2 * time.Second
+
+// noCorrelation is the upstream correlation id of requests that expect no
+// response; it is negative so that no live sequence number matches it.
+const noCorrelation = -1
+
+// conn is one client connection and its own upstream connection.
+type conn struct {
+	p      *Proxy
+	client net.Conn
+	up     net.Conn
+	node   int32 // -1 on the bootstrap listener
+
+	// mu guards seq, the upstream queue and the flags below it; cond
+	// wakes the client reader when capacity frees or the conn dies.
+	mu       sync.Mutex
+	cond     sync.Cond
+	seq      *ordering.Sequencer[*request]
+	outq     []*request // dispatched, not yet written upstream
+	flushing bool       // a goroutine is writing outq upstream
+	poison   uint64     // close once the head passes this seq (0: none)
+	poisoned error
+
+	// wmu makes the client writer one at a time; see deliver.
+	wmu     sync.Mutex
+	ready   []*request
+	outBufs net.Buffers
+
+	wg       sync.WaitGroup // upstream reader and flushers
+	dead     atomic.Bool
+	draining atomic.Bool
+	reason   error // set once by die
+
+	dec decoder // request bodies, used by the client reader only
+}
+
+func newConn(p *Proxy, nc net.Conn, node int32) *conn {
+	c := &conn{p: p, client: nc, node: node}
+	c.cond.L = &c.mu
+	c.seq = ordering.New[*request](p.mode, p.cfg.MaxInFlight, p.cfg.MaxBufferedBytes)
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	return c
+}
+
+// serve runs the connection to its end: dial the upstream, read the client
+// until it stops, then tear down through die, the one teardown path.
+func (c *conn) serve() {
+	defer c.p.untrack(c)
+	err := c.connect()
+	if err == nil {
+		c.wg.Add(1)
+		go c.readUpstream()
+		err = c.readClient()
+	}
+	c.die(err)
+	c.wg.Wait()
+	c.closeClient()
+	c.release()
+	c.logClose()
+}
+
+func (c *conn) connect() error {
+	if c.node < 0 {
+		up, _, err := c.p.bootstrapUpstream()
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrUpstreamFailed, err)
+		}
+		c.up = up
+		return nil
+	}
+	addr, ok := c.p.nodes.upstream(c.node)
+	if !ok {
+		return fmt.Errorf("%w: node %d unknown", ErrUpstreamFailed, c.node)
+	}
+	up, err := c.p.dialUpstream(addr)
+	if err != nil {
+		return fmt.Errorf("%w: node %d: %v", ErrUpstreamFailed, c.node, err)
+	}
+	c.up = up
+	return nil
+}
+
+// die records why the connection ends and unblocks every goroutine: the
+// upstream closes, the client's write side closes after what was delivered,
+// and the client reader wakes. Only the first call has an effect.
+func (c *conn) die(reason error) {
+	if !c.dead.CompareAndSwap(false, true) {
+		return
+	}
+	c.mu.Lock()
+	c.reason = reason
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	if c.up != nil {
+		c.up.Close()
+	}
+	// Half-close so responses already written reach the client before the
+	// socket closes; closing with unread input would reset the connection
+	// and could drop them.
+	if tc, ok := c.client.(*net.TCPConn); ok && !errors.Is(reason, errClientClosed) {
+		tc.CloseWrite()
+		tc.SetReadDeadline(time.Now().Add(lingerTimeout))
+		return
+	}
+	c.client.Close()
+}
+
+// closeClient drains what the client still sends until it closes or the
+// linger ends, then closes the socket.
+func (c *conn) closeClient() {
+	if tc, ok := c.client.(*net.TCPConn); ok && !errors.Is(c.reason, errClientClosed) {
+		tc.SetReadDeadline(time.Now().Add(lingerTimeout))
+		io.Copy(io.Discard, io.LimitReader(tc, 1<<20))
+	}
+	c.client.Close()
+}
+
+// drain stops reading new requests; readClient then waits for the
+// in-flight responses and returns ErrShutdown.
+func (c *conn) drain() {
+	c.draining.Store(true)
+	c.client.SetReadDeadline(time.Now())
+	c.mu.Lock()
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}
+
+// release returns the buffers of requests that never completed.
+func (c *conn) release() {
+	c.mu.Lock()
+	left := c.seq.Drain(nil)
+	c.mu.Unlock()
+	for _, r := range left {
+		r.free()
+	}
+}
+
+func (c *conn) logClose() {
+	reason := c.reason
+	attrs := []any{"client", c.client.RemoteAddr().String(), "node", c.node}
+	switch {
+	case reason == nil, errors.Is(reason, errClientClosed), errors.Is(reason, ErrShutdown):
+		c.p.log.Debug("connection closed", append(attrs, "reason", reason)...)
+	case errors.Is(reason, ErrBadRequest), errors.Is(reason, ErrUpstreamProtocol):
+		c.p.log.Warn("connection closed", append(attrs, "reason", reason.Error())...)
+	default:
+		c.p.log.Info("connection closed", append(attrs, "reason", reason.Error())...)
+	}
+}
+
+// readClient reads requests until the client stops, and sequences and
+// forwards each. It returns why it stopped.
+func (c *conn) readClient() error {
+	var lenBuf [4]byte
+	maxReq := c.p.cfg.MaxRequestSize
+	for {
+		if err := c.waitCapacity(); err != nil {
+			return err
+		}
+		buf, err := wire.ReadFrame(c.client, &lenBuf, wire.MinRequestFrame, maxReq)
+		if err != nil {
+			return c.clientReadError(err)
+		}
+		r, err := c.parseRequest(buf)
+		if err != nil {
+			wire.Put(buf)
+			return err
+		}
+		c.submit(r)
+	}
+}
+
+func (c *conn) clientReadError(err error) error {
+	switch {
+	case c.dead.Load():
+		return nil
+	case c.draining.Load():
+		return c.waitIdle()
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		return errClientClosed
+	case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, wire.ErrFrameTooSmall), errors.Is(err, wire.ErrTruncated):
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	return fmt.Errorf("client read: %w", err)
+}
+
+// waitCapacity blocks while the connection holds as much as it may: the
+// client is not read, and TCP pushes back on it.
+func (c *conn) waitCapacity() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.seq.Full() && !c.dead.Load() && !c.draining.Load() {
+		c.cond.Wait()
+	}
+	if c.dead.Load() {
+		return c.reason
+	}
+	return nil
+}
+
+// waitIdle waits, during shutdown, for every in-flight response to be
+// delivered.
+func (c *conn) waitIdle() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !c.seq.Idle() && !c.dead.Load() {
+		c.cond.Wait()
+	}
+	return ErrShutdown
+}
+
+// submit sequences r and writes whatever may now go upstream.
+func (c *conn) submit(r *request) {
+	local := false
+	c.mu.Lock()
+	if r.noResp && c.p.mode == ordering.Connection {
+		// A request without a response leaves no state behind: it
+		// only has to be written in order.
+		r.upCorr = noCorrelation
+		c.outq = append(c.outq, r)
+	} else {
+		r.seq = c.seq.Push(r.ord, r)
+		r.upCorr = int32(r.seq & (1<<31 - 1))
+		c.seq.Hold(len(r.frame.B))
+		local = c.dispatchLocked()
+	}
+	flush := !c.flushing && len(c.outq) > 0
+	if flush {
+		c.flushing = true
+	}
+	c.mu.Unlock()
+	if flush {
+		c.flush()
+	}
+	if local {
+		if err := c.deliver(); err != nil {
+			c.die(err)
+		}
+	}
+}
+
+// dispatchLocked moves every request the sequencer releases to the upstream
+// queue; requests the proxy answers itself complete at once, and then it
+// reports true.
+func (c *conn) dispatchLocked() (local bool) {
+	start := len(c.outq)
+	c.outq = c.seq.Dispatch(c.outq)
+	kept := c.outq[:start]
+	for _, r := range c.outq[start:] {
+		if r.local != nil {
+			r.resp = r.local
+			r.local = nil
+			c.seq.Hold(len(r.resp.B))
+			c.seq.Complete(r.seq)
+			local = true
+			continue
+		}
+		kept = append(kept, r)
+	}
+	clear(c.outq[len(kept):])
+	c.outq = kept
+	return local
+}
+
+// flush writes the upstream queue until it is empty. The caller has set
+// c.flushing; flush clears it. Request frames are taken from the queue
+// under the lock and owned by flush from then on, since a fast upstream may
+// answer and release a request before its write call returns.
+func (c *conn) flush() {
+	var (
+		frames []*wire.Buf
+		bufs   net.Buffers
+	)
+	for {
+		c.mu.Lock()
+		if c.dead.Load() || len(c.outq) == 0 {
+			c.flushing = false
+			c.mu.Unlock()
+			return
+		}
+		frames, bufs = frames[:0], bufs[:0]
+		held := 0
+		for _, r := range c.outq {
+			frames = append(frames, r.frame)
+			wire.SetRequestCorrelation(r.frame.B, r.upCorr)
+			bufs = append(bufs, r.frame.B)
+			if r.upCorr == noCorrelation {
+				r.frame = nil
+				putRequest(r)
+				continue
+			}
+			held += len(r.frame.B)
+			r.frame = nil
+		}
+		clear(c.outq)
+		c.outq = c.outq[:0]
+		c.mu.Unlock()
+
+		_, err := bufs.WriteTo(c.up)
+		for _, f := range frames {
+			wire.Put(f)
+		}
+		clear(frames)
+		c.mu.Lock()
+		c.seq.Free(held)
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		if err != nil {
+			c.mu.Lock()
+			c.flushing = false
+			c.mu.Unlock()
+			c.die(fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err))
+			return
+		}
+	}
+}
+
+// flushAsync runs flush on its own goroutine, for callers that must not
+// block on the upstream.
+func (c *conn) flushAsync() {
+	defer c.wg.Done()
+	c.flush()
+}
+
+// readUpstream reads responses until the upstream fails or the connection
+// dies, matching each to its request by correlation id.
+func (c *conn) readUpstream() {
+	defer c.wg.Done()
+	c.die(c.readUpstreamLoop())
+}
+
+func (c *conn) readUpstreamLoop() error {
+	var lenBuf [4]byte
+	maxResp := c.p.cfg.MaxResponseSize
+	for {
+		buf, err := wire.ReadFrame(c.up, &lenBuf, wire.MinResponseFrame, maxResp)
+		if err != nil {
+			if c.dead.Load() {
+				return c.reason
+			}
+			if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrFrameTooSmall) {
+				return fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
+			}
+			return fmt.Errorf("%w: read: %v", ErrUpstreamFailed, err)
+		}
+		corr := wire.ResponseCorrelation(buf.B)
+		c.mu.Lock()
+		seq, ok := c.seq.Lookup(corr)
+		var r *request
+		if ok {
+			r, _ = c.seq.Get(seq)
+		}
+		c.mu.Unlock()
+		if r == nil || r.resp != nil || r.upCorr != corr {
+			wire.Put(buf)
+			return fmt.Errorf("%w: unexpected correlation id %d", ErrUpstreamProtocol, corr)
+		}
+		resp, err := c.response(r, buf)
+		if err != nil {
+			return err
+		}
+		if err := c.complete(r, resp); err != nil {
+			return err
+		}
+	}
+}
+
+// complete records r's response, releases what the sequencer lets go, and
+// delivers what is ready.
+func (c *conn) complete(r *request, resp *wire.Buf) error {
+	c.mu.Lock()
+	if err := c.seq.Complete(r.seq); err != nil {
+		c.mu.Unlock()
+		wire.Put(resp)
+		return fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
+	}
+	if r.noResp {
+		wire.Put(resp)
+		resp = nil
+		if r.failed != nil && c.poisoned == nil {
+			c.poison, c.poisoned = r.seq, r.failed
+		}
+	} else {
+		c.seq.Hold(len(resp.B))
+	}
+	r.resp = resp
+	if r.noResp {
+		r.resp = noResponse
+	}
+	c.dispatchLocked()
+	async := !c.flushing && len(c.outq) > 0
+	if async {
+		c.flushing = true
+		c.wg.Add(1)
+	}
+	c.mu.Unlock()
+	if async {
+		go c.flushAsync()
+	}
+	return c.deliver()
+}
+
+// noResponse marks a completed request that sends nothing to the client.
+var noResponse = &wire.Buf{}
+
+// deliver writes every response at the head of the sequence to the client.
+// Whoever completes the head calls it; wmu keeps one writer at a time, and
+// since responses leave the sequencer in order under mu and are written in
+// that order under wmu, no interleaving can reorder them.
+func (c *conn) deliver() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for {
+		c.mu.Lock()
+		c.ready = c.seq.Ready(c.ready[:0])
+		var poisoned error
+		if c.poisoned != nil && c.seq.Head() > c.poison {
+			poisoned = c.poisoned
+		}
+		c.mu.Unlock()
+		if len(c.ready) == 0 {
+			if poisoned != nil {
+				return fmt.Errorf("%w: %v", ErrAcksZeroFailed, poisoned)
+			}
+			return nil
+		}
+		c.outBufs = c.outBufs[:0]
+		held := 0
+		for _, r := range c.ready {
+			c.outBufs = append(c.outBufs, r.resp.B)
+			held += len(r.resp.B)
+		}
+		_, err := c.outBufs.WriteTo(c.client)
+		c.mu.Lock()
+		c.seq.Free(held)
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		for _, r := range c.ready {
+			putRequest(r)
+		}
+		clear(c.ready)
+		if err != nil {
+			if c.dead.Load() {
+				return c.reason
+			}
+			return fmt.Errorf("%w: client write: %v", errClientClosed, err)
+		}
+	}
+}

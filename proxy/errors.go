@@ -1,0 +1,30 @@
+package proxy
+
+import "errors"
+
+// Errors returned by the Proxy and recorded as the reason a connection
+// closed. Match them with errors.Is.
+var (
+	// ErrClosed is returned by Serve after Shutdown or Close.
+	ErrClosed = errors.New("proxy closed")
+	// ErrNodePort is returned when a node listener cannot be opened: its
+	// port is out of range or taken.
+	ErrNodePort = errors.New("cannot open node listener")
+
+	// ErrBadRequest closes a client that sent a frame the proxy cannot
+	// parse or must not forward.
+	ErrBadRequest = errors.New("bad request")
+	// ErrUpstreamFailed closes a client whose upstream connection failed:
+	// refused, reset, or closed.
+	ErrUpstreamFailed = errors.New("upstream failed")
+	// ErrUpstreamProtocol closes a client whose upstream sent a response
+	// the proxy cannot match or parse.
+	ErrUpstreamProtocol = errors.New("upstream protocol violation")
+	// ErrAcksZeroFailed closes a client whose acks=0 produce failed
+	// upstream, as Kafka closes the connection in that case.
+	ErrAcksZeroFailed = errors.New("acks=0 produce failed")
+	// ErrShutdown closes a client when the proxy shuts down.
+	ErrShutdown = errors.New("proxy shutting down")
+
+	errClientClosed = errors.New("client closed the connection")
+)

@@ -1,0 +1,310 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/ordering"
+)
+
+// Option adjusts a Proxy beyond its Config.
+type Option func(*Proxy)
+
+// WithVersions limits the API keys and versions the proxy forwards and
+// advertises to those for which fn returns ok, up to the returned maximum.
+// It protects a backend that fails on keys it does not know, such as an
+// embedded kfake, which panics the process on an unknown key.
+func WithVersions(fn func(key int16) (max int16, ok bool)) Option {
+	return func(p *Proxy) { p.versions = fn }
+}
+
+// Proxy is one inorder instance: a bootstrap listener, a listener per
+// upstream node, and the connections they accept.
+type Proxy struct {
+	cfg      config.Config
+	log      *slog.Logger
+	mode     ordering.Mode
+	versions func(int16) (int16, bool)
+
+	listenHost string
+	advHost    string
+	boot       net.Listener
+	nodes      nodeTable
+	nextUp     atomic.Uint32
+
+	mu        sync.Mutex
+	closing   bool
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	wg        sync.WaitGroup  // accept loops and connections
+	ctx       context.Context // canceled by Shutdown and Close
+	cancel    context.CancelFunc
+}
+
+// New validates cfg, opens the bootstrap listener and returns the proxy.
+// Call Serve to accept connections.
+func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Upstreams) == 0 {
+		return nil, &config.FieldError{Field: "upstream", Reason: "is required"}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Proxy{
+		cfg:       cfg,
+		log:       log,
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if cfg.Ordering() == config.OrderingConnection {
+		p.mode = ordering.Connection
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	host, _, _ := net.SplitHostPort(cfg.Listen)
+	p.listenHost = host
+	p.advHost = cfg.AdvertisedHost
+	if p.advHost == "" {
+		p.advHost = host
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			name, err := os.Hostname()
+			if err != nil {
+				return nil, fmt.Errorf("listen %s binds every interface and the hostname is unknown: set advertised-host: %w", cfg.Listen, err)
+			}
+			p.advHost = name
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	p.boot = ln
+	p.listeners[ln] = struct{}{}
+	p.nodes.init(p, ln.Addr().(*net.TCPAddr).Port)
+	return p, nil
+}
+
+// Addr returns the bootstrap address clients should use.
+func (p *Proxy) Addr() string {
+	_, port, _ := net.SplitHostPort(p.boot.Addr().String())
+	return net.JoinHostPort(p.advHost, port)
+}
+
+// Discover asks the upstream for its brokers and opens their listeners now,
+// so that clients holding metadata from before a restart find them. It
+// returns ErrNodePort if a listener cannot open, and the upstream's error if
+// it cannot be reached (the proxy still serves; listeners then open when
+// metadata first names them).
+func (p *Proxy) Discover(ctx context.Context) error {
+	brokers, err := fetchBrokers(ctx, p.cfg.Upstreams, p.cfg.DialTimeout)
+	if err != nil {
+		return err
+	}
+	for _, b := range brokers {
+		if _, _, err := p.nodes.MapNode(b.NodeID, b.Host, b.Port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Serve accepts connections on the bootstrap listener until Shutdown or
+// Close, and then returns ErrClosed.
+func (p *Proxy) Serve() error {
+	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	p.wg.Add(1)
+	p.mu.Unlock()
+	defer p.wg.Done()
+	return p.acceptLoop(p.boot, -1)
+}
+
+// serveNode starts the accept loop of a node listener.
+func (p *Proxy) serveNode(ln net.Listener, node int32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		return ErrClosed
+	}
+	p.listeners[ln] = struct{}{}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		_ = p.acceptLoop(ln, node)
+	}()
+	return nil
+}
+
+// acceptLoop accepts until the listener closes, backing off on temporary
+// errors as net/http does, so that running out of file descriptors slows
+// the proxy down instead of killing it.
+func (p *Proxy) acceptLoop(ln net.Listener, node int32) error {
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-p.ctx.Done():
+				return ErrClosed
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return ErrClosed
+			}
+			if delay == 0 {
+				delay = 5 * time.Millisecond
+			} else if delay *= 2; delay > time.Second {
+				delay = time.Second
+			}
+			p.log.Warn("accept failed; retrying", "listener", ln.Addr().String(), "err", err, "retry_in", delay)
+			select {
+			case <-time.After(delay):
+			case <-p.ctx.Done():
+				return ErrClosed
+			}
+			continue
+		}
+		delay = 0
+		c := newConn(p, nc, node)
+		if !p.track(c) {
+			nc.Close()
+			return ErrClosed
+		}
+		go c.serve()
+	}
+}
+
+func (p *Proxy) track(c *conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	p.wg.Add(1)
+	return true
+}
+
+func (p *Proxy) untrack(c *conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	p.wg.Done()
+}
+
+// stopAccepting closes every listener; later accepts and node listeners
+// are refused.
+func (p *Proxy) stopAccepting() []*conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closing = true
+	p.cancel()
+	for ln := range p.listeners {
+		ln.Close()
+		delete(p.listeners, ln)
+	}
+	conns := make([]*conn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+// Shutdown stops accepting, stops reading new requests, and waits for every
+// connection to deliver its in-flight responses, until ctx is done; then it
+// closes what remains. It returns ctx's error if connections had to be cut.
+func (p *Proxy) Shutdown(ctx context.Context) error {
+	for _, c := range p.stopAccepting() {
+		c.drain()
+	}
+	finished := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+		return nil
+	case <-ctx.Done():
+		p.Close()
+		<-finished
+		return ctx.Err()
+	}
+}
+
+// Close closes every listener and connection at once and waits for their
+// goroutines.
+func (p *Proxy) Close() error {
+	for _, c := range p.stopAccepting() {
+		c.die(ErrShutdown)
+	}
+	p.wg.Wait()
+	return nil
+}
+
+// Stats is a snapshot of the proxy's connections.
+type Stats struct {
+	Conns int
+	Nodes int
+}
+
+// Stats returns how many client connections and node listeners are open.
+func (p *Proxy) Stats() Stats {
+	p.mu.Lock()
+	n := len(p.conns)
+	p.mu.Unlock()
+	return Stats{Conns: n, Nodes: p.nodes.count()}
+}
+
+// dialUpstream connects to addr, bounded by the dial timeout and by the
+// proxy closing.
+func (p *Proxy) dialUpstream(addr string) (net.Conn, error) {
+	ctx := p.ctx
+	if p.cfg.DialTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.cfg.DialTimeout)
+		defer cancel()
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	return nc, nil
+}
+
+// bootstrapUpstream dials the configured upstreams, starting at a rotating
+// index so bootstrap load spreads, and returns the first that answers.
+func (p *Proxy) bootstrapUpstream() (net.Conn, string, error) {
+	ups := p.cfg.Upstreams
+	start := int(p.nextUp.Add(1))
+	var errs []error
+	for i := range ups {
+		addr := ups[(start+i)%len(ups)]
+		nc, err := p.dialUpstream(addr)
+		if err == nil {
+			return nc, addr, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, "", errors.Join(errs...)
+}

@@ -1,0 +1,261 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// API keys the proxy treats specially.
+const (
+	keyProduce         = 0
+	keyOffsetCommit    = 8
+	keyTxnOffsetCommit = 28
+	keyApiVersions     = wire.ApiVersionsKey
+)
+
+// request is one client request from the moment it is read until its
+// response is written. Requests are pooled.
+type request struct {
+	hdr    wire.RequestHeader
+	ord    ordering.Request
+	seq    uint64
+	upCorr int32 // correlation id on the upstream connection
+
+	frame *wire.Buf // the request, until written upstream
+	resp  *wire.Buf // the response, once received
+	local *wire.Buf // a response the proxy makes itself; never forwarded
+
+	noResp    bool  // the client expects no response (acks=0)
+	forcedAck bool  // acks=0 forwarded as acks=1 to learn when it is accepted
+	failed    error // the upstream rejected a forced-ack produce
+	keys      [4]ordering.Key
+}
+
+var requestPool = sync.Pool{New: func() any { return new(request) }}
+
+func getRequest() *request { return requestPool.Get().(*request) }
+
+// free returns every buffer r holds.
+func (r *request) free() {
+	wire.Put(r.frame)
+	if r.resp != noResponse {
+		wire.Put(r.resp)
+	}
+	wire.Put(r.local)
+	*r = request{}
+}
+
+func putRequest(r *request) {
+	r.free()
+	requestPool.Put(r)
+}
+
+// decoder holds per-connection request bodies reused across requests.
+type decoder struct {
+	produce   kmsg.ProduceRequest
+	commit    kmsg.OffsetCommitRequest
+	txnCommit kmsg.TxnOffsetCommitRequest
+	keys      []ordering.Key
+}
+
+// parseRequest reads the header of buf, decides how the request is
+// ordered, and makes the changes the proxy must make before forwarding.
+// An error closes the connection.
+func (c *conn) parseRequest(buf *wire.Buf) (*request, error) {
+	h, err := wire.ParseRequestHeader(buf.B)
+	if err != nil {
+		if h.Key == keyApiVersions && errors.Is(err, wire.ErrUnsupportedVersion) {
+			return c.unsupportedApiVersions(buf, h), nil
+		}
+		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	if c.p.versions != nil && h.Key != keyApiVersions {
+		if max, ok := c.p.versions(h.Key); !ok || h.Version > max {
+			return nil, fmt.Errorf("%w: %s v%d is not served by the upstream", ErrBadRequest, kmsg.NameForKey(h.Key), h.Version)
+		}
+	}
+	r := getRequest()
+	r.hdr, r.frame = h, buf
+	switch h.Key {
+	case keyProduce:
+		err = c.classifyProduce(r)
+	case keyOffsetCommit, keyTxnOffsetCommit:
+		err = c.classifyCommit(r)
+	case keyApiVersions:
+		err = c.prepareApiVersions(r)
+	}
+	if err != nil {
+		r.frame = nil
+		putRequest(r)
+		return nil, fmt.Errorf("%w: %s v%d: %v", ErrBadRequest, kmsg.NameForKey(h.Key), h.Version, err)
+	}
+	return r, nil
+}
+
+// classifyProduce finds acks and, in None mode, the partitions written.
+// Records stay the bytes they arrived in.
+func (c *conn) classifyProduce(r *request) error {
+	body := r.frame.B[r.hdr.Body:]
+	acks, off, err := produceAcks(body, r.hdr.Version, r.hdr.Flexible())
+	if err != nil {
+		return err
+	}
+	r.noResp = acks == 0
+	r.ord = ordering.Request{Kind: ordering.Write, NoResponse: r.noResp}
+	if c.p.mode == ordering.Connection {
+		return nil
+	}
+	if r.noResp {
+		// Forward as acks=1: the proxy must learn when the write is
+		// accepted before releasing the next one to its partitions.
+		body[off], body[off+1] = 0, 1
+		r.forcedAck = true
+	}
+	d := &c.dec
+	d.produce.Version = r.hdr.Version
+	if err := d.produce.UnsafeReadFrom(body); err != nil {
+		return err
+	}
+	d.keys = d.keys[:0]
+	for i := range d.produce.Topics {
+		t := &d.produce.Topics[i]
+		for j := range t.Partitions {
+			d.keys = append(d.keys, partitionKey('p', "", t.Topic, t.TopicID, t.Partitions[j].Partition))
+		}
+	}
+	r.ord.Keys = d.keys
+	return nil
+}
+
+// produceAcks reads acks without decoding the request: it follows the
+// transactional id (v3+), which is compact in flexible versions.
+func produceAcks(body []byte, version int16, flexible bool) (acks int16, off int, err error) {
+	rd := kbin.Reader{Src: body}
+	if version >= 3 {
+		if flexible {
+			rd.UnsafeCompactNullableString()
+		} else {
+			rd.UnsafeNullableString()
+		}
+	}
+	off = len(body) - len(rd.Src)
+	acks = rd.Int16()
+	if !rd.Ok() {
+		return 0, 0, errors.New("truncated before acks")
+	}
+	return acks, off, nil
+}
+
+// classifyCommit finds, in None mode, the group partitions committed.
+func (c *conn) classifyCommit(r *request) error {
+	r.ord = ordering.Request{Kind: ordering.Write}
+	if c.p.mode == ordering.Connection {
+		return nil
+	}
+	body := r.frame.B[r.hdr.Body:]
+	d := &c.dec
+	d.keys = d.keys[:0]
+	if r.hdr.Key == keyOffsetCommit {
+		d.commit.Version = r.hdr.Version
+		if err := d.commit.UnsafeReadFrom(body); err != nil {
+			return err
+		}
+		for i := range d.commit.Topics {
+			t := &d.commit.Topics[i]
+			for j := range t.Partitions {
+				d.keys = append(d.keys, partitionKey('c', d.commit.Group, t.Topic, t.TopicID, t.Partitions[j].Partition))
+			}
+		}
+	} else {
+		d.txnCommit.Version = r.hdr.Version
+		if err := d.txnCommit.UnsafeReadFrom(body); err != nil {
+			return err
+		}
+		for i := range d.txnCommit.Topics {
+			t := &d.txnCommit.Topics[i]
+			for j := range t.Partitions {
+				d.keys = append(d.keys, partitionKey('c', d.txnCommit.Group, t.Topic, t.TopicID, t.Partitions[j].Partition))
+			}
+		}
+	}
+	r.ord.Keys = d.keys
+	return nil
+}
+
+var keySeed = maphash.MakeSeed()
+
+// partitionKey hashes what a write touches. Topic names and ids hash
+// differently, so a client that switched between them on one connection
+// would lose the ordering between the two spellings; no client does.
+func partitionKey(domain byte, group, topic string, id [16]byte, partition int32) ordering.Key {
+	var h maphash.Hash
+	h.SetSeed(keySeed)
+	h.WriteByte(domain)
+	h.WriteString(group)
+	h.WriteByte(0)
+	if topic != "" {
+		h.WriteString(topic)
+	} else {
+		h.Write(id[:])
+	}
+	h.WriteByte(byte(partition >> 24))
+	h.WriteByte(byte(partition >> 16))
+	h.WriteByte(byte(partition >> 8))
+	h.WriteByte(byte(partition))
+	return ordering.Key(h.Sum64())
+}
+
+// unsupportedApiVersions answers an ApiVersions request above the version
+// the proxy parses the way a broker does: a v0 body with
+// UNSUPPORTED_VERSION and the versions of ApiVersions itself, so the client
+// retries lower. It is sequenced like any request, so the answer keeps its
+// place among the responses.
+func (c *conn) unsupportedApiVersions(buf *wire.Buf, h wire.RequestHeader) *request {
+	max, _ := wire.MaxVersion(keyApiVersions)
+	resp := kmsg.NewApiVersionsResponse()
+	resp.Version = 0
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: keyApiVersions, MinVersion: 0, MaxVersion: max}}
+	r := getRequest()
+	r.hdr = h
+	r.frame = buf
+	r.ord = ordering.Request{Kind: ordering.Barrier}
+	out := wire.AppendResponse(nil, h.Correlation, false, resp.AppendTo)
+	r.local = &wire.Buf{B: out}
+	wire.Put(buf)
+	r.frame = nil
+	return r
+}
+
+// prepareApiVersions clears the v5 ClusterID and NodeID on bootstrap
+// connections: the upstream behind the bootstrap listener is any broker, and
+// a mismatch would make it answer REBOOTSTRAP_REQUIRED. Both are cleared
+// together, since clearing one alone is INVALID_REQUEST.
+func (c *conn) prepareApiVersions(r *request) error {
+	r.ord = ordering.Request{Kind: ordering.Barrier}
+	if r.hdr.Version < 5 || c.node >= 0 {
+		return nil
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = r.hdr.Version
+	if err := req.ReadFrom(r.frame.B[r.hdr.Body:]); err != nil {
+		return err
+	}
+	if req.ClusterID == nil && req.NodeID == -1 {
+		return nil
+	}
+	req.ClusterID, req.NodeID = nil, -1
+	out := wire.AppendRequest(nil, r.frame.B, r.hdr, req.AppendTo)
+	wire.Put(r.frame)
+	r.frame = &wire.Buf{B: out}
+	return nil
+}
