@@ -191,4 +191,3 @@ func (v *size32Value) Set(s string) error {
 	*v = size32Value(n)
 	return nil
 }
-

@@ -181,7 +181,7 @@ func (s *Sequencer[T]) Lookup(low31 int32) (uint64, bool) {
 		return 0, false
 	}
 	const mask = 1<<31 - 1
-	seq := s.head + (uint64(uint32(low31)-uint32(s.head))&mask)
+	seq := s.head + (uint64(uint32(low31)-uint32(s.head)) & mask)
 	if seq >= s.tail {
 		return 0, false
 	}
