@@ -1,0 +1,219 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestHistQuantiles(t *testing.T) {
+	var h Hist
+	for i := 1; i <= 10000; i++ {
+		h.Record(time.Duration(i) * time.Microsecond)
+	}
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{
+		{0.5, 5000 * time.Microsecond},
+		{0.99, 9900 * time.Microsecond},
+		{0.999, 9990 * time.Microsecond},
+	} {
+		got := h.Quantile(tc.q)
+		if diff := float64(tc.want-got) / float64(tc.want); diff < 0 || diff > 1.0/histSub {
+			t.Errorf("q%v = %v, want within 1/%d below %v", tc.q, got, histSub, tc.want)
+		}
+	}
+	if h.Max() != 10*time.Millisecond {
+		t.Errorf("max = %v", h.Max())
+	}
+	for _, v := range []uint64{0, 1, 127, 128, 255, 256, 1 << 20, 1<<20 + 12345, 1 << 46} {
+		if f := histFloor(histIndex(v)); f > v || float64(v-f) > float64(v)/histSub {
+			t.Errorf("value %d lands in a bucket with floor %d", v, f)
+		}
+	}
+}
+
+// metadataAddrs returns every broker address a client bootstrapped at addr
+// is told about.
+func metadataAddrs(t *testing.T, addr string) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, b := range resp.Brokers {
+		out = append(out, net.JoinHostPort(b.Host, fmt.Sprint(b.Port)))
+	}
+	return out
+}
+
+func TestRelayedBrokerAdvertisesRelay(t *testing.T) {
+	rb, err := NewRelayedBroker(BrokerConfig{Kind: Plain}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Close()
+	if rb.Addr() == rb.Broker.Addr() {
+		t.Fatalf("relay and broker share the address %s", rb.Addr())
+	}
+	got := metadataAddrs(t, rb.Addr())
+	if len(got) == 0 {
+		t.Fatal("metadata lists no broker")
+	}
+	for _, a := range got {
+		if a != rb.Addr() {
+			t.Errorf("metadata through the relay lists %s, want only the relay %s", a, rb.Addr())
+		}
+	}
+
+	direct, err := NewBroker(BrokerConfig{Kind: Plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	for _, a := range metadataAddrs(t, direct.Addr()) {
+		if a != direct.Addr() {
+			t.Errorf("direct metadata lists %s, want %s", a, direct.Addr())
+		}
+	}
+}
+
+func TestRelayCarriesRecords(t *testing.T) {
+	rb, err := NewRelayedBroker(BrokerConfig{Kind: Plain}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Close()
+	o := Default()
+	o.Targets = []Target{{Name: "relay", Addr: rb.Addr()}}
+	o.Records = 500
+	o.Warmup = 0
+	var out bytes.Buffer
+	res, err := Run(context.Background(), o, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Targets[0].Rounds[0].Produced; got != 500 {
+		t.Fatalf("produced %d records, want 500", got)
+	}
+
+	o = Default()
+	o.Produce, o.Consume = false, true
+	o.Targets = []Target{{Name: "relay", Addr: rb.Addr()}}
+	o.CreateTopic = false
+	o.Duration, o.Warmup = 300*time.Millisecond, 0
+	res, err = Run(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Targets[0].Rounds[0].Consumed; got != 500 {
+		t.Fatalf("consumed %d records through the relay, want the 500 produced", got)
+	}
+}
+
+func TestRunCompares(t *testing.T) {
+	for _, kind := range []BrokerKind{Blackhole, Synthetic} {
+		t.Run(string(kind), func(t *testing.T) {
+			direct, err := NewBroker(BrokerConfig{Kind: kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer direct.Close()
+			relayed, err := NewRelayedBroker(BrokerConfig{Kind: kind}, "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer relayed.Close()
+
+			o := Default()
+			o.Targets = []Target{{Name: "relay", Addr: relayed.Addr()}, {Name: "direct", Addr: direct.Addr()}}
+			o.Produce, o.Consume = kind == Blackhole, kind == Synthetic
+			o.Rounds = 2
+			o.Duration, o.Warmup = 200*time.Millisecond, 50*time.Millisecond
+			var progress, out bytes.Buffer
+			o.Progress = &progress
+			res, err := Run(context.Background(), o, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tr := range res.Targets {
+				if len(tr.Rounds) != 2 {
+					t.Fatalf("%s ran %d rounds, want 2", tr.Target.Name, len(tr.Rounds))
+				}
+				for _, s := range tr.Rounds {
+					if s.Produced+s.Consumed == 0 {
+						t.Fatalf("%s moved no records: %+v", tr.Target.Name, s)
+					}
+				}
+			}
+			c := res.Compare(0, 1)
+			if r := c.Produce + c.Consume; r <= 0 {
+				t.Fatalf("ratio relay/direct = %v", r)
+			}
+			if !strings.Contains(out.String(), "×direct") {
+				t.Fatalf("report has no ratio column:\n%s", out.String())
+			}
+			var md bytes.Buffer
+			if err := res.Write(&md, "markdown"); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(md.String(), "| path |") {
+				t.Fatalf("markdown report:\n%s", md.String())
+			}
+		})
+	}
+}
+
+func TestValidateNamesField(t *testing.T) {
+	o := Default()
+	o.Targets = []Target{{Addr: "127.0.0.1:1"}}
+	o.Acks = 1
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "Idempotent") {
+		t.Fatalf("acks=1 with idempotence: %v", err)
+	}
+	o.Idempotent = false
+	o.Compression = "brotli"
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "Compression") {
+		t.Fatalf("unknown codec: %v", err)
+	}
+}
+
+func TestIdleAndChurn(t *testing.T) {
+	rb, err := NewRelayedBroker(BrokerConfig{}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Close()
+	ctx := context.Background()
+	ic, err := OpenIdle(ctx, rb.Addr(), 50, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ic.Len() != 50 {
+		t.Fatalf("%d connections open, want 50", ic.Len())
+	}
+	ic.Close()
+	rate, err := Churn(ctx, rb.Addr(), 200*time.Millisecond, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rate <= 0 {
+		t.Fatalf("churn rate %v", rate)
+	}
+}

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// BrokerKind is what an embedded broker does with the traffic it gets.
+type BrokerKind string
+
+const (
+	// Blackhole accepts produce requests and discards the records, so
+	// that storage never limits produce throughput.
+	Blackhole BrokerKind = "blackhole"
+	// Synthetic serves a canned batch of random records from any offset of
+	// any partition, so that consumers are never starved.
+	Synthetic BrokerKind = "synthetic"
+	// Plain stores records like a broker, for checking end to end that
+	// what was produced can be consumed.
+	Plain BrokerKind = "plain"
+)
+
+// BrokerConfig describes an embedded single-node kfake cluster.
+type BrokerConfig struct {
+	// Kind is what the broker does; empty means Blackhole.
+	Kind BrokerKind
+	// Port is the port the broker listens on at 127.0.0.1, the only
+	// interface kfake listens on. Zero picks a free port.
+	Port int
+	// Advertise, when set, is the host:port the broker hands out in
+	// metadata instead of its own address: the address of a relay in front
+	// of it, so that clients of the relay never bypass it after bootstrap.
+	Advertise string
+	// RecordBytes is the value size of a Synthetic broker's records. Zero
+	// means 1024. Their bytes are random so that no codec shrinks them.
+	RecordBytes int
+	// Topics are created at start, each with its number of partitions.
+	// Others can be created with CreateTopics, as the load generator does.
+	Topics map[string]int32
+}
+
+// Broker is a running embedded broker.
+type Broker struct {
+	Cluster *kfake.Cluster
+	addr    string
+}
+
+// advertisedListener reports the address clients should dial instead of its
+// own; kfake puts a listener's Addr in every broker address it answers with.
+type advertisedListener struct {
+	net.Listener
+	addr net.Addr
+}
+
+func (l advertisedListener) Addr() net.Addr { return l.addr }
+
+// NewBroker starts the broker described by cfg.
+func NewBroker(cfg BrokerConfig) (*Broker, error) {
+	b := &Broker{}
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(cfg.Port)}
+	switch cfg.Kind {
+	case "", Blackhole:
+		opts = append(opts, kfake.BlackholeProduce())
+	case Synthetic:
+		size := cfg.RecordBytes
+		if size == 0 {
+			size = 1024
+		}
+		opts = append(opts, kfake.SyntheticFetch(kfake.SyntheticBatch{
+			Records:     max(1, (1<<20)/(size+32)), // a batch fits a 1 MiB fetch
+			RecordBytes: size,
+			RandomFrac:  1,
+		}))
+	case Plain:
+	default:
+		return nil, fmt.Errorf("bench: broker kind %q is not %s, %s or %s", cfg.Kind, Blackhole, Synthetic, Plain)
+	}
+	for t, n := range cfg.Topics {
+		opts = append(opts, kfake.SeedTopics(n, t))
+	}
+	var adv net.Addr
+	if cfg.Advertise != "" {
+		host, port, err := net.SplitHostPort(cfg.Advertise)
+		if err != nil {
+			return nil, fmt.Errorf("bench: Advertise %q: %w", cfg.Advertise, err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return nil, fmt.Errorf("bench: Advertise %q: bad port", cfg.Advertise)
+		}
+		adv = &net.TCPAddr{IP: net.ParseIP(host), Port: p}
+		if net.ParseIP(host) == nil {
+			return nil, fmt.Errorf("bench: Advertise %q: host must be an IP address", cfg.Advertise)
+		}
+	}
+	opts = append(opts, kfake.ListenFn(func(network, address string) (net.Listener, error) {
+		ln, err := net.Listen(network, address)
+		if err != nil {
+			return nil, err
+		}
+		b.addr = ln.Addr().String()
+		if adv != nil {
+			return advertisedListener{Listener: ln, addr: adv}, nil
+		}
+		return ln, nil
+	}))
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return nil, err
+	}
+	b.Cluster = c
+	return b, nil
+}
+
+// Addr is where the broker really listens, whatever it advertises.
+func (b *Broker) Addr() string { return b.addr }
+
+// Close stops the broker.
+func (b *Broker) Close() { b.Cluster.Close() }
+
+// RelayedBroker is a broker that advertises the relay in front of it, so that
+// every connection a client makes goes through the relay.
+type RelayedBroker struct {
+	*Broker
+	Relay *Relay
+	done  chan struct{}
+}
+
+// NewRelayedBroker starts a broker and a relay in front of it listening on
+// relayListen ("127.0.0.1:0" for any free port).
+func NewRelayedBroker(cfg BrokerConfig, relayListen string) (*RelayedBroker, error) {
+	ln, err := net.Listen("tcp", relayListen)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Advertise = ln.Addr().String()
+	b, err := NewBroker(cfg)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	r := newRelayOn(ln, b.Addr())
+	rb := &RelayedBroker{Broker: b, Relay: r, done: make(chan struct{})}
+	go func() {
+		defer close(rb.done)
+		_ = r.Serve()
+	}()
+	return rb, nil
+}
+
+// Addr is the relay's address, the only one clients should be given.
+func (rb *RelayedBroker) Addr() string { return rb.Relay.Addr() }
+
+// Close stops the relay, then the broker.
+func (rb *RelayedBroker) Close() {
+	rb.Relay.Close()
+	<-rb.done
+	rb.Broker.Close()
+}

@@ -1,0 +1,246 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Target is one bootstrap address a workload runs against.
+type Target struct {
+	// Name labels the target in reports and in RatioTo. If empty, the
+	// address is the name.
+	Name string
+	// Addr is a bootstrap host:port; several may be joined by commas.
+	Addr string
+}
+
+// ParseTarget reads "name=host:port" or a bare "host:port".
+func ParseTarget(s string) (Target, error) {
+	name, addr, ok := strings.Cut(s, "=")
+	if !ok {
+		name, addr = "", s
+	}
+	if addr == "" {
+		return Target{}, fmt.Errorf("target %q: empty address", s)
+	}
+	return Target{Name: name, Addr: addr}, nil
+}
+
+func (t Target) label() string {
+	if t.Name != "" {
+		return t.Name
+	}
+	return t.Addr
+}
+
+// Options describes a workload and where to run it. Zero values are filled
+// in by Default; Validate names the first bad field.
+type Options struct {
+	// Targets run the workload one after the other in every round. The
+	// first is the subject of the run; the rest are what it is compared to.
+	Targets []Target
+	// RatioTo names the targets every other target's figures are divided
+	// by. If empty, every target after the first is a reference.
+	RatioTo []string
+	// Rounds is how many times every target runs the workload. Zero
+	// means 1 with a single target and 5 when comparing.
+	Rounds int
+
+	// Produce and Consume select the workload; at least one must be set.
+	Produce bool
+	Consume bool
+
+	// Topic is produced to and consumed from. If empty, it is
+	// "inorder-bench-p<Partitions>", so that workloads with different
+	// partition counts never share a topic.
+	Topic string
+	// Partitions is how many partitions the topic is created with when it
+	// does not exist. Zero means 1.
+	Partitions int
+	// CreateTopic creates the topic when it is missing.
+	CreateTopic bool
+
+	// Duration is how long each target is measured in each round, after
+	// Warmup. Ignored when Records is set.
+	Duration time.Duration
+	// Warmup is run, unmeasured, before each measurement so that
+	// connections, buffers and the heap are in their steady state.
+	Warmup time.Duration
+	// Records, when positive, produces exactly this many records per
+	// target per round, measured from the first send to the last ack,
+	// instead of running for Duration.
+	Records int64
+	// Rate caps produce at this many records per second. Zero means as
+	// fast as the path allows.
+	Rate float64
+
+	// RecordBytes is the size of each produced value. Zero means 1024.
+	RecordBytes int
+	// Compressible fills values with a repeating pattern instead of random
+	// bytes. False, the default, keeps compression from hiding the cost of
+	// moving bytes.
+	Compressible bool
+	// Compression is the codec produced batches are compressed with:
+	// none, gzip, snappy, lz4 or zstd. Empty means none.
+	Compression string
+	// Acks is -1 (all in-sync replicas), 1 (leader) or 0 (none). The zero
+	// value of the struct means acks=0; Default sets -1.
+	Acks int
+	// Idempotent enables idempotent writes, which kgo allows only with
+	// acks=-1 and which cap in-flight requests at 5.
+	Idempotent bool
+	// MaxInFlight is how many produce requests kgo keeps in flight per
+	// broker without idempotence. Zero means 5.
+	MaxInFlight int
+	// Linger is how long a partition waits for more records before a
+	// batch is cut. Zero sends at once, so pipelining comes from requests
+	// in flight rather than from lingering.
+	Linger time.Duration
+
+	// FetchMaxBytes bounds each fetch response and each partition in it.
+	// Zero means 1 MiB.
+	FetchMaxBytes int32
+
+	// Progress receives a line per target every second while it runs. Nil
+	// means silence.
+	Progress io.Writer
+	// Format is how Run writes its report: text or markdown. Empty means
+	// text.
+	Format string
+}
+
+// Default returns the options of the reference workload: 1 KiB random
+// records, acks=all, idempotent, 10 seconds per target.
+func Default() Options {
+	return Options{
+		Produce:     true,
+		CreateTopic: true,
+		Duration:    10 * time.Second,
+		Warmup:      time.Second,
+		RecordBytes: 1024,
+		Acks:        -1,
+		Idempotent:  true,
+		MaxInFlight: 5,
+		Partitions:  1,
+		Compression: "none",
+		Format:      "text",
+	}
+}
+
+// errNoWork is returned by Validate when neither side of the workload is on.
+var errNoWork = errors.New("bench: Produce and Consume are both off")
+
+func (o *Options) fill() {
+	if o.Partitions == 0 {
+		o.Partitions = 1
+	}
+	if o.Topic == "" {
+		o.Topic = fmt.Sprintf("inorder-bench-p%d", o.Partitions)
+	}
+	if o.RecordBytes == 0 {
+		o.RecordBytes = 1024
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = 5
+	}
+	if o.FetchMaxBytes == 0 {
+		o.FetchMaxBytes = 1 << 20
+	}
+	if o.Compression == "" {
+		o.Compression = "none"
+	}
+	if o.Format == "" {
+		o.Format = "text"
+	}
+	if o.Rounds == 0 {
+		o.Rounds = 1
+		if len(o.Targets) > 1 {
+			o.Rounds = 5
+		}
+	}
+	if len(o.RatioTo) == 0 {
+		for _, t := range o.Targets[min(1, len(o.Targets)):] {
+			o.RatioTo = append(o.RatioTo, t.label())
+		}
+	}
+}
+
+// Validate reports the first field that cannot work.
+func (o Options) Validate() error {
+	if len(o.Targets) == 0 {
+		return errors.New("bench: Targets is empty")
+	}
+	names := make(map[string]bool)
+	for i, t := range o.Targets {
+		if t.Addr == "" {
+			return fmt.Errorf("bench: Targets[%d].Addr is empty", i)
+		}
+		if names[t.label()] {
+			return fmt.Errorf("bench: Targets[%d] name %q is used twice", i, t.label())
+		}
+		names[t.label()] = true
+	}
+	for _, n := range o.RatioTo {
+		if !names[n] {
+			return fmt.Errorf("bench: RatioTo %q names no target", n)
+		}
+	}
+	if !o.Produce && !o.Consume {
+		return errNoWork
+	}
+	switch {
+	case o.Rounds < 0:
+		return fmt.Errorf("bench: Rounds %d is negative", o.Rounds)
+	case o.Partitions < 0:
+		return fmt.Errorf("bench: Partitions %d is negative", o.Partitions)
+	case o.Records < 0:
+		return fmt.Errorf("bench: Records %d is negative", o.Records)
+	case o.Records == 0 && o.Duration <= 0:
+		return fmt.Errorf("bench: Duration %v must be positive when Records is 0", o.Duration)
+	case o.Records > 0 && o.Consume && !o.Produce:
+		return errors.New("bench: Records counts produced records; a consume-only run needs Duration")
+	case o.Warmup < 0:
+		return fmt.Errorf("bench: Warmup %v is negative", o.Warmup)
+	case o.Rate < 0:
+		return fmt.Errorf("bench: Rate %v is negative", o.Rate)
+	case o.RecordBytes < 0 || o.RecordBytes > 1<<20:
+		return fmt.Errorf("bench: RecordBytes %d is outside [0, 1 MiB]", o.RecordBytes)
+	case o.Acks != -1 && o.Acks != 0 && o.Acks != 1:
+		return fmt.Errorf("bench: Acks %d is not -1, 0 or 1", o.Acks)
+	case o.Idempotent && o.Acks != -1:
+		return fmt.Errorf("bench: Idempotent needs Acks -1, not %d", o.Acks)
+	case o.MaxInFlight < 0:
+		return fmt.Errorf("bench: MaxInFlight %d is negative", o.MaxInFlight)
+	case o.Linger < 0:
+		return fmt.Errorf("bench: Linger %v is negative", o.Linger)
+	case o.FetchMaxBytes < 0:
+		return fmt.Errorf("bench: FetchMaxBytes %d is negative", o.FetchMaxBytes)
+	case o.Format != "" && o.Format != "text" && o.Format != "markdown":
+		return fmt.Errorf("bench: Format %q is not text or markdown", o.Format)
+	}
+	if _, err := codec(o.Compression); err != nil {
+		return err
+	}
+	return nil
+}
+
+func codec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("bench: Compression %q is not none, gzip, snappy, lz4 or zstd", name)
+}

@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+)
+
+// Relay is the ideal proxy: it copies bytes between a client connection and
+// a fresh connection to its target, one goroutine per direction, and knows
+// nothing of Kafka. Whatever a Kafka proxy loses against the relay is its own
+// cost; whatever the relay loses against a direct connection is the price of
+// any extra hop on the same machine.
+type Relay struct {
+	ln     net.Listener
+	target string
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewRelay listens on listen and relays every accepted connection to target.
+// Call Serve to start accepting.
+func NewRelay(listen, target string) (*Relay, error) {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, err
+	}
+	return newRelayOn(ln, target), nil
+}
+
+func newRelayOn(ln net.Listener, target string) *Relay {
+	return &Relay{ln: ln, target: target, conns: make(map[net.Conn]struct{})}
+}
+
+// Addr is the address clients connect to.
+func (r *Relay) Addr() string { return r.ln.Addr().String() }
+
+// Serve accepts until Close and returns nil once closed.
+func (r *Relay) Serve() error {
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			if r.isClosed() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		if !r.track(c, true) {
+			c.Close()
+			return nil
+		}
+		go r.relayConn(c)
+	}
+}
+
+func (r *Relay) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// track registers c unless the relay is closing; with goroutine it also
+// counts the goroutine that will serve c, under the same lock, so that Close
+// never waits on a group that grows after it looked.
+func (r *Relay) track(c net.Conn, goroutine bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.conns[c] = struct{}{}
+	if goroutine {
+		r.wg.Add(1)
+	}
+	return true
+}
+
+func (r *Relay) untrack(c net.Conn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.conns, c)
+}
+
+func (r *Relay) relayConn(client net.Conn) {
+	defer r.wg.Done()
+	defer r.untrack(client)
+	defer client.Close()
+	upstream, err := net.Dial("tcp", r.target)
+	if err != nil {
+		return
+	}
+	if !r.track(upstream, false) {
+		upstream.Close()
+		return
+	}
+	defer r.untrack(upstream)
+	defer upstream.Close()
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		copyHalf(client, upstream)
+	}()
+	copyHalf(upstream, client)
+	<-done
+}
+
+// copyHalf copies one direction and then closes the whole of dst, so that
+// the other direction's copy ends too: Kafka has no half-closed
+// conversations.
+func copyHalf(dst, src net.Conn) {
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+// Close stops accepting, closes every relayed connection and waits for their
+// goroutines.
+func (r *Relay) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	for c := range r.conns {
+		c.Close()
+	}
+	r.mu.Unlock()
+	err := r.ln.Close()
+	r.wg.Wait()
+	return err
+}

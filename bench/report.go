@@ -1,0 +1,197 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Median is the per-metric median over rounds; each field is its own
+// median, so the figures need not come from the same round.
+func (t TargetResult) Median() Sample {
+	pick := func(f func(Sample) float64) float64 {
+		v := make([]float64, len(t.Rounds))
+		for i, s := range t.Rounds {
+			v[i] = f(s)
+		}
+		return median(v)
+	}
+	m := Sample{Elapsed: time.Second}
+	m.Produced = int64(pick(Sample.ProduceRate))
+	m.ProducedBytes = int64(pick(Sample.ProduceMBps) * 1e6)
+	m.Consumed = int64(pick(Sample.ConsumeRate))
+	m.ConsumedBytes = int64(pick(Sample.ConsumeMBps) * 1e6)
+	m.ProduceErrors = int64(pick(func(s Sample) float64 { return float64(s.ProduceErrors) }))
+	m.P50 = time.Duration(pick(func(s Sample) float64 { return float64(s.P50) }))
+	m.P99 = time.Duration(pick(func(s Sample) float64 { return float64(s.P99) }))
+	m.P999 = time.Duration(pick(func(s Sample) float64 { return float64(s.P999) }))
+	return m
+}
+
+// Comparison is how one target fared against a reference, round by round:
+// each figure is the median over rounds of the per-round ratio or
+// difference, which cancels the drift a shared machine adds between rounds.
+type Comparison struct {
+	Target, Reference string
+	// Produce and Consume are throughput ratios (target / reference);
+	// zero when that side of the workload did not run.
+	Produce, Consume float64
+	// P99Delta is target p99 produce latency minus the reference's.
+	P99Delta time.Duration
+}
+
+// Compare compares target i with target j.
+func (r Result) Compare(i, j int) Comparison {
+	a, b := r.Targets[i], r.Targets[j]
+	n := min(len(a.Rounds), len(b.Rounds))
+	var prod, cons, dp99 []float64
+	for k := 0; k < n; k++ {
+		x, y := a.Rounds[k], b.Rounds[k]
+		if y.ProduceRate() > 0 {
+			prod = append(prod, x.ProduceRate()/y.ProduceRate())
+		}
+		if y.ConsumeRate() > 0 {
+			cons = append(cons, x.ConsumeRate()/y.ConsumeRate())
+		}
+		dp99 = append(dp99, float64(x.P99-y.P99))
+	}
+	return Comparison{
+		Target:    a.Target.label(),
+		Reference: b.Target.label(),
+		Produce:   median(prod),
+		Consume:   median(cons),
+		P99Delta:  time.Duration(median(dp99)),
+	}
+}
+
+func (r Result) index(name string) int {
+	for i, t := range r.Targets {
+		if t.Target.label() == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// Write reports the medians of every target and its comparisons with every
+// reference, as aligned text or as a Markdown table.
+func (r Result) Write(w io.Writer, format string) error {
+	o := r.Options
+	var head []string
+	head = append(head, "path")
+	if o.Produce {
+		head = append(head, "produce rec/s", "produce MB/s", "p50", "p99", "p99.9")
+	}
+	if o.Consume {
+		head = append(head, "consume rec/s", "consume MB/s")
+	}
+	for _, ref := range o.RatioTo {
+		if o.Produce {
+			head = append(head, "produce ×"+ref)
+		}
+		if o.Consume {
+			head = append(head, "consume ×"+ref)
+		}
+		if o.Produce {
+			head = append(head, "Δp99 vs "+ref)
+		}
+	}
+	rows := [][]string{head}
+	for i, t := range r.Targets {
+		m := t.Median()
+		row := []string{t.Target.label()}
+		if o.Produce {
+			row = append(row, fmt.Sprintf("%.0f", m.ProduceRate()), fmt.Sprintf("%.1f", m.ProduceMBps()),
+				fmtDur(m.P50), fmtDur(m.P99), fmtDur(m.P999))
+		}
+		if o.Consume {
+			row = append(row, fmt.Sprintf("%.0f", m.ConsumeRate()), fmt.Sprintf("%.1f", m.ConsumeMBps()))
+		}
+		for _, ref := range o.RatioTo {
+			j := r.index(ref)
+			if j == i {
+				n := 0
+				if o.Produce {
+					n += 2
+				}
+				if o.Consume {
+					n++
+				}
+				for ; n > 0; n-- {
+					row = append(row, "—")
+				}
+				continue
+			}
+			c := r.Compare(i, j)
+			if o.Produce {
+				row = append(row, fmt.Sprintf("%.3f", c.Produce))
+			}
+			if o.Consume {
+				row = append(row, fmt.Sprintf("%.3f", c.Consume))
+			}
+			if o.Produce {
+				row = append(row, fmtDelta(c.P99Delta))
+			}
+		}
+		rows = append(rows, row)
+	}
+	if format == "markdown" {
+		return writeMarkdown(w, rows)
+	}
+	return writeText(w, rows, r)
+}
+
+func writeMarkdown(w io.Writer, rows [][]string) error {
+	var b strings.Builder
+	for i, row := range rows {
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		if i == 0 {
+			b.WriteString("|" + strings.Repeat(" --- |", len(row)) + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeText(w io.Writer, rows [][]string, r Result) error {
+	o := r.Options
+	what := []string{}
+	if o.Produce {
+		what = append(what, fmt.Sprintf("produce %d B records to %d partition(s), acks=%d, compression %s", o.RecordBytes, o.Partitions, o.Acks, o.Compression))
+		if o.Rate > 0 {
+			what = append(what, fmt.Sprintf("at %.0f rec/s", o.Rate))
+		}
+	}
+	if o.Consume {
+		what = append(what, fmt.Sprintf("consume with %d B fetches", o.FetchMaxBytes))
+	}
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s; median of %d round(s)\n", strings.Join(what, ", "), o.Rounds)
+	for _, row := range rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	return tw.Flush()
+}
+
+func fmtDur(d time.Duration) string {
+	return fmt.Sprintf("%.3fms", float64(d)/1e6)
+}
+
+func fmtDelta(d time.Duration) string {
+	return fmt.Sprintf("%+.3fms", float64(d)/1e6)
+}

@@ -1,0 +1,455 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Sample is what one target did in one round.
+type Sample struct {
+	// Elapsed is the measured window.
+	Elapsed time.Duration
+
+	// Produced and ProducedBytes count acknowledged records and their
+	// value bytes within the window; ProduceErrors counts failed ones.
+	Produced      int64
+	ProducedBytes int64
+	ProduceErrors int64
+	// P50, P99 and P999 are produce latencies, from handing the record to
+	// the client to its acknowledgement.
+	P50, P99, P999 time.Duration
+
+	// Consumed and ConsumedBytes count fetched records and value bytes.
+	Consumed      int64
+	ConsumedBytes int64
+}
+
+// ProduceRate is acknowledged records per second.
+func (s Sample) ProduceRate() float64 { return perSec(float64(s.Produced), s.Elapsed) }
+
+// ProduceMBps is acknowledged value megabytes (10^6) per second.
+func (s Sample) ProduceMBps() float64 { return perSec(float64(s.ProducedBytes)/1e6, s.Elapsed) }
+
+// ConsumeRate is fetched records per second.
+func (s Sample) ConsumeRate() float64 { return perSec(float64(s.Consumed), s.Elapsed) }
+
+// ConsumeMBps is fetched value megabytes (10^6) per second.
+func (s Sample) ConsumeMBps() float64 { return perSec(float64(s.ConsumedBytes)/1e6, s.Elapsed) }
+
+func perSec(v float64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return v / d.Seconds()
+}
+
+// TargetResult holds every round of one target.
+type TargetResult struct {
+	Target Target
+	Rounds []Sample
+}
+
+// Result is what Run measured, target by target in the order of
+// Options.Targets.
+type Result struct {
+	Options Options
+	Targets []TargetResult
+}
+
+// Run runs the workload against every target in every round and writes a
+// report to w. It returns the result measured so far along with the first
+// error, which includes failed produces: a benchmark that drops records
+// measures nothing.
+func Run(ctx context.Context, o Options, w io.Writer) (Result, error) {
+	if err := o.Validate(); err != nil {
+		return Result{}, err
+	}
+	o.fill()
+	res := Result{Options: o}
+	for _, t := range o.Targets {
+		res.Targets = append(res.Targets, TargetResult{Target: t})
+	}
+	payload := newPayload(o.RecordBytes, o.Compressible)
+	for round := 0; round < o.Rounds; round++ {
+		// Each round starts with the next target, so that none is
+		// always the one run right after a quiet moment or right
+		// after the heaviest path.
+		for k := range o.Targets {
+			i := (round + k) % len(o.Targets)
+			s, err := runOnce(ctx, o, o.Targets[i], payload, round)
+			if err != nil {
+				return res, fmt.Errorf("%s, round %d: %w", o.Targets[i].label(), round+1, err)
+			}
+			res.Targets[i].Rounds = append(res.Targets[i].Rounds, s)
+		}
+	}
+	if w != nil {
+		if err := res.Write(w, o.Format); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// payload hands out record values. Values are consecutive windows of one
+// random buffer larger than any batch, so no two values in a batch are alike
+// and no codec finds anything to squeeze, without generating bytes per
+// record.
+type payload struct {
+	buf  []byte
+	size int
+	next atomic.Int64
+}
+
+func newPayload(size int, compressible bool) *payload {
+	n := max(16<<20, 4*size)
+	buf := make([]byte, n)
+	if compressible {
+		for i := range buf {
+			buf[i] = byte('a' + i%26)
+		}
+	} else {
+		r := rand.NewChaCha8([32]byte{'i', 'n', 'o', 'r', 'd', 'e', 'r'})
+		_, _ = r.Read(buf)
+	}
+	return &payload{buf: buf, size: size}
+}
+
+func (p *payload) value() []byte {
+	slots := int64(len(p.buf) / max(p.size, 1))
+	off := (p.next.Add(1) % slots) * int64(p.size)
+	return p.buf[off : off+int64(p.size) : off+int64(p.size)]
+}
+
+// counters are shared between the driving goroutine, kgo's promise
+// goroutines and the progress ticker.
+type counters struct {
+	measuring     atomic.Bool
+	produced      atomic.Int64
+	producedBytes atomic.Int64
+	produceErrs   atomic.Int64
+	firstErr      atomic.Pointer[error]
+	consumed      atomic.Int64
+	consumedBytes atomic.Int64
+	lat           Hist
+}
+
+func (c *counters) fail(err error) {
+	c.produceErrs.Add(1)
+	c.firstErr.CompareAndSwap(nil, &err)
+}
+
+// inflight carries a record's send time through kgo: kgo truncates
+// Record.Timestamp to milliseconds, too coarse for latency, so the time rides
+// in the record's context, allocated with the record. It is not pooled: kgo
+// may still look at a record's context after its promise ran.
+type inflight struct {
+	context.Context
+	rec   kgo.Record
+	start time.Time
+}
+
+func runOnce(ctx context.Context, o Options, t Target, p *payload, round int) (Sample, error) {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(splitAddrs(t.Addr)...),
+		kgo.DefaultProduceTopic(o.Topic),
+		kgo.ProducerLinger(o.Linger),
+		kgo.ProducerBatchCompression(mustCodec(o.Compression)),
+		kgo.FetchMaxBytes(o.FetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(o.FetchMaxBytes),
+	}
+	switch o.Acks {
+	case -1:
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case 1:
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
+	case 0:
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
+	}
+	if !o.Idempotent {
+		opts = append(opts, kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(o.MaxInFlight))
+	}
+	if o.Consume {
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return Sample{}, err
+	}
+	defer cl.Close()
+
+	if err := prepare(ctx, cl, o); err != nil {
+		return Sample{}, err
+	}
+	if o.Consume {
+		// Only now: a consumer that looked for the topic before prepare
+		// created it would back off before looking again.
+		cl.AddConsumeTopics(o.Topic)
+	}
+
+	var c counters
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	promise := func(r *kgo.Record, err error) {
+		f := r.Context.(*inflight)
+		if c.measuring.Load() {
+			if err != nil {
+				c.fail(err)
+			} else {
+				c.produced.Add(1)
+				c.producedBytes.Add(int64(len(r.Value)))
+				c.lat.Record(time.Since(f.start))
+			}
+		}
+	}
+
+	stopProgress := progress(o, t, round, &c)
+	defer stopProgress()
+
+	if o.Records > 0 {
+		return runCount(runCtx, cl, o, p, &c, promise)
+	}
+
+	c.measuring.Store(o.Warmup == 0)
+	var wg sync.WaitGroup
+	if o.Produce {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			produceLoop(runCtx, cl, o, p, promise, 0)
+		}()
+	}
+	if o.Consume {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			consumeLoop(runCtx, cl, &c)
+		}()
+	}
+	if !sleepCtx(ctx, o.Warmup) {
+		return Sample{}, ctx.Err()
+	}
+	c.measuring.Store(true)
+	start := time.Now()
+	if !sleepCtx(ctx, o.Duration) {
+		return Sample{}, ctx.Err()
+	}
+	c.measuring.Store(false)
+	elapsed := time.Since(start)
+	cancel()
+	wg.Wait()
+	return c.sample(elapsed)
+}
+
+func (c *counters) sample(elapsed time.Duration) (Sample, error) {
+	s := Sample{
+		Elapsed:       elapsed,
+		Produced:      c.produced.Load(),
+		ProducedBytes: c.producedBytes.Load(),
+		ProduceErrors: c.produceErrs.Load(),
+		P50:           c.lat.Quantile(0.50),
+		P99:           c.lat.Quantile(0.99),
+		P999:          c.lat.Quantile(0.999),
+		Consumed:      c.consumed.Load(),
+		ConsumedBytes: c.consumedBytes.Load(),
+	}
+	if e := c.firstErr.Load(); e != nil {
+		return s, fmt.Errorf("%d records failed, the first with: %w", s.ProduceErrors, *e)
+	}
+	return s, nil
+}
+
+// runCount produces exactly o.Records records and times them from the first
+// send to the last acknowledgement.
+func runCount(ctx context.Context, cl *kgo.Client, o Options, p *payload, c *counters, promise func(*kgo.Record, error)) (Sample, error) {
+	c.measuring.Store(true)
+	start := time.Now()
+	produceLoop(ctx, cl, o, p, promise, o.Records)
+	if err := cl.Flush(ctx); err != nil {
+		return Sample{}, err
+	}
+	return c.sample(time.Since(start))
+}
+
+// produceLoop sends until ctx ends or, with limit set, limit records were
+// sent. With a rate it sends what is due every 100µs rather than sleeping
+// per record, since timers are far coarser than a record's interval.
+func produceLoop(ctx context.Context, cl *kgo.Client, o Options, p *payload, promise func(*kgo.Record, error), limit int64) {
+	start := time.Now()
+	var sent int64
+	for ctx.Err() == nil && (limit == 0 || sent < limit) {
+		if o.Rate > 0 {
+			due := int64(o.Rate * time.Since(start).Seconds())
+			if sent >= due {
+				time.Sleep(100 * time.Microsecond)
+				continue
+			}
+		}
+		f := &inflight{Context: ctx, start: time.Now()}
+		f.rec = kgo.Record{Value: p.value(), Context: f}
+		cl.Produce(ctx, &f.rec, promise)
+		sent++
+	}
+}
+
+func consumeLoop(ctx context.Context, cl *kgo.Client, c *counters) {
+	for ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		if !c.measuring.Load() {
+			continue
+		}
+		var n, b int64
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			b += int64(len(r.Value))
+		})
+		c.consumed.Add(n)
+		c.consumedBytes.Add(b)
+	}
+}
+
+// prepare creates the topic if asked and waits until the client knows its
+// leaders, so that connection set-up falls outside the measurement.
+func prepare(ctx context.Context, cl *kgo.Client, o Options) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(o.Topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return fmt.Errorf("metadata: %w", err)
+		}
+		if len(resp.Topics) != 1 {
+			return fmt.Errorf("metadata: %d topics in the answer, want 1", len(resp.Topics))
+		}
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+		switch {
+		case err == nil && len(resp.Topics[0].Partitions) > 0:
+			return pingLeaders(ctx, cl, resp)
+		case errors.Is(err, kerr.UnknownTopicOrPartition) && o.CreateTopic:
+			if err := createTopic(ctx, cl, o); err != nil {
+				return err
+			}
+		case err != nil && !kerr.IsRetriable(err):
+			return fmt.Errorf("metadata for %s: %w", o.Topic, err)
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) {
+			return fmt.Errorf("topic %s not ready: %w", o.Topic, ctx.Err())
+		}
+	}
+}
+
+func createTopic(ctx context.Context, cl *kgo.Client, o Options) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic = o.Topic
+	rt.NumPartitions = int32(o.Partitions)
+	rt.ReplicationFactor = -1
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 10000
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("create topic: %w", err)
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %s: %w", t.Topic, err)
+		}
+	}
+	return nil
+}
+
+// pingLeaders opens the connection to every partition leader with a cheap
+// request, so the first measured second does not pay for dialing.
+func pingLeaders(ctx context.Context, cl *kgo.Client, resp *kmsg.MetadataResponse) error {
+	seen := make(map[int32]bool)
+	for _, p := range resp.Topics[0].Partitions {
+		if seen[p.Leader] {
+			continue
+		}
+		seen[p.Leader] = true
+		req := kmsg.NewPtrApiVersionsRequest()
+		if _, err := cl.Broker(int(p.Leader)).Request(ctx, req); err != nil {
+			return fmt.Errorf("reaching leader %d: %w", p.Leader, err)
+		}
+	}
+	return nil
+}
+
+func progress(o Options, t Target, round int, c *counters) func() {
+	if o.Progress == nil {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		start := time.Now()
+		var lastP, lastPB, lastC, lastCB int64
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			p, pb := c.produced.Load(), c.producedBytes.Load()
+			cn, cb := c.consumed.Load(), c.consumedBytes.Load()
+			line := fmt.Sprintf("%s round %d/%d %3.0fs", t.label(), round+1, o.Rounds, time.Since(start).Seconds())
+			if !c.measuring.Load() {
+				line += " warming up"
+			}
+			if o.Produce {
+				line += fmt.Sprintf("  produce %9.0f rec/s %8.2f MB/s p99 %s", float64(p-lastP), float64(pb-lastPB)/1e6, fmtDur(c.lat.Quantile(0.99)))
+			}
+			if o.Consume {
+				line += fmt.Sprintf("  consume %9.0f rec/s %8.2f MB/s", float64(cn-lastC), float64(cb-lastCB)/1e6)
+			}
+			if e := c.produceErrs.Load(); e > 0 {
+				line += fmt.Sprintf("  %d errors", e)
+			}
+			fmt.Fprintln(o.Progress, line)
+			lastP, lastPB, lastC, lastCB = p, pb, cn, cb
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func mustCodec(name string) kgo.CompressionCodec {
+	c, err := codec(name)
+	if err != nil {
+		panic(err) // Validate has already rejected every unknown name
+	}
+	return c
+}

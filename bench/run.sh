@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# Measures what inorder costs on this machine and writes BENCHMARKS.md.
+#
+# Every workload runs against four paths to the same kind of embedded broker:
+# direct, through a plain TCP relay (the ceiling for any proxy on a shared
+# machine), and through inorder in connection and none ordering modes. The
+# paths take turns round by round and every figure is a median over rounds,
+# ratios being the median of per-round ratios.
+#
+# Environment (all optional):
+#   ROUNDS=5  DURATION=4s  WARMUP=1s    rounds and time per path per round
+#   CONNS=10000                         idle connections for the scale test
+#   CHURN=3s                            connection churn time per path
+#   SCALE_BENCH=1                       also run the in-process Go scale benchmark
+#   OUT=BENCHMARKS.md                   where to write the report
+#   PORT_BASE                           first of 40 loopback ports (default: random free range)
+#   GO=go                               the Go toolchain
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-4s}
+WARMUP=${WARMUP:-1s}
+CONNS=${CONNS:-10000}
+CHURN=${CHURN:-3s}
+SCALE_BENCH=${SCALE_BENCH:-1}
+OUT=${OUT:-$ROOT/BENCHMARKS.md}
+GO=${GO:-go}
+# Every helper process exits by itself after this long even if this script
+# is killed too hard for its trap to run.
+LIFETIME=${LIFETIME:-20m}
+
+WORK=$(mktemp -d /tmp/inorder-bench.XXXXXX)
+PIDS=()
+
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	PIDS=()
+}
+trap 'cleanup; rm -rf "$WORK"' EXIT
+trap 'exit 130' INT TERM
+
+log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
+
+# 10,000 idle connections are 20,000 descriptors in the proxy (client and
+# upstream sides) and 10,000 in the broker and in the client.
+want_fds=$((CONNS * 2 + 1024))
+if [ "$(ulimit -n)" -lt "$want_fds" ]; then
+	ulimit -n "$want_fds" 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+fi
+if [ "$(ulimit -n)" -lt "$want_fds" ]; then
+	CONNS=$((($(ulimit -n) - 1024) / 2))
+	log "open files limited to $(ulimit -n): scale test uses $CONNS connections"
+fi
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+pick_base() {
+	local base p ok try
+	for try in $(seq 1 50); do
+		base=$((20000 + (RANDOM % 240) * 50))
+		ok=1
+		for p in $(seq "$base" $((base + 39))); do
+			port_free "$p" || { ok=0; break; }
+		done
+		[ "$ok" = 1 ] && { echo "$base"; return; }
+	done
+	echo "no free range of 40 ports found" >&2
+	return 1
+}
+PORT_BASE=${PORT_BASE:-$(pick_base)}
+
+wait_port() {
+	local i
+	for i in $(seq 1 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "nothing listens on port $1" >&2
+	return 1
+}
+
+log "building inorder"
+(cd "$ROOT" && "$GO" build -o "$WORK/inorder" ./cmd/inorder)
+BIN=$WORK/inorder
+"$BIN" bench --help >/dev/null 2>&1 || { echo "this inorder has no bench command" >&2; exit 1; }
+
+DIRECT=$PORT_BASE               # broker clients reach directly
+RELAYED=$((PORT_BASE + 1))      # broker that advertises the relay
+RELAY=$((PORT_BASE + 2))        # relay in front of it
+CONN=$((PORT_BASE + 10))        # inorder, connection mode; node 0 on +1
+NONE=$((PORT_BASE + 20))        # inorder, none mode; node 0 on +1
+
+PROXY_CONN_PID=
+RELAY_PID=
+
+# start_stack KIND starts both brokers of KIND, the relay and both proxies.
+start_stack() {
+	"$BIN" bench broker --kind "$1" --port "$DIRECT" --timeout "$LIFETIME" >"$WORK/direct.log" 2>&1 &
+	PIDS+=($!)
+	"$BIN" bench broker --kind "$1" --port "$RELAYED" --advertise "127.0.0.1:$RELAY" --timeout "$LIFETIME" >"$WORK/relayed.log" 2>&1 &
+	PIDS+=($!)
+	"$BIN" bench relay --listen "127.0.0.1:$RELAY" --to "127.0.0.1:$RELAYED" --timeout "$LIFETIME" >"$WORK/relay.log" 2>&1 &
+	RELAY_PID=$!
+	PIDS+=($!)
+	wait_port "$DIRECT"
+	wait_port "$RELAYED"
+	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$CONN" --upstream "127.0.0.1:$DIRECT" \
+		--upstream-ordering connection --log-level warn >"$WORK/inorder-connection.log" 2>&1 &
+	PROXY_CONN_PID=$!
+	PIDS+=($!)
+	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$NONE" --upstream "127.0.0.1:$DIRECT" \
+		--upstream-ordering none --log-level warn >"$WORK/inorder-none.log" 2>&1 &
+	PIDS+=($!)
+	wait_port "$RELAY"
+	wait_port "$CONN"
+	wait_port "$NONE"
+}
+
+PATHS=(
+	-b "inorder-connection=127.0.0.1:$CONN"
+	--compare "inorder-none=127.0.0.1:$NONE"
+	--compare "relay=127.0.0.1:$RELAY"
+	--compare "direct=127.0.0.1:$DIRECT"
+	--ratio-to direct,relay
+)
+
+# measure NAME ARGS... runs one workload over every path into $WORK/NAME.md.
+measure() {
+	local name=$1
+	shift
+	log "workload $name: ${ROUNDS} rounds x 4 paths x ${DURATION}"
+	"$BIN" bench "${PATHS[@]}" --rounds "$ROUNDS" --duration "$DURATION" --warmup "$WARMUP" \
+		--format markdown "$@" >"$WORK/$name.md" 2>"$WORK/$name.progress"
+}
+
+# cell FILE ROW COLUMN prints one cell of a Markdown table written by bench.
+cell() {
+	awk -F' *\\| *' -v row="$2" -v col="$3" '
+		NR == 1 { for (i = 2; i < NF; i++) if ($i == col) c = i }
+		NR > 2 && $2 == row && c { print $c }' "$1"
+}
+
+start_stack blackhole
+measure produce --partitions 1
+measure none12 --partitions 12
+sat=$(cell "$WORK/produce.md" relay "produce rec/s")
+half=$((${sat%.*} / 2))
+measure latency --partitions 1 --rate "$half"
+
+log "scale: $CONNS idle connections, then churn"
+"$BIN" bench conns -b "127.0.0.1:$CONN" --idle "$CONNS" --pid "$PROXY_CONN_PID" --churn "$CHURN" >"$WORK/scale-inorder.txt" 2>&1 || true
+"$BIN" bench conns -b "127.0.0.1:$RELAY" --idle "$CONNS" --pid "$RELAY_PID" --churn "$CHURN" >"$WORK/scale-relay.txt" 2>&1 || true
+"$BIN" bench conns -b "127.0.0.1:$DIRECT" --idle 0 --churn "$CHURN" >"$WORK/scale-direct.txt" 2>&1 || true
+cleanup
+
+start_stack synthetic
+measure consume --produce=false --consume --partitions 1
+cleanup
+
+if [ "$SCALE_BENCH" = 1 ]; then
+	log "in-process scale benchmark with $CONNS connections"
+	(cd "$ROOT" && INORDER_BENCH_CONNS=$CONNS timeout 10m "$GO" test -run '^$' -bench 'IdleConnections|Churn' \
+		-benchtime 1x ./bench/) >"$WORK/scale-go.txt" 2>&1 || true
+fi
+
+# ratio WORKLOAD PATH COLUMN and the verdict of a figure against its goal.
+met() { awk -v v="$1" -v goal="$2" -v op="$3" 'BEGIN {
+	if (v == "") { print "not measured"; exit }
+	ok = (op == ">=") ? v + 0 >= goal : v + 0 <= goal
+	print ok ? "met" : "**missed**" }'; }
+
+prod_rel=$(cell "$WORK/produce.md" inorder-connection "produce ×relay")
+cons_rel=$(cell "$WORK/consume.md" inorder-connection "consume ×relay")
+none_rel=$(cell "$WORK/none12.md" inorder-none "produce ×relay")
+lat_rel=$(cell "$WORK/latency.md" inorder-connection "Δp99 vs relay")
+lat_ms=${lat_rel%ms}
+rss=$(sed -n 's/^idle: rss .* MiB before, \([0-9.]*\) MiB with.*/\1/p' "$WORK/scale-inorder.txt")
+rss_before=$(sed -n 's/^idle: rss \([0-9.]*\) MiB before.*/\1/p' "$WORK/scale-inorder.txt")
+
+notes=
+if [ -f "$OUT" ]; then
+	notes=$(sed -n '/^<!-- hand-written below -->$/,$p' "$OUT")
+fi
+
+{
+	cat <<EOF
+# Benchmarks
+
+Written by \`bench/run.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'). Run it on your machine to measure yours;
+\`inorder bench --help\` measures any deployment.
+
+| machine | |
+| --- | --- |
+| CPU | $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') |
+| cores (nproc) | $(nproc) |
+| kernel | $(uname -sr) |
+| Go | $("$GO" version | cut -d' ' -f3-) |
+| commit | $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown) |
+| settings | ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP CONNS=$CONNS |
+
+Client (\`inorder bench\`, franz-go), broker (kfake in its own process) and
+proxy share the same cores. The paths are: **direct** to the broker; **relay**,
+a plain TCP relay (\`inorder bench relay\`, one \`io.Copy\` per direction) in its
+own process in front of a broker that advertises the relay, the ceiling for
+any proxy here; **inorder-connection** and **inorder-none**, \`inorder serve\`
+with \`--upstream-ordering connection\` and \`none\`. Each round runs every path
+back to back, starting with a different path each round; each figure is the
+median over $ROUNDS rounds of ${DURATION} after ${WARMUP} of warm-up, and each ratio
+(×direct, ×relay) or difference (Δp99) the median of the per-round ones.
+
+## Targets
+
+| target | measured | goal | |
+| --- | --- | --- | --- |
+| produce, connection mode, ×relay | $prod_rel | ≥ 0.95 | $(met "$prod_rel" 0.95 ">=") |
+| consume, connection mode, ×relay | $cons_rel | ≥ 0.95 | $(met "$cons_rel" 0.95 ">=") |
+| none mode, 12 partitions, ×relay | $none_rel | ≥ 0.90 | $(met "$none_rel" 0.90 ">=") |
+| p99 at half the relay's saturating rate, connection mode, vs relay | $lat_rel | ≤ +0.3 ms | $(met "$lat_ms" 0.3 "<=") |
+| RSS with $CONNS idle connections (${rss_before:-?} MiB before) | ${rss:-?} MiB | ≤ 150 MiB | $(met "$rss" 150 "<=") |
+
+## Produce: 1 KiB random records, 1 partition, acks=all, idempotent, pipelined (5 in flight), linger 0
+
+Blackhole broker (records discarded). Latencies are at saturation, so they
+measure the client's buffer, not the path.
+
+$(cat "$WORK/produce.md")
+
+## Consume: 1 MiB fetches of 1 KiB random records
+
+Synthetic-fetch broker (the same 1 MiB batch served from every offset).
+
+$(cat "$WORK/consume.md")
+
+## Produce spread over 12 partitions
+
+As the first table, with the topic's 12 partitions filled by kgo's default
+sticky partitioner; this is the workload none mode can overlap.
+
+$(cat "$WORK/none12.md")
+
+## Produce latency at half the relay's saturating rate ($half records/s)
+
+$(cat "$WORK/latency.md")
+
+## Connections
+
+\`inorder bench conns\`: $CONNS connections each complete one ApiVersions
+exchange and stay open; the proxy's (or relay's) resident memory is read from
+/proc before and after. Then connections are opened, used for one ApiVersions
+exchange and closed, 4 at a time, for $CHURN.
+
+inorder (connection mode):
+
+\`\`\`
+$(cat "$WORK/scale-inorder.txt")
+\`\`\`
+
+relay:
+
+\`\`\`
+$(cat "$WORK/scale-relay.txt")
+\`\`\`
+
+direct:
+
+\`\`\`
+$(cat "$WORK/scale-direct.txt")
+\`\`\`
+EOF
+	if [ -f "$WORK/scale-go.txt" ]; then
+		cat <<EOF
+
+In-process Go benchmark (\`INORDER_BENCH_CONNS=$CONNS go test -bench 'IdleConnections|Churn' ./bench/\`),
+memory from runtime/metrics (heap and goroutine stacks) with the same
+connections made straight to the broker subtracted:
+
+\`\`\`
+$(grep -E '^(Benchmark|ok|FAIL|---)' "$WORK/scale-go.txt" || tail -5 "$WORK/scale-go.txt")
+\`\`\`
+EOF
+	fi
+	if [ -n "$notes" ]; then
+		printf '\n%s\n' "$notes"
+	fi
+} >"$OUT.tmp"
+mv "$OUT.tmp" "$OUT"
+log "wrote $OUT"
