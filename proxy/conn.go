@@ -18,6 +18,10 @@ import (
 // to read the responses already written before the socket is closed.
 const lingerTimeout = 2 * time.Second
 
+// eofDrain bounds how long requests read before a client's EOF may take to
+// complete upstream.
+const eofDrain = 30 * time.Second
+
 // noCorrelation is the upstream correlation id of requests that expect no
 // response; it is negative so that no live sequence number matches it.
 const noCorrelation = -1
@@ -196,7 +200,14 @@ func (c *conn) clientReadError(err error) error {
 		return nil
 	case c.draining.Load():
 		return c.waitIdle()
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	case errors.Is(err, io.EOF):
+		// The client may half-close after pipelining, or close after
+		// acks=0 writes it expects no answer to; Kafka still processes
+		// what it read, so the proxy forwards it and delivers what can
+		// be delivered before closing.
+		c.finishAfterEOF()
+		return errClientClosed
+	case errors.Is(err, net.ErrClosed):
 		return errClientClosed
 	case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, wire.ErrFrameTooSmall), errors.Is(err, wire.ErrTruncated):
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
@@ -231,6 +242,18 @@ func (c *conn) waitIdle() error {
 	return ErrShutdown
 }
 
+// finishAfterEOF waits, bounded by eofDrain, for the requests read before
+// the client's EOF to complete upstream.
+func (c *conn) finishAfterEOF() {
+	t := time.AfterFunc(eofDrain, func() { c.die(errEOFDrain) })
+	defer t.Stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !c.seq.Idle() && !c.dead.Load() {
+		c.cond.Wait()
+	}
+}
+
 // submit sequences r and writes whatever may now go upstream.
 func (c *conn) submit(r *request) {
 	local := false
@@ -243,7 +266,9 @@ func (c *conn) submit(r *request) {
 	} else {
 		r.seq = c.seq.Push(r.ord, r)
 		r.upCorr = int32(r.seq & (1<<31 - 1))
-		c.seq.Hold(len(r.frame.B))
+		if r.frame != nil {
+			c.seq.Hold(len(r.frame.B))
+		}
 		local = c.dispatchLocked()
 	}
 	flush := !c.flushing && len(c.outq) > 0

@@ -27,4 +27,5 @@ var (
 	ErrShutdown = errors.New("proxy shutting down")
 
 	errClientClosed = errors.New("client closed the connection")
+	errEOFDrain     = errors.New("requests sent before the client closed did not complete in time")
 )

@@ -1,0 +1,129 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/proxy"
+)
+
+// logBuffer collects the proxy's log lines for assertions.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func (l *logBuffer) waitFor(t *testing.T, substr string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if strings.Contains(l.String(), substr) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("log never contained %q; log:\n%s", substr, l.String())
+}
+
+type testProxy struct {
+	*proxy.Proxy
+	log *logBuffer
+}
+
+// startProxy runs a proxy on ephemeral loopback ports in front of
+// upstreams and closes it when the test ends.
+func startProxy(t *testing.T, mode config.Ordering, upstreams []string, mut func(*config.Config), opts ...proxy.Option) *testProxy {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Upstreams = upstreams
+	cfg.UpstreamOrdering = mode
+	cfg.DialTimeout = 5 * time.Second
+	if mut != nil {
+		mut(&cfg)
+	}
+	lb := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p, err := proxy.New(cfg, log, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve() }()
+	t.Cleanup(func() {
+		p.Close()
+		if err := <-served; err != proxy.ErrClosed {
+			t.Errorf("Serve returned %v, want ErrClosed", err)
+		}
+	})
+	return &testProxy{Proxy: p, log: lb}
+}
+
+func newCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(3)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// dialRecorder records every address a kgo client dials, so a test can
+// assert the client never went around the proxy.
+type dialRecorder struct {
+	mu    sync.Mutex
+	addrs map[string]int
+}
+
+func (d *dialRecorder) opt() kgo.Opt {
+	var dialer net.Dialer
+	return kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+		d.mu.Lock()
+		if d.addrs == nil {
+			d.addrs = map[string]int{}
+		}
+		d.addrs[host]++
+		d.mu.Unlock()
+		return dialer.DialContext(ctx, network, host)
+	})
+}
+
+func (d *dialRecorder) dialed() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for a := range d.addrs {
+		out = append(out, a)
+	}
+	return out
+}
+
+func testContext(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
