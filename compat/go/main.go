@@ -1,6 +1,7 @@
 // Command compat-go runs the inorder compatibility workload with one Go client.
 //
 //	compat-go kgo|sarama|kafkago BOOTSTRAP TOPIC_PREFIX [EXPECT]
+//	compat-go create-topics BOOTSTRAP NAME:PARTITIONS...
 //
 // EXPECT is a comma-separated list of host:port or host:lo-hi that every
 // broker address the client learns must fall in ("-" or absent: no check).
@@ -46,12 +47,40 @@ type Client interface {
 	Close()
 }
 
+// createTopics creates NAME:PARTITIONS topics with franz-go's admin client.
+func createTopics(bootstrap []string, specs []string) {
+	cl, err := newKgo(bootstrap)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	defer cl.Close()
+	rf := 1
+	if v := os.Getenv("COMPAT_RF"); v != "" {
+		rf, _ = strconv.Atoi(v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, s := range specs {
+		name, parts, _ := strings.Cut(s, ":")
+		n, _ := strconv.Atoi(parts)
+		if err := cl.CreateTopic(ctx, name, n, rf); err != nil {
+			fmt.Fprintf(os.Stderr, "create topic %s: %v\n", name, err)
+			os.Exit(1)
+		}
+	}
+}
+
 func main() {
 	if len(os.Args) < 4 {
 		fmt.Fprintln(os.Stderr, "usage: compat-go kgo|sarama|kafkago BOOTSTRAP TOPIC_PREFIX [EXPECT]")
 		os.Exit(2)
 	}
 	name, bootstrap, prefix := os.Args[1], strings.Split(os.Args[2], ","), os.Args[3]
+	if name == "create-topics" { // helper for clients that cannot create topics (kcat)
+		createTopics(bootstrap, os.Args[3:])
+		return
+	}
 	expectArg := ""
 	if len(os.Args) > 4 {
 		expectArg = os.Args[4]
