@@ -15,6 +15,9 @@ import (
 type Relay struct {
 	ln     net.Listener
 	target string
+	// bufSize, when positive, copies through a buffer of this size with
+	// plain reads and writes instead of letting io.Copy splice.
+	bufSize int
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -31,6 +34,11 @@ func NewRelay(listen, target string) (*Relay, error) {
 	}
 	return newRelayOn(ln, target), nil
 }
+
+// SetBuffer makes the relay copy through a buffer of size bytes per
+// direction with plain reads and writes; zero, the default, lets io.Copy
+// splice between the sockets. Call it before Serve.
+func (r *Relay) SetBuffer(size int) { r.bufSize = size }
 
 func newRelayOn(ln net.Listener, target string) *Relay {
 	return &Relay{ln: ln, target: target, conns: make(map[net.Conn]struct{})}
@@ -107,17 +115,27 @@ func (r *Relay) relayConn(client net.Conn) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		copyHalf(client, upstream)
+		r.copyHalf(client, upstream)
 	}()
-	copyHalf(upstream, client)
+	r.copyHalf(upstream, client)
 	<-done
 }
+
+// plainReader hides the socket's WriteTo and the destination's ReadFrom from
+// io.CopyBuffer, so that it really uses the buffer.
+type plainReader struct{ io.Reader }
+
+type plainWriter struct{ io.Writer }
 
 // copyHalf copies one direction and then closes the whole of dst, so that
 // the other direction's copy ends too: Kafka has no half-closed
 // conversations.
-func copyHalf(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src)
+func (r *Relay) copyHalf(dst, src net.Conn) {
+	if r.bufSize > 0 {
+		_, _ = io.CopyBuffer(plainWriter{dst}, plainReader{src}, make([]byte, r.bufSize))
+	} else {
+		_, _ = io.Copy(dst, src)
+	}
 	dst.Close()
 	src.Close()
 }

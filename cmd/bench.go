@@ -123,6 +123,7 @@ func newBenchRelayCommand() *cobra.Command {
 	var (
 		listen, to string
 		timeout    time.Duration
+		buffer     int
 	)
 	c := &cobra.Command{
 		Use:   "relay",
@@ -133,6 +134,7 @@ func newBenchRelayCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			r.SetBuffer(buffer)
 			errc := make(chan error, 1)
 			go func() { errc <- r.Serve() }()
 			fmt.Fprintln(c.OutOrStdout(), "relaying", r.Addr(), "to", to)
@@ -147,6 +149,7 @@ func newBenchRelayCommand() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:0", "address to accept on")
 	f.StringVar(&to, "to", "", "address to relay to")
+	f.IntVar(&buffer, "buffer", 0, "copy through a buffer of this many bytes with read and write (0: let io.Copy splice)")
 	f.DurationVar(&timeout, "timeout", time.Hour, "exit after this long")
 	_ = c.MarkFlagRequired("to")
 	return c
