@@ -114,9 +114,11 @@ func ParseRequestHeader(frame []byte) (RequestHeader, error) {
 		return h, fmt.Errorf("%w: %s v%d", ErrUnsupportedVersion, kmsg.NameForKey(h.Key), h.Version)
 	}
 	r := kbin.Reader{Src: frame[12:]}
-	r.NullableString()
+	if n := r.Int16(); n > 0 { // client id: nullable, never compact
+		r.Span(int(n))
+	}
 	if h.Flexible() {
-		kmsg.SkipTags(&r)
+		skipTags(&r)
 	}
 	if !r.Ok() {
 		return h, fmt.Errorf("%w: %s v%d", ErrMalformedHeader, kmsg.NameForKey(h.Key), h.Version)
@@ -153,7 +155,7 @@ func ResponseBody(frame []byte, flexible bool) (int, error) {
 		return 8, nil
 	}
 	r := kbin.Reader{Src: frame[8:]}
-	kmsg.SkipTags(&r)
+	skipTags(&r)
 	if !r.Ok() {
 		return 0, fmt.Errorf("%w: response header tags", ErrMalformedHeader)
 	}
@@ -183,4 +185,13 @@ func AppendRequest(dst []byte, orig []byte, h RequestHeader, appendBody func([]b
 	dst = appendBody(dst)
 	SetLength(dst[start:])
 	return dst
+}
+
+// skipTags skips a tagged-field section. It is kmsg.SkipTags on the
+// concrete reader, which keeps the reader on the stack.
+func skipTags(r *kbin.Reader) {
+	for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+		r.Uvarint()
+		r.Span(int(r.Uvarint()))
+	}
 }
