@@ -40,6 +40,7 @@ func newRootCommand() *cobra.Command {
 		newVersionCommand(),
 		newServeCommand(),
 		newDevCommand(),
+		newBenchCommand(),
 	)
 	return root
 }
