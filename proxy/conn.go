@@ -31,6 +31,7 @@ type conn struct {
 	p      *Proxy
 	client net.Conn
 	up     net.Conn
+	target target
 	node   int32 // -1 on the bootstrap listener
 
 	// mu guards seq, the upstream queue and the flags below it; cond
@@ -56,8 +57,8 @@ type conn struct {
 	dec decoder // request bodies, used by the client reader only
 }
 
-func newConn(p *Proxy, nc net.Conn, node int32) *conn {
-	c := &conn{p: p, client: nc, node: node}
+func newConn(p *Proxy, nc net.Conn, t target) *conn {
+	c := &conn{p: p, client: nc, target: t, node: t.node}
 	c.cond.L = &c.mu
 	c.seq = ordering.New[*request](p.mode, p.cfg.MaxInFlight, p.cfg.MaxBufferedBytes)
 	if tc, ok := nc.(*net.TCPConn); ok {
@@ -84,7 +85,7 @@ func (c *conn) serve() {
 }
 
 func (c *conn) connect() error {
-	if c.node < 0 {
+	if c.target.resolve == nil {
 		up, _, err := c.p.bootstrapUpstream()
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrUpstreamFailed, err)
@@ -92,13 +93,10 @@ func (c *conn) connect() error {
 		c.up = up
 		return nil
 	}
-	addr, ok := c.p.nodes.upstream(c.node)
-	if !ok {
-		return fmt.Errorf("%w: node %d unknown", ErrUpstreamFailed, c.node)
-	}
+	addr := c.target.resolve()
 	up, err := c.p.dialUpstream(addr)
 	if err != nil {
-		return fmt.Errorf("%w: node %d: %v", ErrUpstreamFailed, c.node, err)
+		return fmt.Errorf("%w: node %d at %s: %v", ErrUpstreamFailed, c.node, addr, err)
 	}
 	c.up = up
 	return nil

@@ -21,8 +21,9 @@ type nodeTable struct {
 	// base is the port of node 0; -1 gives every node an ephemeral port.
 	base int
 
-	mu    sync.Mutex
-	nodes map[int32]*node
+	mu          sync.Mutex
+	nodes       map[int32]*node
+	controllers map[string]*node // by upstream address
 }
 
 type node struct {
@@ -34,6 +35,7 @@ type node struct {
 func (t *nodeTable) init(p *Proxy, bootPort int) {
 	t.p = p
 	t.nodes = make(map[int32]*node)
+	t.controllers = make(map[string]*node)
 	switch {
 	case p.cfg.NodePortBase > 0:
 		t.base = p.cfg.NodePortBase
@@ -55,15 +57,14 @@ func (t *nodeTable) count() int {
 	return len(t.nodes)
 }
 
-// upstream returns where connections to node id go.
-func (t *nodeTable) upstream(id int32) (string, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n, ok := t.nodes[id]
-	if !ok {
-		return "", false
-	}
-	return n.upstream, true
+// target returns where connections to n go, read at each connection so a
+// moved node's new connections follow it.
+func (t *nodeTable) target(n *node) target {
+	return target{node: n.id, resolve: func() string {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return n.upstream
+	}}
 }
 
 // MapNode implements rewrite.Mapper.
@@ -90,12 +91,36 @@ func (t *nodeTable) MapNode(id int32, host string, port int32) (string, int32, e
 		return "", 0, fmt.Errorf("%w: node %d on port %d: %v", ErrNodePort, id, lport, err)
 	}
 	n := &node{id: id, port: int32(ln.Addr().(*net.TCPAddr).Port), upstream: addr}
-	if err := t.p.serveNode(ln, id); err != nil {
+	if err := t.p.serveTarget(ln, t.target(n)); err != nil {
 		ln.Close()
 		return "", 0, err
 	}
 	t.nodes[id] = n
 	t.p.log.Info("node listener open", "node", id, "listen", ln.Addr().String(), "upstream", addr)
+	return t.p.advHost, n.port, nil
+}
+
+// MapController implements rewrite.Mapper. Controllers are few and their
+// ids may equal broker ids, so each controller address gets a listener of
+// its own on a free port, kept for the proxy's life.
+func (t *nodeTable) MapController(id int32, host string, port int32) (string, int32, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n, ok := t.controllers[addr]; ok {
+		return t.p.advHost, n.port, nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(t.p.listenHost, "0"))
+	if err != nil {
+		return "", 0, fmt.Errorf("%w: controller %d: %v", ErrNodePort, id, err)
+	}
+	n := &node{id: id, port: int32(ln.Addr().(*net.TCPAddr).Port), upstream: addr}
+	if err := t.p.serveTarget(ln, t.target(n)); err != nil {
+		ln.Close()
+		return "", 0, err
+	}
+	t.controllers[addr] = n
+	t.p.log.Info("controller listener open", "node", id, "listen", ln.Addr().String(), "upstream", addr)
 	return t.p.advHost, n.port, nil
 }
 

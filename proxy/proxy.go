@@ -132,11 +132,18 @@ func (p *Proxy) Serve() error {
 	p.wg.Add(1)
 	p.mu.Unlock()
 	defer p.wg.Done()
-	return p.acceptLoop(p.boot, -1)
+	return p.acceptLoop(p.boot, target{node: -1})
 }
 
-// serveNode starts the accept loop of a node listener.
-func (p *Proxy) serveNode(ln net.Listener, node int32) error {
+// target is where a listener's connections go: the bootstrap upstreams
+// (resolve nil), or one node whose address resolve returns.
+type target struct {
+	node    int32
+	resolve func() string
+}
+
+// serveTarget starts the accept loop of a node or controller listener.
+func (p *Proxy) serveTarget(ln net.Listener, t target) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closing {
@@ -146,7 +153,7 @@ func (p *Proxy) serveNode(ln net.Listener, node int32) error {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		_ = p.acceptLoop(ln, node)
+		_ = p.acceptLoop(ln, t)
 	}()
 	return nil
 }
@@ -154,7 +161,7 @@ func (p *Proxy) serveNode(ln net.Listener, node int32) error {
 // acceptLoop accepts until the listener closes, backing off on temporary
 // errors as net/http does, so that running out of file descriptors slows
 // the proxy down instead of killing it.
-func (p *Proxy) acceptLoop(ln net.Listener, node int32) error {
+func (p *Proxy) acceptLoop(ln net.Listener, t target) error {
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -181,7 +188,7 @@ func (p *Proxy) acceptLoop(ln net.Listener, node int32) error {
 			continue
 		}
 		delay = 0
-		c := newConn(p, nc, node)
+		c := newConn(p, nc, t)
 		if !p.track(c) {
 			nc.Close()
 			return ErrClosed

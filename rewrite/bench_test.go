@@ -11,6 +11,10 @@ import (
 // rewrite and the codec rather than the proxy's listener lookup.
 type constMapper struct{}
 
+func (constMapper) MapController(id int32, _ string, _ int32) (string, int32, error) {
+	return "proxy.test", 40000 + id, nil
+}
+
 func (constMapper) MapNode(id int32, _ string, _ int32) (string, int32, error) {
 	return "proxy.test", 30000 + id, nil
 }

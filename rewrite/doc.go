@@ -32,6 +32,9 @@
 //	82 UpdateRaftVoter   v0+  CurrentLeader.Host/Port (tag 0), when
 //	                          LeaderID >= 0
 //
+// Controller endpoints (keys 52-55, 59, 82, and DescribeCluster with
+// EndpointType 2) go to Mapper.MapController, every other to MapNode.
+//
 // Keys 52-55, 59 and 82 are KRaft controller RPCs that clients rarely send;
 // they are rewritten anyway because their endpoints are controller
 // addresses, and a proxy in front of a controller quorum would otherwise

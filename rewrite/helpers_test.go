@@ -23,6 +23,10 @@ const failNone = int32(-1 << 31)
 
 func newFakeMapper() *fakeMapper { return &fakeMapper{failNode: failNone} }
 
+func (m *fakeMapper) MapController(id int32, host string, port int32) (string, int32, error) {
+	return m.MapNode(id, host, port)
+}
+
 func (m *fakeMapper) MapNode(id int32, _ string, _ int32) (string, int32, error) {
 	m.calls++
 	if id == m.failNode {

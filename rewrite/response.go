@@ -12,12 +12,20 @@ import (
 //
 // One node id can come with several addresses: a KRaft node running both
 // roles advertises its broker listener in Metadata and its controller
-// listeners in DescribeQuorum and in DescribeCluster with EndpointType 2.
-// A Mapper that keys listeners by node id alone would send controller
-// traffic to the broker port.
+// listeners in DescribeQuorum, the KRaft RPCs and DescribeCluster with
+// EndpointType 2. Broker endpoints go to MapNode and controller endpoints
+// to MapController, so a Mapper can key brokers by node id without a
+// controller listener moving a broker.
 type Mapper interface {
+	// MapNode maps a broker endpoint.
 	MapNode(nodeID int32, host string, port int32) (proxyHost string, proxyPort int32, err error)
+	// MapController maps a controller endpoint.
+	MapController(nodeID int32, host string, port int32) (proxyHost string, proxyPort int32, err error)
 }
+
+// endpointTypeController is DescribeCluster's EndpointType for controllers
+// (KIP-919).
+const endpointTypeController = 2
 
 // Response rewrites resp in place, replacing every broker address it carries
 // with the one m maps it to. Node ids are kept, so they stay consistent with
@@ -63,9 +71,13 @@ func Response(resp kmsg.Response, m Mapper) error {
 	return nil
 }
 
-// mapAddr rewrites one int32-port address.
+// mapAddr rewrites one int32-port broker address.
 func mapAddr(m Mapper, id int32, host *string, port *int32) error {
-	h, p, err := m.MapNode(id, *host, *port)
+	return mapWith(m.MapNode, id, host, port)
+}
+
+func mapWith(fn func(int32, string, int32) (string, int32, error), id int32, host *string, port *int32) error {
+	h, p, err := fn(id, *host, *port)
 	if err != nil {
 		return fmt.Errorf("%w: node %d at %s:%d: %w", ErrMap, id, *host, *port, err)
 	}
@@ -73,9 +85,10 @@ func mapAddr(m Mapper, id int32, host *string, port *int32) error {
 	return nil
 }
 
-// mapAddr16 rewrites one address whose port is a uint16 on the wire.
+// mapAddr16 rewrites one controller address whose port is a uint16 on the
+// wire; every such field is a controller endpoint.
 func mapAddr16(m Mapper, id int32, host *string, port *uint16) error {
-	h, p, err := m.MapNode(id, *host, int32(*port))
+	h, p, err := m.MapController(id, *host, int32(*port))
 	if err != nil {
 		return fmt.Errorf("%w: node %d at %s:%d: %w", ErrMap, id, *host, *port, err)
 	}
@@ -120,9 +133,13 @@ func findCoordinator(r *kmsg.FindCoordinatorResponse, m Mapper) error {
 }
 
 func describeCluster(r *kmsg.DescribeClusterResponse, m Mapper) error {
+	fn := m.MapNode
+	if r.EndpointType == endpointTypeController {
+		fn = m.MapController
+	}
 	for i := range r.Brokers {
 		b := &r.Brokers[i]
-		if err := mapAddr(m, b.NodeID, &b.Host, &b.Port); err != nil {
+		if err := mapWith(fn, b.NodeID, &b.Host, &b.Port); err != nil {
 			return err
 		}
 	}
@@ -247,5 +264,5 @@ func updateRaftVoter(r *kmsg.UpdateRaftVoterResponse, m Mapper) error {
 	if l.LeaderID < 0 {
 		return nil
 	}
-	return mapAddr(m, l.LeaderID, &l.Host, &l.Port)
+	return mapWith(m.MapController, l.LeaderID, &l.Host, &l.Port)
 }

@@ -259,6 +259,10 @@ func TestResponseReturnsMapperError(t *testing.T) {
 // portMapper maps every node to a fixed port.
 type portMapper int32
 
+func (p portMapper) MapController(int32, string, int32) (string, int32, error) {
+	return "proxy.test", int32(p), nil
+}
+
 func (p portMapper) MapNode(int32, string, int32) (string, int32, error) {
 	return "proxy.test", int32(p), nil
 }
@@ -359,5 +363,56 @@ func TestResponseIgnoresOtherTypes(t *testing.T) {
 	}
 	if m.calls != 0 {
 		t.Errorf("Mapper called %d times", m.calls)
+	}
+}
+
+// roleMapper records which method mapped each address.
+type roleMapper struct{ nodes, controllers int }
+
+func (m *roleMapper) MapNode(id int32, _ string, _ int32) (string, int32, error) {
+	m.nodes++
+	return "broker.proxy.test", 1000 + id, nil
+}
+
+func (m *roleMapper) MapController(id int32, _ string, _ int32) (string, int32, error) {
+	m.controllers++
+	return "controller.proxy.test", 2000 + id, nil
+}
+
+func TestControllerEndpointsUseMapController(t *testing.T) {
+	for _, tc := range []struct {
+		endpointType int8
+		nodes, ctrls int
+	}{{1, 2, 0}, {endpointTypeController, 0, 2}} {
+		r := kmsg.NewPtrDescribeClusterResponse()
+		r.SetVersion(1)
+		r.EndpointType = tc.endpointType
+		for id := int32(1); id <= 2; id++ {
+			b := kmsg.NewDescribeClusterResponseBroker()
+			b.NodeID, b.Host, b.Port = id, "upstream", 9092
+			r.Brokers = append(r.Brokers, b)
+		}
+		var m roleMapper
+		if err := Response(r, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.nodes != tc.nodes || m.controllers != tc.ctrls {
+			t.Fatalf("endpoint type %d: %d broker and %d controller mappings, want %d and %d", tc.endpointType, m.nodes, m.controllers, tc.nodes, tc.ctrls)
+		}
+	}
+	q := kmsg.NewPtrDescribeQuorumResponse()
+	q.SetVersion(2)
+	n := kmsg.NewDescribeQuorumResponseNode()
+	n.NodeID = 1
+	l := kmsg.NewDescribeQuorumResponseNodeListener()
+	l.Name, l.Host, l.Port = "CONTROLLER", "upstream", 9093
+	n.Listeners = append(n.Listeners, l)
+	q.Nodes = append(q.Nodes, n)
+	var m roleMapper
+	if err := Response(q, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.nodes != 0 || m.controllers != 1 {
+		t.Fatalf("DescribeQuorum: %d broker and %d controller mappings", m.nodes, m.controllers)
 	}
 }
