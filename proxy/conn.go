@@ -49,6 +49,10 @@ type conn struct {
 	ready   []*request
 	outBufs net.Buffers
 
+	// Scratch of the one flusher at a time (see c.flushing).
+	flushFrames []*wire.Buf
+	flushBufs   net.Buffers
+
 	wg       sync.WaitGroup // upstream reader and flushers
 	dead     atomic.Bool
 	draining atomic.Bool
@@ -312,10 +316,8 @@ func (c *conn) dispatchLocked() (local bool) {
 // under the lock and owned by flush from then on, since a fast upstream may
 // answer and release a request before its write call returns.
 func (c *conn) flush() {
-	var (
-		frames []*wire.Buf
-		bufs   net.Buffers
-	)
+	frames, bufs := c.flushFrames[:0], c.flushBufs[:0]
+	defer func() { c.flushFrames, c.flushBufs = frames[:0], bufs[:0] }()
 	for {
 		c.mu.Lock()
 		if c.dead.Load() || len(c.outq) == 0 {
@@ -341,7 +343,11 @@ func (c *conn) flush() {
 		c.outq = c.outq[:0]
 		c.mu.Unlock()
 
-		_, err := bufs.WriteTo(c.up)
+		// WriteTo consumes the slice it is called on; writing a copy
+		// keeps bufs' backing array for the next batch.
+		w := bufs
+		_, err := w.WriteTo(c.up)
+		clear(bufs)
 		for _, f := range frames {
 			wire.Put(f)
 		}
@@ -475,7 +481,9 @@ func (c *conn) deliver() error {
 			c.outBufs = append(c.outBufs, r.resp.B)
 			held += len(r.resp.B)
 		}
-		_, err := c.outBufs.WriteTo(c.client)
+		w := c.outBufs
+		_, err := w.WriteTo(c.client)
+		clear(c.outBufs)
 		c.mu.Lock()
 		c.seq.Free(held)
 		c.cond.Broadcast()

@@ -36,7 +36,7 @@ func (l *logBuffer) String() string {
 }
 
 // waitFor polls cond until it holds or the deadline passes.
-func (l *logBuffer) waitFor(t *testing.T, substr string) {
+func (l *logBuffer) waitFor(t testing.TB, substr string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -55,7 +55,7 @@ type testProxy struct {
 
 // startProxy runs a proxy on ephemeral loopback ports in front of
 // upstreams and closes it when the test ends.
-func startProxy(t *testing.T, mode config.Ordering, upstreams []string, mut func(*config.Config), opts ...proxy.Option) *testProxy {
+func startProxy(t testing.TB, mode config.Ordering, upstreams []string, mut func(*config.Config), opts ...proxy.Option) *testProxy {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
@@ -80,6 +80,11 @@ func startProxy(t *testing.T, mode config.Ordering, upstreams []string, mut func
 		}
 	})
 	return &testProxy{Proxy: p, log: lb}
+}
+
+// startProxyB is startProxy for benchmarks.
+func startProxyB(b *testing.B, mode config.Ordering, upstreams []string) *testProxy {
+	return startProxy(b, mode, upstreams, nil)
 }
 
 func newCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {

@@ -1,0 +1,79 @@
+package proxy_test
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+)
+
+// BenchmarkForwardProduce measures one Produce round trip through the
+// proxy (a 64 KiB batch to a kfake that discards records) against the same
+// round trip straight to kfake, and reports the proxy's allocations per
+// request. Run with -benchmem; the "direct" case is the baseline.
+func BenchmarkForwardProduce(b *testing.B) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BlackholeProduce(), kfake.SeedTopics(1, "bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kc.Close()
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks = 1
+	req.TimeoutMillis = 5000
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = "bench"
+	part := kmsg.NewProduceRequestTopicPartition()
+	part.Records = largeBatch(64 << 10)
+	topic.Partitions = append(topic.Partitions, part)
+	req.Topics = append(req.Topics, topic)
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+
+	roundTrips := func(b *testing.B, addr string) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		resp := make([]byte, 64<<10)
+		b.SetBytes(int64(len(frame)))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := c.Write(frame); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, resp[:4]); err != nil {
+				b.Fatal(err)
+			}
+			n := binary.BigEndian.Uint32(resp)
+			if _, err := io.ReadFull(c, resp[:n]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("direct", func(b *testing.B) { roundTrips(b, kc.ListenAddrs()[0]) })
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		b.Run(string(mode), func(b *testing.B) {
+			p := startProxyB(b, mode, kc.ListenAddrs())
+			roundTrips(b, p.Addr())
+		})
+	}
+}
+
+// largeBatch returns a valid record batch of about size bytes.
+func largeBatch(size int) []byte {
+	rec := kmsg.Record{Value: make([]byte, size)}
+	b := kmsg.RecordBatch{Magic: 2, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 1, PartitionLeaderEpoch: -1}
+	b.Records = rec.AppendTo(nil)
+	raw := b.AppendTo(nil)
+	b.Length = int32(len(raw) - 12)
+	raw = b.AppendTo(nil)
+	b.CRC = int32(crc32c(raw[21:]))
+	return b.AppendTo(nil)
+}
