@@ -18,8 +18,8 @@ import (
 // to read the responses already written before the socket is closed.
 const lingerTimeout = 2 * time.Second
 
-// eofDrain bounds how long requests read before a client's EOF may take to
-// complete upstream.
+// eofDrain bounds how long requests read before a client's EOF or bad
+// frame may take to complete upstream.
 const eofDrain = 30 * time.Second
 
 // noCorrelation is the upstream correlation id of requests that expect no
@@ -190,6 +190,7 @@ func (c *conn) readClient() error {
 		r, err := c.parseRequest(buf)
 		if err != nil {
 			wire.Put(buf)
+			c.finishInFlight()
 			return err
 		}
 		c.submit(r)
@@ -207,11 +208,12 @@ func (c *conn) clientReadError(err error) error {
 		// acks=0 writes it expects no answer to; Kafka still processes
 		// what it read, so the proxy forwards it and delivers what can
 		// be delivered before closing.
-		c.finishAfterEOF()
+		c.finishInFlight()
 		return errClientClosed
 	case errors.Is(err, net.ErrClosed):
 		return errClientClosed
 	case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, wire.ErrFrameTooSmall), errors.Is(err, wire.ErrTruncated):
+		c.finishInFlight()
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
@@ -244,9 +246,10 @@ func (c *conn) waitIdle() error {
 	return ErrShutdown
 }
 
-// finishAfterEOF waits, bounded by eofDrain, for the requests read before
-// the client's EOF to complete upstream.
-func (c *conn) finishAfterEOF() {
+// finishInFlight waits, bounded by eofDrain, for the requests read before
+// the client's EOF or bad frame to complete and their responses to be
+// delivered, so that what was well formed is answered before the close.
+func (c *conn) finishInFlight() {
 	t := time.AfterFunc(eofDrain, func() { c.die(errEOFDrain) })
 	defer t.Stop()
 	c.mu.Lock()
@@ -316,12 +319,19 @@ func (c *conn) dispatchLocked() (local bool) {
 // under the lock and owned by flush from then on, since a fast upstream may
 // answer and release a request before its write call returns.
 func (c *conn) flush() {
+	c.mu.Lock()
 	frames, bufs := c.flushFrames[:0], c.flushBufs[:0]
-	defer func() { c.flushFrames, c.flushBufs = frames[:0], bufs[:0] }()
+	c.mu.Unlock()
+	// The scratch goes back with the flushing flag, under the lock, so
+	// the next flusher never shares it.
+	done := func() {
+		c.flushing = false
+		c.flushFrames, c.flushBufs = frames[:0], bufs[:0]
+	}
 	for {
 		c.mu.Lock()
 		if c.dead.Load() || len(c.outq) == 0 {
-			c.flushing = false
+			done()
 			c.mu.Unlock()
 			return
 		}
@@ -358,7 +368,7 @@ func (c *conn) flush() {
 		c.mu.Unlock()
 		if err != nil {
 			c.mu.Lock()
-			c.flushing = false
+			done()
 			c.mu.Unlock()
 			c.die(fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err))
 			return
