@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -67,6 +68,11 @@ func startProxy(t testing.TB, mode config.Ordering, upstreams []string, mut func
 	}
 	lb := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if _, seen := leakChecked.LoadOrStore(t, true); !seen {
+		// Registered before the first proxy's Close, so it runs after
+		// every proxy of the test has closed.
+		t.Cleanup(func() { checkNoProxyGoroutines(t) })
+	}
 	p, err := proxy.New(cfg, log, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -131,4 +137,33 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// proxyGoroutines returns the stacks of goroutines running proxy code.
+func proxyGoroutines() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "inorder/proxy.(*") && !strings.Contains(g, "proxy_test.") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+var leakChecked sync.Map
+
+// checkNoProxyGoroutines fails t if proxy goroutines outlive Close. Close
+// waits for all of them, but one may still be returning from its last
+// deferred call, so it allows a moment.
+func checkNoProxyGoroutines(t testing.TB) {
+	leakChecked.Delete(t)
+	leaked := proxyGoroutines()
+	for deadline := time.Now().Add(2 * time.Second); leaked != "" && time.Now().Before(deadline); leaked = proxyGoroutines() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if leaked != "" {
+		t.Errorf("goroutines left after Close:\n%s", leaked)
+	}
 }
