@@ -52,7 +52,7 @@ and prints the one address clients should use.`,
 		defer kc.Close()
 		log.Info("embedded broker started", "brokers", *brokers, "data_dir", *dataDir)
 		cfg.Upstreams = kc.ListenAddrs()
-		p, err := proxy.New(cfg, log, proxy.WithVersions(kc.Versions))
+		p, err := proxy.New(cfg, log, proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}))
 		if err != nil {
 			return err
 		}

@@ -82,3 +82,31 @@ func servedVersions(ctx context.Context, seeds []string) (map[int16]int16, error
 	}
 	return out, nil
 }
+
+// Fixup patches kfake's answers where they differ from Kafka's in a way
+// that breaks a mainstream client. It implements proxy.Fixup.
+type Fixup struct{}
+
+// Needs reports the responses Fix patches: CreateTopics v5+, whose
+// per-topic Configs kfake leaves null when a topic has no explicit configs;
+// Kafka always sends a list and the Java admin client dereferences it.
+func (Fixup) Needs(key, version int16) bool {
+	return key == 19 && version >= 5
+}
+
+// Fix replaces null config lists of created topics with empty ones.
+func (Fixup) Fix(resp kmsg.Response) bool {
+	r, ok := resp.(*kmsg.CreateTopicsResponse)
+	if !ok {
+		return false
+	}
+	changed := false
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		if t.ErrorCode == 0 && t.Configs == nil {
+			t.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
+			changed = true
+		}
+	}
+	return changed
+}

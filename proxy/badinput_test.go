@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -226,6 +227,51 @@ func TestApiVersions(t *testing.T) {
 		max, ok := maxKnown(k.ApiKey)
 		if !ok || k.MaxVersion > max {
 			t.Fatalf("advertised key %d up to v%d; the proxy parses up to v%d (known %v)", k.ApiKey, k.MaxVersion, max, ok)
+		}
+	}
+}
+
+// TestDevFixupCreateTopicsConfigs checks that behind the embedded broker a
+// created topic's config list is an empty list, not null: the Java admin
+// client dereferences it.
+func TestDevFixupCreateTopicsConfigs(t *testing.T) {
+	dc, err := devcluster.Start(testContext(t, 20*time.Second), devcluster.Options{Brokers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	for _, fix := range []bool{false, true} {
+		opts := []proxy.Option{proxy.WithVersions(dc.Versions)}
+		if fix {
+			opts = append(opts, proxy.WithFixup(devcluster.Fixup{}))
+		}
+		p := startProxy(t, config.OrderingNone, dc.ListenAddrs(), nil, opts...)
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version = 5
+		req.TimeoutMillis = 5000
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic = fmt.Sprintf("fixup-%v", fix)
+		rt.NumPartitions, rt.ReplicationFactor = 1, 1
+		req.Topics = append(req.Topics, rt)
+		c, err := net.Dial("tcp", p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 9))
+		body := readResponse(t, c, 9)
+		c.Close()
+		// Flexible response header: one empty tag section before the body.
+		resp := kmsg.NewPtrCreateTopicsResponse()
+		resp.Version = 5
+		if err := resp.ReadFrom(body[1:]); err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+			t.Fatalf("create: %+v", resp.Topics)
+		}
+		if got := resp.Topics[0].Configs == nil; got == fix {
+			t.Fatalf("fixup %v: configs null = %v", fix, got)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/ordering"
 )
@@ -26,6 +28,21 @@ func WithVersions(fn func(key int16) (max int16, ok bool)) Option {
 	return func(p *Proxy) { p.versions = fn }
 }
 
+// Fixup patches the responses of a backend known to deviate from Kafka in
+// a way that breaks clients, such as an embedded fake.
+type Fixup interface {
+	// Needs reports whether responses to key at version must be decoded
+	// and passed to Fix; it is called for every response.
+	Needs(key, version int16) bool
+	// Fix patches resp in place and reports whether it changed it.
+	Fix(resp kmsg.Response) bool
+}
+
+// WithFixup applies f to the upstream's responses.
+func WithFixup(f Fixup) Option {
+	return func(p *Proxy) { p.fixup = f }
+}
+
 // Proxy is one inorder instance: a bootstrap listener, a listener per
 // upstream node, and the connections they accept.
 type Proxy struct {
@@ -33,6 +50,7 @@ type Proxy struct {
 	log      *slog.Logger
 	mode     ordering.Mode
 	versions func(int16) (int16, bool)
+	fixup    Fixup
 
 	listenHost string
 	advHost    string

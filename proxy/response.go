@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,7 +22,8 @@ func (c *conn) response(r *request, buf *wire.Buf) (*wire.Buf, error) {
 		r.failed = produceError(buf.B, r.hdr)
 		return buf, nil
 	}
-	if !rewrite.Needs(key, version) {
+	fix := c.p.fixup != nil && c.p.fixup.Needs(key, version)
+	if !fix && !rewrite.Needs(key, version) {
 		return buf, nil
 	}
 	if key == keyApiVersions {
@@ -39,11 +41,15 @@ func (c *conn) response(r *request, buf *wire.Buf) (*wire.Buf, error) {
 		wire.Put(buf)
 		return nil, fmt.Errorf("%w: %s v%d response: %v", ErrUpstreamProtocol, kmsg.NameForKey(key), version, err)
 	}
-	if !carriesAddresses(resp) {
+	fixed := fix && c.p.fixup.Fix(resp)
+	if !fixed && !carriesAddresses(resp) {
 		return buf, nil
 	}
 	if err := rewrite.Response(resp, &c.p.nodes); err != nil {
 		wire.Put(buf)
+		if errors.Is(err, ErrNodePort) {
+			return nil, fmt.Errorf("%s v%d response: %w", kmsg.NameForKey(key), version, err)
+		}
 		return nil, fmt.Errorf("%w: %s v%d response: %v", ErrUpstreamProtocol, kmsg.NameForKey(key), version, err)
 	}
 	out := wire.AppendResponse(make([]byte, 0, len(buf.B)+64), r.hdr.Correlation, flexible, resp.AppendTo)
