@@ -187,6 +187,21 @@ func maxKnown(key int16) (int16, bool) {
 // refused by the upstream.
 func TestApiVersions(t *testing.T) {
 	kc := newCluster(t)
+	// Record the ClusterID and NodeID of every ApiVersions v5 the
+	// backend receives; the proxy must clear both on bootstrap
+	// connections, never just one.
+	type seen struct {
+		cluster *string
+		node    int32
+	}
+	got := make(chan seen, 16)
+	kc.ControlKey(18, func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		if r := req.(*kmsg.ApiVersionsRequest); r.Version >= 5 {
+			got <- seen{r.ClusterID, r.NodeID}
+		}
+		return nil, nil, false
+	})
 	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), nil)
 
 	c, err := net.Dial("tcp", p.Addr())
@@ -222,6 +237,14 @@ func TestApiVersions(t *testing.T) {
 	}
 	if resp.ErrorCode != 0 {
 		t.Fatalf("ApiVersions v5 on the bootstrap listener: error %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	select {
+	case s := <-got:
+		if s.cluster != nil || s.node != -1 {
+			t.Fatalf("upstream received ClusterID %v NodeID %d; want both cleared", s.cluster, s.node)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the backend never saw the ApiVersions v5 request")
 	}
 	for _, k := range resp.ApiKeys {
 		max, ok := maxKnown(k.ApiKey)
