@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
+	"time"
 )
 
 // Relay is the ideal proxy: it copies bytes between a client connection and
@@ -47,8 +49,12 @@ func newRelayOn(ln net.Listener, target string) *Relay {
 // Addr is the address clients connect to.
 func (r *Relay) Addr() string { return r.ln.Addr().String() }
 
-// Serve accepts until Close and returns nil once closed.
+// Serve accepts until Close and returns nil once closed. It backs off and
+// keeps accepting when it runs out of descriptors, as net/http does: a
+// relay that splices holds six per connection (two sockets and a pipe per
+// direction), so thousands of connections reach the limit.
 func (r *Relay) Serve() error {
+	var backoff time.Duration
 	for {
 		c, err := r.ln.Accept()
 		if err != nil {
@@ -56,11 +62,14 @@ func (r *Relay) Serve() error {
 				return nil
 			}
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
 				continue
 			}
 			return err
 		}
+		backoff = 0
 		if !r.track(c, true) {
 			c.Close()
 			return nil
