@@ -39,7 +39,7 @@ func (t *nodeTable) init(p *Proxy, bootPort int) {
 	switch {
 	case p.cfg.NodePortBase > 0:
 		t.base = p.cfg.NodePortBase
-	case bootPort == 0 || listenPortZero(p.cfg.Listen):
+	case listenPortZero(p.cfg.Listen):
 		t.base = -1
 	default:
 		t.base = bootPort + 1
