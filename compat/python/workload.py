@@ -243,22 +243,33 @@ class Confluent:
 class KafkaPython:
     name = "kafkapython"
 
-    def __init__(self, bootstrap):
+    def __init__(self, bootstrap, admin=True):
         import kafka
-        import kafka.net.manager as manager
         self.kafka = kafka
         self.bootstrap = bootstrap.split(",")
         self.addrs = set()
-        # Record every address kafka-python dials (bootstrap, brokers, coordinators).
-        orig = manager.create_connection
         addrs = self.addrs
+        # Record every address kafka-python dials (bootstrap, brokers, coordinators).
+        try:  # kafka-python 3.x: one connection factory
+            import kafka.net.manager as manager
+            orig = manager.create_connection
 
-        def recording(net, host, port, *a, **kw):
-            addrs.add("%s:%d" % (host, port))
-            return orig(net, host, port, *a, **kw)
-        manager.create_connection = recording
-        self.admin = kafka.KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython")
-        self.closers = [self.admin]
+            def recording(net, host, port, *a, **kw):
+                addrs.add("%s:%d" % (host, port))
+                return orig(net, host, port, *a, **kw)
+            manager.create_connection = recording
+        except ImportError:  # kafka-python 2.x: one BrokerConnection per broker
+            import kafka.conn as conn
+            orig_init = conn.BrokerConnection.__init__
+
+            def recording_init(self, host, port, *a, **kw):
+                addrs.add("%s:%d" % (host, port))
+                orig_init(self, host, port, *a, **kw)
+            conn.BrokerConnection.__init__ = recording_init
+        self.closers = []
+        if admin:
+            self.admin = kafka.KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython")
+            self.closers.append(self.admin)
 
     def create_topic(self, topic, partitions, rf):
         from kafka.admin import NewTopic
@@ -278,10 +289,21 @@ class KafkaPython:
             self.closers.append(self.prod)
         self._send(self.prod, topic, recs)
 
-    def consumer(self, group, **kw):
+    def consumer(self, group, topic=None, **kw):
         c = self.kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython",
                                      group_id=group, enable_auto_commit=False, auto_offset_reset="earliest",
                                      session_timeout_ms=10000, heartbeat_interval_ms=1000, **kw)
+        if topic is not None:
+            # Wait until this consumer's metadata has every partition of the
+            # (new) topic before it joins: a group leader whose metadata
+            # changes right after its assignment rejoins during Stable, and
+            # kafka-python 3.0.x then sometimes stops heartbeating and stays
+            # without partitions (seen against Kafka without the proxy too).
+            alive = deadline(30)
+            while len(c.partitions_for_topic(topic) or ()) < MAIN_PARTITIONS:
+                if not alive():
+                    raise AssertionError("metadata for %s never showed %d partitions" % (topic, MAIN_PARTITIONS))
+                time.sleep(0.1)
         return c
 
     def _poll(self, c, timeout_ms=200):
@@ -292,40 +314,67 @@ class KafkaPython:
         return out
 
     def group_consume(self, topic, group, n, want, produce):
-        from kafka import ConsumerRebalanceListener
+        # kafka-python 3.0.x: two group members in one process (threads)
+        # regularly lose their heartbeat after a rebalance and the leader is
+        # evicted (seen against Kafka without the proxy), so each member runs
+        # in a process of its own, as applications do.
+        import multiprocessing as mp
+        ctx = mp.get_context("spawn")
+        q, stop = ctx.Queue(), ctx.Event()
+        procs = [ctx.Process(target=kafkapython_member, args=(self.bootstrap, topic, group, i, q, stop), daemon=True)
+                 for i in range(n)]
+        for pr in procs:
+            pr.start()
         ms = Members(n)
-        cons = []
+        done, errors = set(), []
 
-        class L(ConsumerRebalanceListener):
-            def __init__(self, i):
-                self.i = i
+        def drain(timeout=0.05):
+            try:
+                while True:
+                    kind, i, val = q.get(timeout=timeout)
+                    timeout = 0
+                    if kind == "assigned":
+                        with ms.lock:
+                            ms.assigned[i] = set(val)
+                    elif kind == "records":
+                        ms.add(i, [tuple(g) for g in val])
+                    elif kind == "addrs":
+                        self.addrs.update(val)
+                    elif kind == "done":
+                        done.add(i)
+                    elif kind == "error":
+                        errors.append("member %d: %s" % (i, val))
+            except Exception:  # queue.Empty
+                pass
 
-            def on_partitions_revoked(self, revoked):
-                with ms.lock:
-                    ms.assigned[self.i] -= {tp.partition for tp in revoked if tp.topic == topic}
-
-            def on_partitions_assigned(self, assigned):
-                with ms.lock:
-                    ms.assigned[self.i] |= {tp.partition for tp in assigned if tp.topic == topic}
-        for i in range(n):
-            c = self.consumer(group)
-            c.subscribe([topic], listener=L(i))
-            cons.append(c)
-            ms.start(i, lambda c=c, i=i: ms.add(i, self._poll(c)))
+        def wait(cond, seconds, what):
+            alive = deadline(seconds)
+            while not cond():
+                drain()
+                if errors:
+                    raise AssertionError("; ".join(errors))
+                if not alive():
+                    raise AssertionError("%s (after %ds)" % (what(), seconds))
         try:
-            group_flow(ms, topic, want, produce)
-            for c in cons:
-                c.commit()
+            wait(lambda: ms.stable(MAIN_PARTITIONS), 60, lambda: "group never became stable: " + ms.desc())
+            print("INFO group stable: " + ms.desc(), flush=True)
+            produce()
+            wait(lambda: ms.total >= want, 90, lambda: "received %d of %d records" % (ms.total, want))
+            stop.set()  # members commit what they polled, report, and close
+            wait(lambda: len(done) == n, 60, lambda: "members did not commit and close")
         finally:
-            ms.stop.set()
-            for t in ms.threads:
-                t.join(15)
-            for c in cons:
-                c.close()
+            stop.set()
+            for pr in procs:
+                pr.join(15)
+                if pr.is_alive():
+                    pr.kill()
+        for i, m in enumerate(ms.out):
+            if not m:
+                raise AssertionError("group member %d received no records" % i)
         return ms.out
 
     def resume(self, topic, group, want):
-        c = self.consumer(group)
+        c = self.consumer(group, topic)
         c.subscribe([topic])
         out, alive = [], deadline(60)
         try:
@@ -377,6 +426,35 @@ class KafkaPython:
                 c.close()
             except Exception:  # noqa: BLE001
                 pass
+
+
+def kafkapython_member(bootstrap, topic, group, i, q, stop):
+    """One kafka-python group member (runs in its own process)."""
+    try:
+        from kafka import ConsumerRebalanceListener
+        cl = KafkaPython(",".join(bootstrap), admin=False)
+        c = cl.consumer(group, topic)
+        assigned = set()
+
+        class L(ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked):
+                assigned.difference_update(tp.partition for tp in revoked if tp.topic == topic)
+                q.put(("assigned", i, sorted(assigned)))
+
+            def on_partitions_assigned(self, new):
+                assigned.update(tp.partition for tp in new if tp.topic == topic)
+                q.put(("assigned", i, sorted(assigned)))
+        c.subscribe([topic], listener=L())
+        while not stop.is_set():
+            gots = cl._poll(c)
+            if gots:
+                q.put(("records", i, gots))
+        c.commit()
+        c.close()
+        q.put(("addrs", i, sorted(cl.addrs)))
+        q.put(("done", i, None))
+    except Exception as e:  # noqa: BLE001
+        q.put(("error", i, "%s: %s" % (type(e).__name__, e)))
 
 
 def main():

@@ -1,0 +1,331 @@
+#!/usr/bin/env bash
+# Client compatibility matrix: every client workload through `inorder` in
+# front of each backend. Writes compat/MATRIX.md and per-row logs under
+# compat/results/. Exits non-zero when a row fails (a client's documented
+# limitation is reported as "pass, with limitations" and does not fail).
+#
+#   compat/run-matrix.sh                       # all clients x default backends
+#   compat/run-matrix.sh -c kgo -b dev         # one row: franz-go via inorder dev
+#   compat/run-matrix.sh -c java,kcat -b kafka,direct
+#
+# Clients : java kgo sarama kafkago confluent kafkapython kafkajs kcat
+# Backends: kafka          Apache Kafka (3-node KRaft by default) behind `inorder serve`
+#           kafka-ordered  same, with --upstream-ordering connection
+#           dev            `inorder dev` (embedded kfake, 3 brokers)
+#           direct         Apache Kafka without the proxy (baseline; no address check)
+# Environment: COMPAT_CLIENTS, COMPAT_BACKENDS (comma lists), KAFKA_MODE
+# (cluster|single, default cluster), COMPAT_ROW_TIMEOUT (s, default 240),
+# COMPAT_MATRIX_FILE (default compat/MATRIX.md), INORDER_CACHE, KAFKA_VERSION.
+set -uo pipefail
+
+COMPAT="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$COMPAT/.." && pwd)"
+INORDER_CACHE="${INORDER_CACHE:-$HOME/.cache/inorder}"
+export INORDER_CACHE
+ALL_CLIENTS="java kgo sarama kafkago confluent kafkapython kafkajs kcat"
+CLIENTS="${COMPAT_CLIENTS:-$ALL_CLIENTS}"
+BACKENDS="${COMPAT_BACKENDS:-kafka dev}"
+KAFKA_MODE="${KAFKA_MODE:-cluster}"
+ROW_TIMEOUT="${COMPAT_ROW_TIMEOUT:-240}"
+# Clients with a known intermittent bug of their own get one more attempt;
+# the cell then says so (see compat/README.md).
+RETRY_CLIENTS="${COMPAT_RETRY_CLIENTS:-kafkapython}"
+MATRIX="${COMPAT_MATRIX_FILE:-$COMPAT/MATRIX.md}"
+RESULTS="$COMPAT/results"
+BIN="$COMPAT/go/bin"
+VENV="$INORDER_CACHE/venv-py311"
+
+while getopts "c:b:m:h" o; do
+  case "$o" in
+    c) CLIENTS="${OPTARG//,/ }" ;;
+    b) BACKENDS="${OPTARG//,/ }" ;;
+    m) KAFKA_MODE="$OPTARG" ;;
+    *) sed -n '2,22p' "$0"; exit 2 ;;
+  esac
+done
+CLIENTS="${CLIENTS//,/ }"; BACKENDS="${BACKENDS//,/ }"
+for c in $CLIENTS; do case " $ALL_CLIENTS " in *" $c "*) ;; *) echo "unknown client $c"; exit 2 ;; esac; done
+for b in $BACKENDS; do case "$b" in kafka|kafka-ordered|dev|direct) ;; *) echo "unknown backend $b"; exit 2 ;; esac; done
+
+. "$ROOT/testenv/kafka/lib.sh"
+
+log() { printf '[matrix %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+has() { case " $CLIENTS " in *" $1 "*) return 0 ;; esac; return 1; }
+needs_kafka() { case " $BACKENDS " in *" kafka "*|*" kafka-ordered "*|*" direct "*) return 0 ;; esac; return 1; }
+
+mkdir -p "$RESULTS"
+RUN_ID="$(date +%H%M%S)$$"
+PROXY_PID=""; KAFKA_UP=""
+TIMINGS=()
+cleanup() {
+  stop_proxy
+  [ -n "$KAFKA_UP" ] && "$ROOT/testenv/kafka/stop.sh" "$KAFKA_MODE" >/dev/null 2>&1
+  KAFKA_UP=""
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+timed() { # NAME CMD...: runs CMD, records its duration
+  local name=$1 t0=$SECONDS rc; shift
+  "$@"; rc=$?
+  TIMINGS+=("$name: $((SECONDS - t0)) s$([ $rc = 0 ] || echo " (failed)")")
+  return $rc
+}
+
+# ------------------------------------------------------------------ installs
+install_kafka() { "$ROOT/testenv/kafka/install.sh" >/dev/null; }
+build_go() {
+  (cd "$ROOT" && go build -o "$BIN/inorder" ./cmd/inorder) &&
+  (cd "$COMPAT/go" && go build -o "$BIN/compat-go" .)
+}
+install_python() {
+  local py stamp want
+  py="$(command -v python3.11 || command -v python3)"
+  want="$(sha256sum "$COMPAT/python/requirements.txt" | cut -c1-16) $("$py" -c 'import sys;print("%d.%d"%sys.version_info[:2])')"
+  stamp="$VENV/.inorder-requirements"
+  if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return 0; fi
+  rm -rf "$VENV" && "$py" -m venv "$VENV" &&
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$COMPAT/python/requirements.txt" &&
+    echo "$want" >"$stamp"
+}
+install_node() {
+  if [ -d "$COMPAT/node/node_modules/kafkajs" ] && [ "$COMPAT/node/node_modules/.package-lock.json" -nt "$COMPAT/node/package-lock.json" ]; then return 0; fi
+  (cd "$COMPAT/node" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+}
+install_kcat() {
+  command -v kcat >/dev/null && return 0
+  if [ "$(id -u)" != 0 ]; then log "kcat missing and not root: apt-get install kcat"; return 1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null
+}
+build_java() {
+  local cls="$COMPAT/java/target/classes/inorder/compat/Workload.class"
+  if [ -f "$cls" ] && [ -z "$(find "$COMPAT/java/src" "$COMPAT/java/pom.xml" -newer "$cls" 2>/dev/null)" ] && [ -d "$COMPAT/java/target/libs" ]; then return 0; fi
+  (cd "$COMPAT/java" && mvn -B -q package -DskipTests >"$RESULTS/java-build.log" 2>&1) || { tail -n 30 "$RESULTS/java-build.log" >&2; return 1; }
+}
+
+SETUP_FAIL=()
+setup() {
+  local t0=$SECONDS
+  timed "build inorder + compat-go" build_go || SETUP_FAIL+=("go build")
+  if needs_kafka; then timed "install Kafka $KAFKA_VERSION (Maven)" install_kafka || SETUP_FAIL+=("kafka install"); fi
+  if has java; then timed "build java workload (Maven)" build_java || SETUP_FAIL+=("java build"); fi
+  if has confluent || has kafkapython; then timed "python venv (pip)" install_python || SETUP_FAIL+=("python venv"); fi
+  if has kafkajs; then timed "kafkajs (npm ci)" install_node || SETUP_FAIL+=("npm ci"); fi
+  if has kcat; then timed "kcat (apt)" install_kcat || SETUP_FAIL+=("kcat install"); fi
+  TIMINGS+=("setup total: $((SECONDS - t0)) s")
+}
+
+# ------------------------------------------------------------------ backends
+port_wait() { # PORT SECONDS PID
+  local end=$((SECONDS + $2))
+  until port_open "$1"; do
+    if [ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null; then return 1; fi
+    [ $SECONDS -lt $end ] || return 1
+    sleep 0.2
+  done
+}
+stop_proxy() {
+  [ -n "$PROXY_PID" ] || return 0
+  kill -TERM "$PROXY_PID" 2>/dev/null
+  local end=$((SECONDS + 20))
+  while kill -0 "$PROXY_PID" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
+  kill -KILL "$PROXY_PID" 2>/dev/null
+  wait "$PROXY_PID" 2>/dev/null
+  PROXY_PID=""
+}
+start_kafka() {
+  [ -n "$KAFKA_UP" ] && return 0
+  if KAFKA_BOOT="$("$ROOT/testenv/kafka/start.sh" "$KAFKA_MODE" 2>"$RESULTS/kafka-start.log")"; then
+    KAFKA_UP=1
+  else
+    cat "$RESULTS/kafka-start.log" >&2; return 1
+  fi
+}
+# start_backend NAME: sets BOOT, EXPECT, RF; the proxy log is $RESULTS/proxy-NAME.log
+start_backend() {
+  local b=$1 port nodes n
+  PROXYLOG="$RESULTS/proxy-$b.log"; : >"$PROXYLOG"
+  case "$b" in
+    direct)
+      start_kafka || return 1
+      BOOT="$KAFKA_BOOT"; EXPECT="-"; RF=$([ "$KAFKA_MODE" = cluster ] && echo 3 || echo 1) ;;
+    kafka|kafka-ordered)
+      start_kafka || return 1
+      port=$([ "$b" = kafka ] && echo 21100 || echo 21300)
+      [ "$KAFKA_MODE" = single ] && port=$((port - 100))
+      "$BIN/inorder" serve --listen "127.0.0.1:$port" --upstream "$KAFKA_BOOT" \
+        --upstream-ordering "$([ "$b" = kafka ] && echo none || echo connection)" >"$PROXYLOG" 2>&1 &
+      PROXY_PID=$!
+      nodes="$(mode_nodes "$KAFKA_MODE")"
+      BOOT="127.0.0.1:$port"; EXPECT="127.0.0.1:$port"
+      for n in $nodes; do EXPECT="$EXPECT,127.0.0.1:$((port + 1 + n))"; done
+      RF=$([ "$KAFKA_MODE" = cluster ] && echo 3 || echo 1) ;;
+    dev)
+      port=21200
+      "$BIN/inorder" dev --listen "127.0.0.1:$port" --data-dir "" >"$PROXYLOG" 2>&1 &
+      PROXY_PID=$!
+      BOOT="127.0.0.1:$port"; EXPECT="127.0.0.1:$port,127.0.0.1:$((port + 1))-$((port + 3))"; RF=1 ;;
+  esac
+  if [ -n "$PROXY_PID" ] && ! port_wait "${BOOT##*:}" 30 "$PROXY_PID"; then
+    log "proxy for $b did not start; log $PROXYLOG:"; tail -n 20 "$PROXYLOG" >&2
+    stop_proxy; return 1
+  fi
+}
+
+# ------------------------------------------------------------------ rows
+client_cmd() { # CLIENT BOOT PREFIX EXPECT -> CMD array
+  case "$1" in
+    java) CMD=(java -Xmx256m -XX:TieredStopAtLevel=1 -cp "$COMPAT/java/target/classes:$COMPAT/java/target/libs/*" inorder.compat.Workload "$2" "$3" "$4") ;;
+    kgo|sarama|kafkago) CMD=("$BIN/compat-go" "$1" "$2" "$3" "$4") ;;
+    confluent|kafkapython) CMD=("$VENV/bin/python" "$COMPAT/python/workload.py" "$1" "$2" "$3" "$4") ;;
+    kafkajs) CMD=(node "$COMPAT/node/workload.js" "$2" "$3" "$4") ;;
+    kcat) CMD=("$COMPAT/kcat/workload.sh" "$2" "$3" "$4") ;;
+  esac
+}
+
+declare -A CELL DETAIL SECS
+FAILS=0
+attempt() { # CLIENT BACKEND LOG -> rc
+  local c=$1 b=$2 logf=$3 prefix
+  prefix="m$RUN_ID-$c-$b-$((++ATTEMPTS))"
+  client_cmd "$c" "$BOOT" "$prefix" "$EXPECT"
+  COMPAT_RF=$RF COMPAT_GO="$BIN/compat-go" timeout -k 10 "$ROW_TIMEOUT" "${CMD[@]}" >"$logf" 2>"$logf.stderr"
+}
+ATTEMPTS=0
+run_row() { # CLIENT BACKEND
+  local c=$1 b=$2 logf t0 rc res first=""
+  logf="$RESULTS/$b-$c.log"
+  t0=$SECONDS
+  log "row $c x $b"
+  attempt "$c" "$b" "$logf"; rc=$?
+  res="$(grep '^RESULT ' "$logf" | tail -n1)"
+  if { [ $rc != 0 ] || [[ "$res" != "RESULT pass"* ]]; } && [[ " $RETRY_CLIENTS " == *" $c "* ]]; then
+    first="$(grep -E '^FAIL ' "$logf" | head -n 3 | tr '\n' ' ')"; [ -n "$first" ] || first="rc $rc"
+    mv "$logf" "$logf.attempt1"; mv "$logf.stderr" "$logf.attempt1.stderr"
+    log "  attempt 1 failed ($first); retrying once (known intermittent client bug)"
+    attempt "$c" "$b" "$logf"; rc=$?
+    res="$(grep '^RESULT ' "$logf" | tail -n1)"
+  fi
+  SECS[$c,$b]=$((SECONDS - t0))
+  if [ $rc = 0 ] && [[ "$res" == "RESULT pass"* ]]; then
+    if grep -q '^LIMIT ' "$logf" || [ -n "$first" ]; then
+      CELL[$c,$b]="pass, with limitations"
+      DETAIL[$c,$b]="$(grep '^LIMIT ' "$logf" | sed 's/^LIMIT /limitation: /' | sort -u)"
+      if [ -n "$first" ]; then
+        CELL[$c,$b]="pass on 2nd attempt"
+        DETAIL[$c,$b]="$(printf '%s\n%s' "first attempt failed (known intermittent client bug, see compat/README.md): $first" "${DETAIL[$c,$b]}")"
+      fi
+    else
+      CELL[$c,$b]="pass"; DETAIL[$c,$b]=""
+    fi
+    log "  ${CELL[$c,$b]} (${SECS[$c,$b]} s)"
+  else
+    FAILS=$((FAILS + 1))
+    if [ $rc = 124 ] || [ $rc = 137 ]; then
+      CELL[$c,$b]="FAIL: row timed out after ${ROW_TIMEOUT} s"
+    else
+      CELL[$c,$b]="FAIL"
+    fi
+    DETAIL[$c,$b]="$( (grep -E '^(FAIL|LIMIT) ' "$logf"; [ -n "$res" ] || tail -n 5 "$logf.stderr") | head -n 12)"
+    log "  FAIL (rc $rc, ${SECS[$c,$b]} s); log $logf"
+    grep -E '^(STEP|FAIL|LIMIT|RESULT)' "$logf" | tail -n 12 >&2
+    tail -n 5 "$logf.stderr" >&2
+  fi
+}
+
+backend_title() {
+  case "$1" in
+    kafka) echo "Apache Kafka $KAFKA_VERSION ($KAFKA_MODE) + inorder serve" ;;
+    kafka-ordered) echo "Apache Kafka $KAFKA_VERSION ($KAFKA_MODE) + inorder serve --upstream-ordering connection" ;;
+    dev) echo "inorder dev (kfake)" ;;
+    direct) echo "Apache Kafka $KAFKA_VERSION ($KAFKA_MODE), no proxy" ;;
+  esac
+}
+client_title() {
+  case "$1" in
+    java) echo "kafka-clients $(sed -n 's:.*<kafka.clients.version>\(.*\)</kafka.clients.version>.*:\1:p' "$COMPAT/java/pom.xml") (Java)" ;;
+    kgo) echo "franz-go $(awk '$1=="github.com/twmb/franz-go"{print $2}' "$COMPAT/go/go.mod") (Go)" ;;
+    sarama) echo "IBM/sarama $(awk '$1=="github.com/IBM/sarama"{print $2}' "$COMPAT/go/go.mod") (Go)" ;;
+    kafkago) echo "segmentio/kafka-go $(awk '$1=="github.com/segmentio/kafka-go"{print $2}' "$COMPAT/go/go.mod") (Go)" ;;
+    confluent) echo "confluent-kafka $(sed -n 's/^confluent-kafka==//p' "$COMPAT/python/requirements.txt") (Python, librdkafka)" ;;
+    kafkapython) echo "kafka-python $(sed -n 's/^kafka-python==//p' "$COMPAT/python/requirements.txt") (Python)" ;;
+    kafkajs) echo "kafkajs $(sed -n 's/.*"kafkajs": "\(.*\)".*/\1/p' "$COMPAT/node/package.json") (Node $(node --version 2>/dev/null))" ;;
+    kcat) echo "kcat $(kcat -V 2>/dev/null | sed -n 's/^Version \([^ ]*\).*librdkafka \([^ ]*\).*/\1, librdkafka \2/p') (Debian)" ;;
+  esac
+}
+
+write_matrix() {
+  local b c cell tmp="$MATRIX.tmp"
+  {
+    echo "# Client compatibility matrix"
+    echo
+    echo "Generated by \`compat/run-matrix.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC') at commit \`$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)\`$(git -C "$ROOT" diff --quiet HEAD -- proxy cmd wire rewrite ordering 2>/dev/null || echo ' (with local changes)'). Do not edit by hand."
+    echo "Workload and checks: see compat/README.md. Cells: **pass**; **pass, with limitations** (a step the client cannot do as specified; see notes); **FAIL** (see notes)."
+    echo
+    printf '| client |'; for b in $BACKENDS; do printf ' %s |' "$(backend_title "$b")"; done; echo
+    printf '|---|'; for b in $BACKENDS; do printf -- '---|'; done; echo
+    for c in $CLIENTS; do
+      printf '| %s |' "$(client_title "$c")"
+      for b in $BACKENDS; do
+        cell="${CELL[$c,$b]:-not run}"
+        case "$cell" in FAIL*) cell="**$cell**" ;; esac
+        printf ' %s (%s s) |' "$cell" "${SECS[$c,$b]:-0}"
+      done
+      echo
+    done
+    echo
+    echo "## Notes"
+    for c in $CLIENTS; do for b in $BACKENDS; do
+      [ -n "${DETAIL[$c,$b]:-}" ] || continue
+      echo
+      echo "**$c × $b** (log: \`compat/results/$b-$c.log\`)"
+      echo
+      echo "${DETAIL[$c,$b]}" | sed 's/^/- /; s/|/\\|/g'
+    done; done
+    echo
+    echo "## Timings"
+    echo
+    for t in "${TIMINGS[@]}"; do echo "- $t"; done
+  } >"$tmp" && mv "$tmp" "$MATRIX"
+}
+
+# ------------------------------------------------------------------ main
+T0=$SECONDS
+setup
+if [ ${#SETUP_FAIL[@]} -gt 0 ]; then
+  log "setup failed: ${SETUP_FAIL[*]}"
+  for t in "${TIMINGS[@]}"; do log "  $t"; done
+  exit 1
+fi
+for b in $BACKENDS; do
+  tb=$SECONDS
+  if ! start_backend "$b"; then
+    for c in $CLIENTS; do CELL[$c,$b]="FAIL: backend did not start"; SECS[$c,$b]=0; DETAIL[$c,$b]="see compat/results/proxy-$b.log, compat/results/kafka-start.log"; FAILS=$((FAILS + 1)); done
+    continue
+  fi
+  TIMINGS+=("start $b: $((SECONDS - tb)) s")
+  for c in $CLIENTS; do
+    run_row "$c" "$b"
+    TIMINGS+=("row $c x $b: ${SECS[$c,$b]} s")
+    if [ -n "$PROXY_PID" ] && ! kill -0 "$PROXY_PID" 2>/dev/null; then
+      log "proxy for $b exited; log $PROXYLOG"; tail -n 20 "$PROXYLOG" >&2
+      PROXY_PID=""
+      start_backend "$b" || break
+    fi
+  done
+  stop_proxy
+  if grep -qE 'level=(ERROR|error)|panic' "$PROXYLOG" 2>/dev/null; then
+    log "proxy log for $b has errors: $PROXYLOG"; grep -E 'level=(ERROR|error)|panic' "$PROXYLOG" | head -n 5 >&2
+  fi
+done
+cleanup
+TIMINGS+=("total: $((SECONDS - T0)) s")
+write_matrix
+log "wrote $MATRIX"
+cat "$MATRIX" | sed -n '/^| client/,/^$/p'
+if [ $FAILS -gt 0 ]; then
+  log "$FAILS row(s) failed"
+  echo "compat matrix: $(( $(echo $CLIENTS | wc -w) * $(echo $BACKENDS | wc -w) - FAILS )) passed, $FAILS failed"
+  exit 1
+fi
+echo "compat matrix: $(( $(echo $CLIENTS | wc -w) * $(echo $BACKENDS | wc -w) )) passed, 0 failed"
