@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -145,9 +146,16 @@ func TestRunCompares(t *testing.T) {
 			o.Targets = []Target{{Name: "relay", Addr: relayed.Addr()}, {Name: "direct", Addr: direct.Addr()}}
 			o.Produce, o.Consume = kind == Blackhole, kind == Synthetic
 			o.Rounds = 2
-			o.Duration, o.Warmup = 200*time.Millisecond, 50*time.Millisecond
+			o.Duration, o.Warmup = 300*time.Millisecond, 300*time.Millisecond
+			if kind == Blackhole {
+				// A count, not a time: under -race on a busy machine a
+				// saturating producer may see no acknowledgement in a
+				// short window.
+				o.Records = 3000
+			}
 			var progress, out bytes.Buffer
 			o.Progress = &progress
+			o.CPUPIDs = map[string]int{"relay": os.Getpid()}
 			res, err := Run(context.Background(), o, &out)
 			if err != nil {
 				t.Fatal(err)
@@ -166,7 +174,10 @@ func TestRunCompares(t *testing.T) {
 			if r := c.Produce + c.Consume; r <= 0 {
 				t.Fatalf("ratio relay/direct = %v", r)
 			}
-			if !strings.Contains(out.String(), "×direct") {
+			if res.Targets[0].Rounds[0].CPU <= 0 {
+				t.Errorf("relay CPU time %v: the relay runs in this process and cannot be free", res.Targets[0].Rounds[0].CPU)
+			}
+			if !strings.Contains(out.String(), "×direct") || !strings.Contains(out.String(), "CPU s/GB") {
 				t.Fatalf("report has no ratio column:\n%s", out.String())
 			}
 			var md bytes.Buffer

@@ -106,6 +106,12 @@ type Options struct {
 	// Zero means 1 MiB.
 	FetchMaxBytes int32
 
+	// CPUPIDs maps target names to a process on that target's path, such
+	// as the proxy, whose CPU time is measured over each window and
+	// reported per gigabyte moved. On a shared machine throughput follows
+	// whatever else runs; CPU per byte does not.
+	CPUPIDs map[string]int
+
 	// Progress receives a line per target every second while it runs. Nil
 	// means silence.
 	Progress io.Writer
@@ -188,6 +194,14 @@ func (o Options) Validate() error {
 	for _, n := range o.RatioTo {
 		if !names[n] {
 			return fmt.Errorf("bench: RatioTo %q names no target", n)
+		}
+	}
+	for n, pid := range o.CPUPIDs {
+		if !names[n] {
+			return fmt.Errorf("bench: CPUPIDs %q names no target", n)
+		}
+		if pid <= 0 {
+			return fmt.Errorf("bench: CPUPIDs %q has pid %d", n, pid)
 		}
 	}
 	if !o.Produce && !o.Consume {

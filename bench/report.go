@@ -28,6 +28,9 @@ func (t TargetResult) Median() Sample {
 	m.P50 = time.Duration(pick(func(s Sample) float64 { return float64(s.P50) }))
 	m.P99 = time.Duration(pick(func(s Sample) float64 { return float64(s.P99) }))
 	m.P999 = time.Duration(pick(func(s Sample) float64 { return float64(s.P999) }))
+	// CPU is scaled so that CPUPerGB of the median is the median CPUPerGB.
+	perGB := pick(Sample.CPUPerGB)
+	m.CPU = time.Duration(perGB * float64(m.ProducedBytes+m.ConsumedBytes) / 1e9 * float64(time.Second))
 	return m
 }
 
@@ -100,6 +103,9 @@ func (r Result) Write(w io.Writer, format string) error {
 	if o.Consume {
 		head = append(head, "consume rec/s", "consume MB/s")
 	}
+	if len(o.CPUPIDs) > 0 {
+		head = append(head, "path CPU s/GB")
+	}
 	for _, ref := range o.RatioTo {
 		if o.Produce {
 			head = append(head, "produce ×"+ref)
@@ -121,6 +127,13 @@ func (r Result) Write(w io.Writer, format string) error {
 		}
 		if o.Consume {
 			row = append(row, fmt.Sprintf("%.0f", m.ConsumeRate()), fmt.Sprintf("%.1f", m.ConsumeMBps()))
+		}
+		if len(o.CPUPIDs) > 0 {
+			if _, ok := o.CPUPIDs[t.Target.label()]; ok {
+				row = append(row, fmt.Sprintf("%.3f", m.CPUPerGB()))
+			} else {
+				row = append(row, "—")
+			}
 		}
 		for _, ref := range o.RatioTo {
 			j := r.index(ref)

@@ -32,6 +32,20 @@ type Sample struct {
 	// Consumed and ConsumedBytes count fetched records and value bytes.
 	Consumed      int64
 	ConsumedBytes int64
+
+	// CPU is the CPU time of the target's process in Options.CPUPIDs over
+	// the window; zero when it has none.
+	CPU time.Duration
+}
+
+// CPUPerGB is CPU seconds of the target's process per 10^9 value bytes
+// produced and consumed.
+func (s Sample) CPUPerGB() float64 {
+	b := s.ProducedBytes + s.ConsumedBytes
+	if b == 0 {
+		return 0
+	}
+	return s.CPU.Seconds() / (float64(b) / 1e9)
 }
 
 // ProduceRate is acknowledged records per second.
@@ -217,7 +231,7 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int) (S
 	defer stopProgress()
 
 	if o.Records > 0 {
-		return runCount(runCtx, cl, o, p, &c, promise)
+		return runCount(runCtx, cl, o, t, p, &c, promise)
 	}
 
 	c.measuring.Store(o.Warmup == 0)
@@ -239,6 +253,11 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int) (S
 	if !sleepCtx(ctx, o.Warmup) {
 		return Sample{}, ctx.Err()
 	}
+	pid := o.CPUPIDs[t.label()]
+	cpu0, err := cpuOf(pid)
+	if err != nil {
+		return Sample{}, err
+	}
 	c.measuring.Store(true)
 	start := time.Now()
 	if !sleepCtx(ctx, o.Duration) {
@@ -246,9 +265,22 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int) (S
 	}
 	c.measuring.Store(false)
 	elapsed := time.Since(start)
+	cpu1, err := cpuOf(pid)
+	if err != nil {
+		return Sample{}, err
+	}
 	cancel()
 	wg.Wait()
-	return c.sample(elapsed)
+	s, err := c.sample(elapsed)
+	s.CPU = cpu1 - cpu0
+	return s, err
+}
+
+func cpuOf(pid int) (time.Duration, error) {
+	if pid == 0 {
+		return 0, nil
+	}
+	return ProcessCPU(pid)
 }
 
 func (c *counters) sample(elapsed time.Duration) (Sample, error) {
@@ -271,14 +303,26 @@ func (c *counters) sample(elapsed time.Duration) (Sample, error) {
 
 // runCount produces exactly o.Records records and times them from the first
 // send to the last acknowledgement.
-func runCount(ctx context.Context, cl *kgo.Client, o Options, p *payload, c *counters, promise func(*kgo.Record, error)) (Sample, error) {
+func runCount(ctx context.Context, cl *kgo.Client, o Options, t Target, p *payload, c *counters, promise func(*kgo.Record, error)) (Sample, error) {
+	pid := o.CPUPIDs[t.label()]
+	cpu0, err := cpuOf(pid)
+	if err != nil {
+		return Sample{}, err
+	}
 	c.measuring.Store(true)
 	start := time.Now()
 	produceLoop(ctx, cl, o, p, promise, o.Records)
 	if err := cl.Flush(ctx); err != nil {
 		return Sample{}, err
 	}
-	return c.sample(time.Since(start))
+	elapsed := time.Since(start)
+	cpu1, err := cpuOf(pid)
+	if err != nil {
+		return Sample{}, err
+	}
+	s, err := c.sample(elapsed)
+	s.CPU = cpu1 - cpu0
+	return s, err
 }
 
 // produceLoop sends until ctx ends or, with limit set, limit records were

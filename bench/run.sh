@@ -33,6 +33,7 @@ GO=${GO:-go}
 LIFETIME=${LIFETIME:-20m}
 
 WORK=$(mktemp -d /tmp/inorder-bench.XXXXXX)
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 PIDS=()
 
 cleanup() {
@@ -117,6 +118,7 @@ CONN=$((PORT_BASE + 10))        # inorder, connection mode; node 0 on +1
 NONE=$((PORT_BASE + 20))        # inorder, none mode; node 0 on +1
 
 PROXY_CONN_PID=
+PROXY_NONE_PID=
 RELAY_PID=
 
 # child_of PID prints the process that timeout(1) started: its memory, not
@@ -149,6 +151,7 @@ start_stack() {
 	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$NONE" --upstream "127.0.0.1:$DIRECT" \
 		--upstream-ordering none --log-level warn --shutdown-grace 1s >"$WORK/inorder-none.log" 2>&1 &
 	PIDS+=($!)
+	PROXY_NONE_PID=$(child_of $!)
 	wait_port "$RELAY"
 	wait_port "$CONN"
 	wait_port "$NONE"
@@ -168,6 +171,7 @@ measure() {
 	shift
 	log "workload $name: ${ROUNDS} rounds x 4 paths x ${DURATION}"
 	run "$BIN" bench "${PATHS[@]}" --rounds "$ROUNDS" --duration "$DURATION" --warmup "$WARMUP" \
+		--cpu-pid "relay=$RELAY_PID" --cpu-pid "inorder-connection=$PROXY_CONN_PID" --cpu-pid "inorder-none=$PROXY_NONE_PID" \
 		--format markdown "$@" >"$WORK/$name.md" 2>"$WORK/$name.progress"
 }
 
@@ -240,6 +244,7 @@ Written by \`bench/run.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'). Run it on your 
 | kernel | $(uname -sr) |
 | Go | $("$GO" version | cut -d' ' -f3-) |
 | commit | $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown) |
+| load average (1, 5, 15 min) | $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end |
 | settings | ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP CONNS=$CONNS, open files $FDS |
 
 Client (\`inorder bench\`, franz-go), broker (kfake in its own process) and
@@ -251,6 +256,12 @@ with \`--upstream-ordering connection\` and \`none\`. Each round runs every path
 back to back, starting with a different path each round; each figure is the
 median over $ROUNDS rounds of ${DURATION} after ${WARMUP} of warm-up, and each ratio
 (×direct, ×relay) or difference (Δp99) the median of the per-round ones.
+
+Throughput on a machine this small follows whatever else runs on it (see the
+load average above), so every table also gives **path CPU s/GB**: the CPU
+time the relay or the proxy process spent per 10^9 bytes of record values it
+carried, read from /proc over the same window. It does not depend on the
+competition for the cores, and it is where a proxy's cost shows first.
 
 ## Targets
 

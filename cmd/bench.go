@@ -15,6 +15,7 @@ func newBenchCommand() *cobra.Command {
 		bootstrap string
 		compare   []string
 		ratioTo   []string
+		cpuPIDs   map[string]int
 		quiet     bool
 	)
 	o := bench.Default()
@@ -46,6 +47,7 @@ Addresses may be named: --bootstrap inorder=127.0.0.1:9092 --compare direct=127.
 				opts.Targets = append(opts.Targets, t)
 			}
 			opts.RatioTo = ratioTo
+			opts.CPUPIDs = cpuPIDs
 			if !quiet {
 				opts.Progress = c.ErrOrStderr()
 			}
@@ -60,6 +62,7 @@ Addresses may be named: --bootstrap inorder=127.0.0.1:9092 --compare direct=127.
 	f.StringVarP(&bootstrap, "bootstrap", "b", "127.0.0.1:9092", "bootstrap address to measure, [NAME=]HOST:PORT[,HOST:PORT]")
 	f.StringArrayVar(&compare, "compare", nil, "also run the workload against this [NAME=]ADDRESS in every round (repeatable)")
 	f.StringSliceVar(&ratioTo, "ratio-to", nil, "names of the targets to divide by (default: every --compare target)")
+	f.StringToIntVar(&cpuPIDs, "cpu-pid", nil, "NAME=PID: report the CPU time per GB of this process (a proxy on that target's path), read from /proc")
 	f.IntVar(&o.Rounds, "rounds", 0, "rounds; every target runs once per round (default 1, or 5 with --compare)")
 	f.BoolVar(&o.Produce, "produce", o.Produce, "produce records")
 	f.BoolVar(&o.Consume, "consume", o.Consume, "consume records from the start of the topic")
