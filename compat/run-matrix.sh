@@ -275,13 +275,26 @@ write_matrix() {
     done
     echo
     echo "## Notes"
-    for c in $CLIENTS; do for b in $BACKENDS; do
-      [ -n "${DETAIL[$c,$b]:-}" ] || continue
-      echo
-      echo "**$c × $b** (log: \`compat/results/$b-$c.log\`)"
-      echo
-      echo "${DETAIL[$c,$b]}" | sed 's/^/- /; s/|/\\|/g'
-    done; done
+    for c in $CLIENTS; do
+      local same=1 first="" fb=""
+      for b in $BACKENDS; do
+        if [ -z "$fb" ]; then fb=$b; first="${DETAIL[$c,$b]:-}"; elif [ "${DETAIL[$c,$b]:-}" != "$first" ]; then same=0; fi
+      done
+      if [ $same = 1 ] && [ -n "$first" ]; then
+        echo
+        echo "**$(client_title "$c")**, every backend (logs: \`compat/results/<backend>-$c.log\`)"
+        echo
+        echo "$first" | sed 's/^/- /; s/|/\\|/g'
+        continue
+      fi
+      for b in $BACKENDS; do
+        [ -n "${DETAIL[$c,$b]:-}" ] || continue
+        echo
+        echo "**$(client_title "$c")** × $b (log: \`compat/results/$b-$c.log\`)"
+        echo
+        echo "${DETAIL[$c,$b]}" | sed 's/^/- /; s/|/\\|/g'
+      done
+    done
     echo
     echo "## Timings"
     echo
