@@ -220,6 +220,10 @@ cons_rel=$(cell "$WORK/consume.md" inorder-connection "consume ×relay")
 none_rel=$(cell "$WORK/none12.md" inorder-none "produce ×relay")
 lat_rel=$(cell "$WORK/latency.md" inorder-connection "Δp99 vs relay")
 lat_ms=${lat_rel%ms}
+cpu_ratio() { awk -v a="$(cell "$1" "$2" "path CPU s/GB")" -v b="$(cell "$1" relay "path CPU s/GB")" 'BEGIN { if (a != "" && b + 0 > 0) printf "%.2f", a / b }'; }
+prod_cpu=$(cpu_ratio "$WORK/produce.md" inorder-connection)
+cons_cpu=$(cpu_ratio "$WORK/consume.md" inorder-connection)
+none_cpu=$(cpu_ratio "$WORK/none12.md" inorder-none)
 rss=$(sed -n 's/^idle: rss .* MiB before, \([0-9.]*\) MiB with.*/\1/p' "$WORK/scale-inorder.txt")
 rss_before=$(sed -n 's/^idle: rss \([0-9.]*\) MiB before.*/\1/p' "$WORK/scale-inorder.txt")
 # Where fewer than 10,000 connections fit, scale the growth linearly.
@@ -271,6 +275,7 @@ competition for the cores, and it is where a proxy's cost shows first.
 | consume, connection mode, ×relay | $cons_rel | ≥ 0.95 | $(met "$cons_rel" 0.95 ">=") |
 | none mode, 12 partitions, ×relay | $none_rel | ≥ 0.90 | $(met "$none_rel" 0.90 ">=") |
 | p99 at half the relay's saturating rate, connection mode, vs relay | $lat_rel | ≤ +0.3 ms | $(met "$lat_ms" 0.3 "<=") |
+| CPU per GB, ×relay: produce, consume (connection mode), 12 partitions (none mode) | $prod_cpu, $cons_cpu, $none_cpu | (none) | |
 | RSS with $SCALE_CONNS idle connections (${rss_before:-?} MiB before) | ${rss:-?} MiB | ≤ 150 MiB at 10,000 | $(met "$rss10k" 150 "<=") (${rss10k:-?} MiB at 10,000) |
 
 ## Produce: 1 KiB random records, 1 partition, acks=all, idempotent, pipelined (5 in flight), linger 0
