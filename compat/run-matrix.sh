@@ -24,7 +24,7 @@ INORDER_CACHE="${INORDER_CACHE:-$HOME/.cache/inorder}"
 export INORDER_CACHE
 ALL_CLIENTS="java kgo sarama kafkago confluent kafkapython kafkajs kcat"
 CLIENTS="${COMPAT_CLIENTS:-$ALL_CLIENTS}"
-BACKENDS="${COMPAT_BACKENDS:-kafka dev}"
+BACKENDS="${COMPAT_BACKENDS:-kafka kafka-ordered dev}"
 KAFKA_MODE="${KAFKA_MODE:-cluster}"
 ROW_TIMEOUT="${COMPAT_ROW_TIMEOUT:-240}"
 # Clients with a known intermittent bug of their own get one more attempt;
@@ -145,6 +145,9 @@ start_kafka() {
 start_backend() {
   local b=$1 port nodes n
   PROXYLOG="$RESULTS/proxy-$b.log"; : >"$PROXYLOG"
+  # Leader moves (Java and Go workloads) need the 3-node Kafka cluster.
+  LEADER_MOVE=""
+  case "$b" in kafka|kafka-ordered|direct) [ "$KAFKA_MODE" = cluster ] && LEADER_MOVE=1 ;; esac
   case "$b" in
     direct)
       start_kafka || return 1
@@ -189,7 +192,7 @@ attempt() { # CLIENT BACKEND LOG -> rc
   local c=$1 b=$2 logf=$3 prefix
   prefix="m$RUN_ID-$c-$b-$((++ATTEMPTS))"
   client_cmd "$c" "$BOOT" "$prefix" "$EXPECT"
-  COMPAT_RF=$RF COMPAT_GO="$BIN/compat-go" timeout -k 10 "$ROW_TIMEOUT" "${CMD[@]}" >"$logf" 2>"$logf.stderr"
+  COMPAT_RF=$RF COMPAT_LEADER_MOVE=$LEADER_MOVE COMPAT_GO="$BIN/compat-go" timeout -k 10 "$ROW_TIMEOUT" "${CMD[@]}" >"$logf" 2>"$logf.stderr"
 }
 ATTEMPTS=0
 run_row() { # CLIENT BACKEND

@@ -2,6 +2,7 @@
 //
 //	compat-go kgo|sarama|kafkago BOOTSTRAP TOPIC_PREFIX [EXPECT]
 //	compat-go create-topics BOOTSTRAP NAME:PARTITIONS...
+//	compat-go move-leaders BOOTSTRAP TOPIC
 //
 // EXPECT is a comma-separated list of host:port or host:lo-hi that every
 // broker address the client learns must fall in ("-" or absent: no check).
@@ -81,6 +82,17 @@ func main() {
 		createTopics(bootstrap, os.Args[3:])
 		return
 	}
+	if name == "move-leaders" { // helper for the other languages' leader-move step
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		moved, err := moveLeaders(ctx, bootstrap, os.Args[3])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(moved)
+		return
+	}
 	expectArg := ""
 	if len(os.Args) > 4 {
 		expectArg = os.Args[4]
@@ -158,6 +170,31 @@ func main() {
 				return err
 			}
 			return verify(more, [][]Got{got})
+		})
+	}
+
+	if os.Getenv("COMPAT_LEADER_MOVE") != "" && produced {
+		// The long-lived producer still has the old leaders: its next writes
+		// get NOT_LEADER_OR_FOLLOWER (with the new leader's endpoint, KIP-951)
+		// and must follow the move through the proxy.
+		r.step("leader-move", 120*time.Second, func(ctx context.Context) error {
+			t := time.Now()
+			moved, err := moveLeaders(ctx, bootstrap, topic)
+			if err != nil {
+				return fmt.Errorf("moving leaders: %w", err)
+			}
+			fmt.Printf("INFO leaders moved in %v: %s\n", time.Since(t).Round(time.Millisecond), moved)
+			t = time.Now()
+			if err := cl.Produce(ctx, topic, genRecs(nMain+nResume, nMain+nResume+300, mainPartitions)); err != nil {
+				return fmt.Errorf("produce after the move: %w", err)
+			}
+			fmt.Printf("INFO produced after the move in %v\n", time.Since(t).Round(time.Millisecond))
+			all := genRecs(0, nMain+nResume+300, mainPartitions)
+			got, err := cl.Resume(ctx, topic, prefix+"-after-move", len(all))
+			if err != nil {
+				return fmt.Errorf("read after the move: %w", err)
+			}
+			return verify(all, [][]Got{got})
 		})
 	}
 

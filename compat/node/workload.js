@@ -208,6 +208,28 @@ async function main () {
     })
   }
 
+  if (process.env.COMPAT_LEADER_MOVE && produced) {
+    // The long-lived producer still has the old leaders: its next writes get
+    // NOT_LEADER_OR_FOLLOWER and must follow the move through the proxy. The
+    // move is made by compat-go (franz-go's admin client) through the same address.
+    await step('leader-move', 150000, async () => {
+      const go = process.env.COMPAT_GO || require('path').join(__dirname, '..', 'go', 'bin', 'compat-go')
+      const out = require('child_process').spawnSync(go, ['move-leaders', bootstrap, topic], { encoding: 'utf8', timeout: 100000 })
+      if (out.status !== 0) throw new Error('moving leaders: ' + ((out.stderr || '').trim() || out.error))
+      console.log('INFO leaders moved: ' + out.stdout.trim())
+      await produce(gen(N_MAIN + N_RESUME, N_MAIN + N_RESUME + 300, MAIN_PARTITIONS))
+      const every = gen(0, N_MAIN + N_RESUME + 300, MAIN_PARTITIONS)
+      const c = kafka.consumer(consumerCfg(prefix + '-after-move')); toClose.push(c)
+      const got = []
+      await c.connect()
+      await c.subscribe({ topics: [topic], fromBeginning: true })
+      await c.run({ autoCommit: false, eachMessage: async ({ partition, message }) => { got.push(parseGot(message.value, partition, message.offset)) } })
+      while (got.length < every.length) await sleep(50)
+      await c.disconnect()
+      verify(every, [got])
+    })
+  }
+
   const commit = gen(100000, 100000 + N_TXN, TXN_PARTITIONS)
   const abort = gen(200000, 200000 + N_TXN, TXN_PARTITIONS)
   const sentinel = gen(900000, 900000 + TXN_PARTITIONS, TXN_PARTITIONS)

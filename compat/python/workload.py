@@ -496,6 +496,23 @@ def main():
             verify(more, [cl.resume(topic, group, len(more))])
         r.step("resume-from-commit", resume)
 
+    if os.environ.get("COMPAT_LEADER_MOVE") and produced:
+        # The long-lived producer still has the old leaders: its next writes
+        # get NOT_LEADER_OR_FOLLOWER (with the new leader's endpoint, KIP-951)
+        # and must follow the move through the proxy. The move itself is made
+        # by compat-go (franz-go's admin client) through the same address.
+        def leader_move():
+            import subprocess
+            go = os.environ.get("COMPAT_GO") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "go", "bin", "compat-go")
+            out = subprocess.run([go, "move-leaders", bootstrap, topic], capture_output=True, text=True, timeout=100)
+            if out.returncode != 0:
+                raise AssertionError("moving leaders: " + (out.stderr.strip() or out.stdout.strip()))
+            print("INFO leaders moved: " + out.stdout.strip(), flush=True)
+            cl.produce(topic, gen(N_MAIN + N_RESUME, N_MAIN + N_RESUME + 300, MAIN_PARTITIONS))
+            every = gen(0, N_MAIN + N_RESUME + 300, MAIN_PARTITIONS)
+            verify(every, [cl.resume(topic, prefix + "-after-move", len(every))])
+        r.step("leader-move", leader_move)
+
     commit = gen(100000, 100000 + N_TXN, TXN_PARTITIONS)
     abort = gen(200000, 200000 + N_TXN, TXN_PARTITIONS)
     sentinel = gen(900000, 900000 + TXN_PARTITIONS, TXN_PARTITIONS)

@@ -297,6 +297,57 @@ public final class Workload {
         }
     }
 
+    /**
+     * Moves the leader of every partition of the main topic to another broker:
+     * each replica id is replaced by the next broker id (a rotation of the
+     * replica list on a 3-node cluster with RF 3, a move to the next broker
+     * with RF 1), then preferred leaders are elected. Returns "p:old->new".
+     */
+    String moveLeaders() throws Exception {
+        List<Integer> ids = new ArrayList<>();
+        for (Node n : admin.describeCluster().nodes().get(30, TimeUnit.SECONDS)) ids.add(n.id());
+        Collections.sort(ids);
+        if (ids.size() < 2) throw new IllegalStateException("leader move needs 2+ brokers, have " + ids);
+        var desc = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic);
+        Map<TopicPartition, Optional<NewPartitionReassignment>> moves = new HashMap<>();
+        Map<Integer, Integer> wantLeader = new TreeMap<>(), oldLeader = new TreeMap<>();
+        for (TopicPartitionInfo pi : desc.partitions()) {
+            List<Integer> next = new ArrayList<>();
+            for (Node r : pi.replicas()) next.add(ids.get((ids.indexOf(r.id()) + 1) % ids.size()));
+            moves.put(new TopicPartition(topic, pi.partition()), Optional.of(new NewPartitionReassignment(next)));
+            wantLeader.put(pi.partition(), next.get(0));
+            oldLeader.put(pi.partition(), pi.leader() == null ? -1 : pi.leader().id());
+        }
+        admin.alterPartitionReassignments(moves).all().get(30, TimeUnit.SECONDS);
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            if (admin.listPartitionReassignments(moves.keySet()).reassignments().get(30, TimeUnit.SECONDS).isEmpty()) {
+                try {
+                    admin.electLeaders(ElectionType.PREFERRED, moves.keySet()).all().get(30, TimeUnit.SECONDS);
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof org.apache.kafka.common.errors.ElectionNotNeededException)) throw e;
+                }
+                var now = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic);
+                boolean done = true;
+                for (TopicPartitionInfo pi : now.partitions())
+                    done &= pi.leader() != null && pi.leader().id() == wantLeader.get(pi.partition());
+                if (done) break;
+            }
+            if (System.nanoTime() > end) throw new IllegalStateException("leaders did not move within 60s (want " + wantLeader + ")");
+            Thread.sleep(250);
+        }
+        StringBuilder sb = new StringBuilder();
+        for (var e : wantLeader.entrySet()) sb.append(' ').append(e.getKey()).append(':').append(oldLeader.get(e.getKey())).append("->").append(e.getValue());
+        return sb.toString().trim();
+    }
+
+    List<Got> readAll(String groupId, int want) {
+        try (KafkaConsumer<String, String> c = newConsumer(groupId, new Properties())) {
+            c.subscribe(List.of(topic));
+            return pollUntil(c, l -> l.size() >= want, 60);
+        }
+    }
+
     void learn(List<PartitionInfo> ps) {
         for (var p : ps) {
             if (p.leader() != null && !p.leader().isEmpty()) addrs.add(p.leader().host() + ":" + p.leader().port());
@@ -356,6 +407,18 @@ public final class Workload {
             if (w.step("group-consume", () -> verify(sent, w.groupConsume(sent)))) {
                 List<Rec> more = gen(N_MAIN, N_MAIN + N_RESUME, MAIN_PARTITIONS);
                 w.step("resume-from-commit", () -> { w.produce(more); verify(more, List.of(w.resume(more.size()))); });
+            }
+            if (System.getenv("COMPAT_LEADER_MOVE") != null && !System.getenv("COMPAT_LEADER_MOVE").isEmpty()) {
+                // The long-lived producer still has the old leaders: its next
+                // writes get NOT_LEADER_OR_FOLLOWER (with the new leader's
+                // endpoint, KIP-951) and must follow the move through the proxy.
+                List<Rec> moved = gen(N_MAIN + N_RESUME, N_MAIN + N_RESUME + 300, MAIN_PARTITIONS);
+                w.step("leader-move", () -> {
+                    System.out.println("INFO leaders moved: " + w.moveLeaders());
+                    w.produce(moved);
+                    List<Rec> all = gen(0, N_MAIN + N_RESUME + 300, MAIN_PARTITIONS);
+                    verify(all, List.of(w.readAll(w.prefix + "-after-move", all.size())));
+                });
             }
             List<Rec> commit = gen(100000, 100000 + N_TXN, TXN_PARTITIONS), abort = gen(200000, 200000 + N_TXN, TXN_PARTITIONS),
                     sentinel = gen(900000, 900000 + TXN_PARTITIONS, TXN_PARTITIONS);
