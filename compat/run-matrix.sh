@@ -8,7 +8,8 @@
 #   compat/run-matrix.sh -c kgo -b dev         # one row: franz-go via inorder dev
 #   compat/run-matrix.sh -c java,kcat -b kafka,direct
 #
-# Clients : java kgo sarama kafkago confluent kafkapython kafkajs kcat
+# Clients : java java848 kgo sarama kafkago confluent kafkapython kafkajs kcat
+#           (java848: kafka-clients with group.protocol=consumer, KIP-848)
 # Backends: kafka          Apache Kafka (3-node KRaft by default) behind `inorder serve`
 #           kafka-ordered  same, with --upstream-ordering connection
 #           dev            `inorder dev` (embedded kfake, 3 brokers)
@@ -22,7 +23,7 @@ COMPAT="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$COMPAT/.." && pwd)"
 INORDER_CACHE="${INORDER_CACHE:-$HOME/.cache/inorder}"
 export INORDER_CACHE
-ALL_CLIENTS="java kgo sarama kafkago confluent kafkapython kafkajs kcat"
+ALL_CLIENTS="java java848 kgo sarama kafkago confluent kafkapython kafkajs kcat"
 CLIENTS="${COMPAT_CLIENTS:-$ALL_CLIENTS}"
 BACKENDS="${COMPAT_BACKENDS:-kafka kafka-ordered dev}"
 KAFKA_MODE="${KAFKA_MODE:-cluster}"
@@ -40,7 +41,7 @@ while getopts "c:b:m:h" o; do
     c) CLIENTS="${OPTARG//,/ }" ;;
     b) BACKENDS="${OPTARG//,/ }" ;;
     m) KAFKA_MODE="$OPTARG" ;;
-    *) sed -n '2,22p' "$0"; exit 2 ;;
+    *) sed -n "2,23p" "$0"; exit 2 ;;
   esac
 done
 CLIENTS="${CLIENTS//,/ }"; BACKENDS="${BACKENDS//,/ }"
@@ -107,8 +108,11 @@ SETUP_FAIL=()
 setup() {
   local t0=$SECONDS
   timed "build inorder + compat-go" build_go || SETUP_FAIL+=("go build")
+  # the workloads' own checks must be able to fail (compat/go/common_test.go)
+  timed "compat-go self-test" bash -c "cd '$COMPAT/go' && go test -count=1 ./... >'$RESULTS/compat-go-test.log' 2>&1" ||
+    { SETUP_FAIL+=("compat-go self-test"); cat "$RESULTS/compat-go-test.log" >&2; }
   if needs_kafka; then timed "install Kafka $KAFKA_VERSION (Maven)" install_kafka || SETUP_FAIL+=("kafka install"); fi
-  if has java; then timed "build java workload (Maven)" build_java || SETUP_FAIL+=("java build"); fi
+  if has java || has java848; then timed "build java workload (Maven)" build_java || SETUP_FAIL+=("java build"); fi
   if has confluent || has kafkapython; then timed "python venv (pip)" install_python || SETUP_FAIL+=("python venv"); fi
   if has kafkajs; then timed "kafkajs (npm ci)" install_node || SETUP_FAIL+=("npm ci"); fi
   if has kcat; then timed "kcat (apt)" install_kcat || SETUP_FAIL+=("kcat install"); fi
@@ -178,6 +182,7 @@ start_backend() {
 # ------------------------------------------------------------------ rows
 client_cmd() { # CLIENT BOOT PREFIX EXPECT -> CMD array
   case "$1" in
+    java848) CMD=(env COMPAT_GROUP_PROTOCOL=consumer java -Xmx256m -XX:TieredStopAtLevel=1 -cp "$COMPAT/java/target/classes:$COMPAT/java/target/libs/*" inorder.compat.Workload "$2" "$3" "$4") ;;
     java) CMD=(java -Xmx256m -XX:TieredStopAtLevel=1 -cp "$COMPAT/java/target/classes:$COMPAT/java/target/libs/*" inorder.compat.Workload "$2" "$3" "$4") ;;
     kgo|sarama|kafkago) CMD=("$BIN/compat-go" "$1" "$2" "$3" "$4") ;;
     confluent|kafkapython) CMD=("$VENV/bin/python" "$COMPAT/python/workload.py" "$1" "$2" "$3" "$4") ;;
@@ -246,6 +251,7 @@ backend_title() {
 }
 client_title() {
   case "$1" in
+    java848) echo "kafka-clients $(sed -n 's:.*<kafka.clients.version>\(.*\)</kafka.clients.version>.*:\1:p' "$COMPAT/java/pom.xml") (Java), group.protocol=consumer (KIP-848)" ;;
     java) echo "kafka-clients $(sed -n 's:.*<kafka.clients.version>\(.*\)</kafka.clients.version>.*:\1:p' "$COMPAT/java/pom.xml") (Java)" ;;
     kgo) echo "franz-go $(awk '$1=="github.com/twmb/franz-go"{print $2}' "$COMPAT/go/go.mod") (Go)" ;;
     sarama) echo "IBM/sarama $(awk '$1=="github.com/IBM/sarama"{print $2}' "$COMPAT/go/go.mod") (Go)" ;;
