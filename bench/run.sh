@@ -102,8 +102,10 @@ wait_port() {
 	return 1
 }
 
+COMMIT=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)
 if [ -n "${INORDER_BIN:-}" ]; then
 	BIN=$INORDER_BIN
+	COMMIT="$COMMIT (tree); measured binary: $INORDER_BIN"
 else
 	log "building inorder"
 	(cd "$ROOT" && "$GO" build -o "$WORK/inorder" ./cmd/inorder)
@@ -247,7 +249,7 @@ Written by \`bench/run.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'). Run it on your 
 | cores (nproc) | $(nproc) |
 | kernel | $(uname -sr) |
 | Go | $("$GO" version | cut -d' ' -f3-) |
-| commit | $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown) |
+| commit | $COMMIT |
 | load average (1, 5, 15 min) | $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end |
 | settings | ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP CONNS=$CONNS, open files $FDS |
 
