@@ -205,6 +205,10 @@ run "$BIN" bench conns -b "127.0.0.1:$RELAY" --idle "$RELAY_CONNS" --pid "$RELAY
 run "$BIN" bench conns -b "127.0.0.1:$DIRECT" --idle 0 --churn "$CHURN" >"$WORK/scale-direct.txt" 2>&1 || true
 cleanup
 
+log "hot-path Go benchmarks"
+(cd "$ROOT" && run timeout 5m "$GO" test -run '^$' -bench . -benchmem ./wire ./ordering ./rewrite ./proxy) \
+	>"$WORK/hotpath.txt" 2>&1 || true
+
 if [ "$SCALE_BENCH" = 1 ]; then
 	log "in-process scale benchmark with $GO_CONNS connections"
 	(cd "$ROOT" && INORDER_BENCH_CONNS=$GO_CONNS run timeout 10m "$GO" test -run '^$' -bench 'IdleConnections|Churn' \
@@ -341,6 +345,19 @@ $(grep -E '^(Benchmark|ok|FAIL|---)' "$WORK/scale-go.txt" || tail -5 "$WORK/scal
 \`\`\`
 EOF
 	fi
+	cat <<EOF
+
+## Hot path
+
+The packages' own Go benchmarks (\`go test -bench . -benchmem ./wire ./ordering
+./rewrite ./proxy\`). In BenchmarkForwardProduce, B/op and allocs/op count the
+whole process, kfake included: the proxy's share per request is the
+difference to its direct case.
+
+\`\`\`
+$(grep -E '^(Benchmark|ok|FAIL|---)' "$WORK/hotpath.txt" || tail -5 "$WORK/hotpath.txt")
+\`\`\`
+EOF
 	if [ -n "$notes" ]; then
 		printf '\n%s\n' "$notes"
 	fi
