@@ -41,6 +41,7 @@ type conn struct {
 	seq      *ordering.Sequencer[*request]
 	outq     []*request // dispatched, not yet written upstream
 	flushing bool       // a goroutine is writing outq upstream
+	reading  bool       // the upstream reader runs; see startReaderLocked
 	poison   uint64     // close once the head passes this seq (0: none)
 	poisoned error
 
@@ -58,7 +59,7 @@ type conn struct {
 	draining atomic.Bool
 	reason   error // set once by die
 
-	dec decoder // request bodies, used by the client reader only
+	dec *decoder // request bodies, used by the client reader only
 }
 
 func newConn(p *Proxy, nc net.Conn, t target) *conn {
@@ -77,8 +78,6 @@ func (c *conn) serve() {
 	defer c.p.untrack(c)
 	err := c.connect()
 	if err == nil {
-		c.wg.Add(1)
-		go c.readUpstream()
 		err = c.readClient()
 	}
 	c.die(err)
@@ -275,6 +274,7 @@ func (c *conn) submit(r *request) {
 			c.seq.Hold(len(r.frame.B))
 		}
 		local = c.dispatchLocked()
+		c.startReaderLocked()
 	}
 	flush := !c.flushing && len(c.outq) > 0
 	if flush {
@@ -383,17 +383,46 @@ func (c *conn) flushAsync() {
 	c.flush()
 }
 
-// readUpstream reads responses until the upstream fails or the connection
-// dies, matching each to its request by correlation id.
+// startReaderLocked starts the upstream reader if a forwarded request
+// awaits its response and no reader runs. The reader ends when nothing is
+// in flight, so an idle connection parks one goroutine, not two.
+func (c *conn) startReaderLocked() {
+	if c.reading || c.seq.InFlight() == 0 || c.dead.Load() {
+		return
+	}
+	c.reading = true
+	c.wg.Add(1)
+	go c.readUpstream()
+}
+
+// readUpstream reads responses until nothing is in flight, the upstream
+// fails, or the connection dies, matching each to its request by
+// correlation id.
 func (c *conn) readUpstream() {
 	defer c.wg.Done()
-	c.die(c.readUpstreamLoop())
+	if err := c.readUpstreamLoop(); err != nil {
+		c.die(err)
+	}
+}
+
+// idle ends the reader when no forwarded request awaits a response.
+func (c *conn) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seq.InFlight() > 0 && !c.dead.Load() {
+		return false
+	}
+	c.reading = false
+	return true
 }
 
 func (c *conn) readUpstreamLoop() error {
 	var lenBuf [4]byte
 	maxResp := c.p.cfg.MaxResponseSize
 	for {
+		if c.idle() {
+			return nil
+		}
 		buf, err := wire.ReadFrame(c.up, &lenBuf, wire.MinResponseFrame, maxResp)
 		if err != nil {
 			if c.dead.Load() {

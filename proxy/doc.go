@@ -2,11 +2,12 @@
 // listeners, one client connection with its own upstream connection, and
 // the forwarding path between them.
 //
-// Each client connection is served by two goroutines, one reading the client
-// and one reading the upstream, plus a short-lived flusher when the upstream
-// reader releases requests in None mode (the upstream reader never blocks on
-// an upstream write, which would deadlock against a backend that stops
-// reading until its responses are read). Requests are sequenced by package
+// Each client connection is served by one goroutine reading the client, an
+// upstream reader that runs only while a forwarded request awaits its
+// response (an idle connection parks one goroutine), and a short-lived
+// flusher when the upstream reader releases requests in None mode (the
+// upstream reader never blocks on an upstream write, which would deadlock
+// against a backend that stops reading until its responses are read). Requests are sequenced by package
 // ordering; responses are written to the client by whichever goroutine
 // completes the head of the sequence, one writer at a time (redpanda PR
 // 25636 reordered responses with two racing writers).

@@ -67,6 +67,15 @@ type decoder struct {
 	keys      []ordering.Key
 }
 
+// decoder returns the connection's decoder, made on first use so an idle
+// connection does not carry one.
+func (c *conn) decoder() *decoder {
+	if c.dec == nil {
+		c.dec = new(decoder)
+	}
+	return c.dec
+}
+
 // parseRequest reads the header of buf, decides how the request is
 // ordered, and makes the changes the proxy must make before forwarding.
 // An error closes the connection.
@@ -120,7 +129,7 @@ func (c *conn) classifyProduce(r *request) error {
 		body[off], body[off+1] = 0, 1
 		r.forcedAck = true
 	}
-	d := &c.dec
+	d := c.decoder()
 	d.produce.Version = r.hdr.Version
 	if err := d.produce.UnsafeReadFrom(body); err != nil {
 		return err
@@ -162,7 +171,7 @@ func (c *conn) classifyCommit(r *request) error {
 		return nil
 	}
 	body := r.frame.B[r.hdr.Body:]
-	d := &c.dec
+	d := c.decoder()
 	d.keys = d.keys[:0]
 	if r.hdr.Key == keyOffsetCommit {
 		d.commit.Version = r.hdr.Version
