@@ -138,7 +138,7 @@ func main() {
 
 	sent := genRecs(0, nMain, mainPartitions)
 	var members [][]Got
-	produced := false
+	produced, producedMore := false, false
 	if r.step("group-consume", 150*time.Second, func(ctx context.Context) error {
 		var err error
 		members, err = cl.GroupConsume(ctx, topic, group, 2, len(sent), func(ctx context.Context) error {
@@ -165,6 +165,7 @@ func main() {
 			if err := cl.Produce(ctx, topic, more); err != nil {
 				return fmt.Errorf("produce: %w", err)
 			}
+			producedMore = true
 			got, err := cl.Resume(ctx, topic, group, len(more))
 			if err != nil {
 				return err
@@ -173,7 +174,7 @@ func main() {
 		})
 	}
 
-	if os.Getenv("COMPAT_LEADER_MOVE") != "" && produced {
+	if os.Getenv("COMPAT_LEADER_MOVE") != "" && producedMore {
 		// The long-lived producer still has the old leaders: its next writes
 		// get NOT_LEADER_OR_FOLLOWER (with the new leader's endpoint, KIP-951)
 		// and must follow the move through the proxy.

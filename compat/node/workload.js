@@ -156,6 +156,7 @@ async function main () {
 
   const sent = gen(0, N_MAIN, MAIN_PARTITIONS)
   let produced = false
+  let producedMore = false
   const grouped = created && await step('group-consume', 150000, async () => {
     const out = [[], []]; const assigned = [new Set(), new Set()]; const last = [new Map(), new Map()]
     let total = 0
@@ -197,6 +198,7 @@ async function main () {
     await step('resume-from-commit', 90000, async () => {
       const more = gen(N_MAIN, N_MAIN + N_RESUME, MAIN_PARTITIONS)
       await produce(more)
+      producedMore = true
       const c = kafka.consumer(consumerCfg(group)); toClose.push(c)
       const got = []
       await c.connect()
@@ -208,7 +210,7 @@ async function main () {
     })
   }
 
-  if (process.env.COMPAT_LEADER_MOVE && produced) {
+  if (process.env.COMPAT_LEADER_MOVE && producedMore) {
     // The long-lived producer still has the old leaders: its next writes get
     // NOT_LEADER_OR_FOLLOWER and must follow the move through the proxy. The
     // move is made by compat-go (franz-go's admin client) through the same address.

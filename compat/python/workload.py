@@ -320,13 +320,13 @@ class KafkaPython:
         # in a process of its own, as applications do.
         import multiprocessing as mp
         ctx = mp.get_context("spawn")
-        q, stop = ctx.Queue(), ctx.Event()
-        procs = [ctx.Process(target=kafkapython_member, args=(self.bootstrap, topic, group, i, q, stop), daemon=True)
+        q, stop, leave = ctx.Queue(), ctx.Event(), ctx.Event()
+        procs = [ctx.Process(target=kafkapython_member, args=(self.bootstrap, topic, group, i, q, stop, leave), daemon=True)
                  for i in range(n)]
         for pr in procs:
             pr.start()
         ms = Members(n)
-        done, errors = set(), []
+        done, committed, errors = set(), set(), []
 
         def drain(timeout=0.05):
             try:
@@ -340,6 +340,8 @@ class KafkaPython:
                         ms.add(i, [tuple(g) for g in val])
                     elif kind == "addrs":
                         self.addrs.update(val)
+                    elif kind == "committed":
+                        committed.add(i)
                     elif kind == "done":
                         done.add(i)
                     elif kind == "error":
@@ -360,10 +362,13 @@ class KafkaPython:
             print("INFO group stable: " + ms.desc(), flush=True)
             produce()
             wait(lambda: ms.total >= want, 90, lambda: "received %d of %d records" % (ms.total, want))
-            stop.set()  # members commit what they polled, report, and close
-            wait(lambda: len(done) == n, 60, lambda: "members did not commit and close")
+            stop.set()  # members commit what they polled, then leave together
+            wait(lambda: len(committed) == n, 60, lambda: "members did not commit")
+            leave.set()
+            wait(lambda: len(done) == n, 60, lambda: "members did not close")
         finally:
             stop.set()
+            leave.set()
             for pr in procs:
                 pr.join(15)
                 if pr.is_alive():
@@ -428,7 +433,7 @@ class KafkaPython:
                 pass
 
 
-def kafkapython_member(bootstrap, topic, group, i, q, stop):
+def kafkapython_member(bootstrap, topic, group, i, q, stop, leave):
     """One kafka-python group member (runs in its own process)."""
     try:
         from kafka import ConsumerRebalanceListener
@@ -449,7 +454,9 @@ def kafkapython_member(bootstrap, topic, group, i, q, stop):
             gots = cl._poll(c)
             if gots:
                 q.put(("records", i, gots))
-        c.commit()
+        c.commit()  # every member commits before any member leaves the group
+        q.put(("committed", i, None))
+        leave.wait(60)
         c.close()
         q.put(("addrs", i, sorted(cl.addrs)))
         q.put(("done", i, None))
@@ -493,10 +500,11 @@ def main():
 
         def resume():
             cl.produce(topic, more)
+            produced.append("more")
             verify(more, [cl.resume(topic, group, len(more))])
         r.step("resume-from-commit", resume)
 
-    if os.environ.get("COMPAT_LEADER_MOVE") and produced:
+    if os.environ.get("COMPAT_LEADER_MOVE") and "more" in produced:
         # The long-lived producer still has the old leaders: its next writes
         # get NOT_LEADER_OR_FOLLOWER (with the new leader's endpoint, KIP-951)
         # and must follow the move through the proxy. The move itself is made

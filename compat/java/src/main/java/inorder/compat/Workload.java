@@ -93,6 +93,7 @@ public final class Workload {
     final Admin admin;
     final Set<String> addrs = ConcurrentHashMap.newKeySet();
     KafkaProducer<String, String> producer;
+    boolean producedMore;
     final List<String> failed = new ArrayList<>(), limits = new ArrayList<>();
 
     Workload(String bootstrap, String prefix, int rf) {
@@ -406,9 +407,9 @@ public final class Workload {
             List<Rec> sent = gen(0, N_MAIN, MAIN_PARTITIONS);
             if (w.step("group-consume", () -> verify(sent, w.groupConsume(sent)))) {
                 List<Rec> more = gen(N_MAIN, N_MAIN + N_RESUME, MAIN_PARTITIONS);
-                w.step("resume-from-commit", () -> { w.produce(more); verify(more, List.of(w.resume(more.size()))); });
+                w.step("resume-from-commit", () -> { w.produce(more); w.producedMore = true; verify(more, List.of(w.resume(more.size()))); });
             }
-            if (System.getenv("COMPAT_LEADER_MOVE") != null && !System.getenv("COMPAT_LEADER_MOVE").isEmpty()) {
+            if (w.producedMore && System.getenv("COMPAT_LEADER_MOVE") != null && !System.getenv("COMPAT_LEADER_MOVE").isEmpty()) {
                 // The long-lived producer still has the old leaders: its next
                 // writes get NOT_LEADER_OR_FOLLOWER (with the new leader's
                 // endpoint, KIP-951) and must follow the move through the proxy.
