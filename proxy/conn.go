@@ -42,6 +42,7 @@ type conn struct {
 	outq     []*request // dispatched, not yet written upstream
 	flushing bool       // a goroutine is writing outq upstream
 	reading  bool       // the upstream reader runs; see startReaderLocked
+	splice   bool       // large produce bodies move socket to socket
 	poison   uint64     // close once the head passes this seq (0: none)
 	poisoned error
 
@@ -66,9 +67,6 @@ func newConn(p *Proxy, nc net.Conn, t target) *conn {
 	c := &conn{p: p, client: nc, target: t, node: t.node}
 	c.cond.L = &c.mu
 	c.seq = ordering.New[*request](p.mode, p.cfg.MaxInFlight, p.cfg.MaxBufferedBytes)
-	if tc, ok := nc.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
 	return c
 }
 
@@ -94,6 +92,7 @@ func (c *conn) connect() error {
 			return fmt.Errorf("%w: %v", ErrUpstreamFailed, err)
 		}
 		c.up = up
+		c.enableSplice()
 		return nil
 	}
 	addr := c.target.resolve()
@@ -102,7 +101,18 @@ func (c *conn) connect() error {
 		return fmt.Errorf("%w: node %d at %s: %v", ErrUpstreamFailed, c.node, addr, err)
 	}
 	c.up = up
+	c.enableSplice()
 	return nil
+}
+
+// enableSplice lets large produce requests bypass user space. Only
+// connection mode qualifies: the request goes upstream as soon as it is
+// read, by the goroutine that reads the client, and its body need not be
+// understood.
+func (c *conn) enableSplice() {
+	_, clientTCP := c.client.(*net.TCPConn)
+	_, upTCP := c.up.(*net.TCPConn)
+	c.splice = c.p.mode == ordering.Connection && clientTCP && upTCP && !c.p.noSplice
 }
 
 // die records why the connection ends and unblocks every goroutine: the
@@ -182,18 +192,70 @@ func (c *conn) readClient() error {
 		if err := c.waitCapacity(); err != nil {
 			return err
 		}
-		buf, err := wire.ReadFrame(c.client, &lenBuf, wire.MinRequestFrame, maxReq)
+		size, err := wire.ReadLength(c.client, &lenBuf, wire.MinRequestFrame, maxReq)
 		if err != nil {
 			return c.clientReadError(err)
 		}
-		r, err := c.parseRequest(buf)
+		r, readErr, err := c.readRequest(size, &lenBuf)
+		if readErr != nil {
+			return c.clientReadError(readErr)
+		}
 		if err != nil {
-			wire.Put(buf)
 			c.finishInFlight()
 			return err
 		}
 		c.submit(r)
 	}
+}
+
+// Large produce requests are spliced in connection mode: the proxy reads
+// the first spliceHead bytes, which hold the header and acks, and the
+// kernel moves the records from the client socket to the upstream socket
+// without copying them through the proxy, as a plain TCP relay does.
+const (
+	spliceMin  = 32 << 10
+	spliceHead = 1 << 10
+)
+
+// readRequest reads the request whose length prefix is in lenBuf and parses
+// it. readErr is an error reading the client; err a request the proxy
+// refuses.
+func (c *conn) readRequest(size int32, lenBuf *[4]byte) (r *request, readErr, err error) {
+	if c.splice && size >= spliceMin {
+		head := wire.Get(4 + spliceHead)
+		copy(head.B, lenBuf[:])
+		if err := wire.ReadBody(c.client, head.B[4:]); err != nil {
+			wire.Put(head)
+			return nil, err, nil
+		}
+		if r := c.spliceable(head, size); r != nil {
+			return r, nil, nil
+		}
+		buf := wire.Get(4 + int(size))
+		copy(buf.B, head.B)
+		wire.Put(head)
+		if err := wire.ReadBody(c.client, buf.B[4+spliceHead:]); err != nil {
+			wire.Put(buf)
+			return nil, err, nil
+		}
+		return c.parseFrame(buf)
+	}
+	buf := wire.Get(4 + int(size))
+	copy(buf.B, lenBuf[:])
+	if err := wire.ReadBody(c.client, buf.B[4:]); err != nil {
+		wire.Put(buf)
+		return nil, err, nil
+	}
+	return c.parseFrame(buf)
+}
+
+func (c *conn) parseFrame(buf *wire.Buf) (*request, error, error) {
+	r, err := c.parseRequest(buf)
+	if err != nil {
+		wire.Put(buf)
+		return nil, nil, err
+	}
+	return r, nil, nil
 }
 
 func (c *conn) clientReadError(err error) error {
@@ -336,21 +398,30 @@ func (c *conn) flush() {
 			return
 		}
 		frames, bufs = frames[:0], bufs[:0]
-		held := 0
+		held, taken, stream := 0, 0, int64(0)
 		for _, r := range c.outq {
+			taken++
 			frames = append(frames, r.frame)
 			wire.SetRequestCorrelation(r.frame.B, r.upCorr)
 			bufs = append(bufs, r.frame.B)
+			stream = int64(r.stream)
 			if r.upCorr == noCorrelation {
 				r.frame = nil
 				putRequest(r)
-				continue
+			} else {
+				held += len(r.frame.B)
+				r.frame = nil
 			}
-			held += len(r.frame.B)
-			r.frame = nil
+			if stream > 0 {
+				// The rest of this request is still in the client
+				// socket: it must follow its head before anything
+				// else is written.
+				break
+			}
 		}
-		clear(c.outq)
-		c.outq = c.outq[:0]
+		n := copy(c.outq, c.outq[taken:])
+		clear(c.outq[n:])
+		c.outq = c.outq[:n]
 		c.mu.Unlock()
 
 		// WriteTo consumes the slice it is called on; writing a copy
@@ -358,6 +429,9 @@ func (c *conn) flush() {
 		w := bufs
 		_, err := w.WriteTo(c.up)
 		clear(bufs)
+		if err == nil && stream > 0 {
+			err = c.spliceBody(stream)
+		}
 		for _, f := range frames {
 			wire.Put(f)
 		}
@@ -370,10 +444,28 @@ func (c *conn) flush() {
 			c.mu.Lock()
 			done()
 			c.mu.Unlock()
-			c.die(fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err))
+			if !errors.Is(err, ErrBadRequest) {
+				err = fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err)
+			}
+			c.die(err)
 			return
 		}
 	}
+}
+
+// spliceBody moves the n bytes of a request body still in the client
+// socket to the upstream. It runs only on the client reader, which alone
+// reads the client; a short body leaves the upstream mid-frame, so any
+// error ends the connection.
+func (c *conn) spliceBody(n int64) error {
+	copied, err := io.CopyN(c.up, c.client, n)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, io.EOF) && copied < n:
+		return fmt.Errorf("%w: %v", ErrBadRequest, wire.ErrTruncated)
+	}
+	return err
 }
 
 // flushAsync runs flush on its own goroutine, for callers that must not

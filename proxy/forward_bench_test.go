@@ -10,10 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/proxy"
 )
 
 // BenchmarkForwardProduce measures one Produce round trip through the
-// proxy (a 64 KiB batch to a kfake that discards records) against the same
+// proxy (a 512 KiB batch to a kfake that discards records) against the same
 // round trip straight to kfake, and reports the proxy's allocations per
 // request. Run with -benchmem; the "direct" case is the baseline.
 func BenchmarkForwardProduce(b *testing.B) {
@@ -29,7 +30,7 @@ func BenchmarkForwardProduce(b *testing.B) {
 	topic := kmsg.NewProduceRequestTopic()
 	topic.Topic = "bench"
 	part := kmsg.NewProduceRequestTopicPartition()
-	part.Records = largeBatch(64 << 10)
+	part.Records = largeBatch(512 << 10)
 	topic.Partitions = append(topic.Partitions, part)
 	req.Topics = append(req.Topics, topic)
 	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
@@ -58,9 +59,17 @@ func BenchmarkForwardProduce(b *testing.B) {
 		}
 	}
 	b.Run("direct", func(b *testing.B) { roundTrips(b, kc.ListenAddrs()[0]) })
-	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
-		b.Run(string(mode), func(b *testing.B) {
-			p := startProxyB(b, mode, kc.ListenAddrs())
+	for _, tc := range []struct {
+		name string
+		mode config.Ordering
+		opts []proxy.Option
+	}{
+		{"connection", config.OrderingConnection, nil},
+		{"connection-nosplice", config.OrderingConnection, []proxy.Option{proxy.WithoutSplice()}},
+		{"none", config.OrderingNone, nil},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := startProxy(b, tc.mode, kc.ListenAddrs(), nil, tc.opts...)
 			roundTrips(b, p.Addr())
 		})
 	}

@@ -88,11 +88,6 @@ func startProxy(t testing.TB, mode config.Ordering, upstreams []string, mut func
 	return &testProxy{Proxy: p, log: lb}
 }
 
-// startProxyB is startProxy for benchmarks.
-func startProxyB(b *testing.B, mode config.Ordering, upstreams []string) *testProxy {
-	return startProxy(b, mode, upstreams, nil)
-}
-
 func newCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
 	t.Helper()
 	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(3)}, opts...)...)

@@ -34,6 +34,10 @@ type request struct {
 	resp  *wire.Buf // the response, once received
 	local *wire.Buf // a response the proxy makes itself; never forwarded
 
+	// stream is how much of the request is still in the client socket
+	// after frame, to be spliced upstream right behind it.
+	stream int
+
 	noResp    bool  // the client expects no response (acks=0)
 	forcedAck bool  // acks=0 forwarded as acks=1 to learn when it is accepted
 	failed    error // the upstream rejected a forced-ack produce
@@ -108,6 +112,32 @@ func (c *conn) parseRequest(buf *wire.Buf) (*request, error) {
 		return nil, fmt.Errorf("%w: %s v%d: %v", ErrBadRequest, kmsg.NameForKey(h.Key), h.Version, err)
 	}
 	return r, nil
+}
+
+// spliceable returns a request for head, the first bytes of a frame of
+// size bytes, if its body can be spliced: a Produce whose header and acks
+// lie within head. Otherwise it returns nil and the caller reads the whole
+// frame, which also gives a malformed request its precise error.
+func (c *conn) spliceable(head *wire.Buf, size int32) *request {
+	h, err := wire.ParseRequestHeader(head.B)
+	if err != nil || h.Key != keyProduce {
+		return nil
+	}
+	if c.p.versions != nil {
+		if max, ok := c.p.versions(h.Key); !ok || h.Version > max {
+			return nil
+		}
+	}
+	acks, _, err := produceAcks(head.B[h.Body:], h.Version, h.Flexible())
+	if err != nil {
+		return nil
+	}
+	r := getRequest()
+	r.hdr, r.frame = h, head
+	r.stream = 4 + int(size) - len(head.B)
+	r.noResp = acks == 0
+	r.ord = ordering.Request{Kind: ordering.Write, NoResponse: r.noResp}
+	return r
 }
 
 // classifyProduce finds acks and, in None mode, the partitions written.

@@ -31,29 +31,48 @@ const (
 // buffer holds the prefix and the message. A clean EOF before the first
 // byte returns io.EOF; an EOF later returns ErrTruncated.
 func ReadFrame(r io.Reader, lenBuf *[4]byte, min, max int32) (*Buf, error) {
-	if n, err := io.ReadFull(r, lenBuf[:]); err != nil {
-		if err == io.ErrUnexpectedEOF || (err == io.EOF && n > 0) {
-			return nil, ErrTruncated
-		}
+	size, err := ReadLength(r, lenBuf, min, max)
+	if err != nil {
 		return nil, err
-	}
-	size := int32(binary.BigEndian.Uint32(lenBuf[:]))
-	if size < 0 || size > max {
-		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, uint32(size), max)
-	}
-	if size < min {
-		return nil, fmt.Errorf("%w: %d < %d", ErrFrameTooSmall, size, min)
 	}
 	b := Get(4 + int(size))
 	copy(b.B, lenBuf[:])
-	if _, err := io.ReadFull(r, b.B[4:]); err != nil {
+	if err := ReadBody(r, b.B[4:]); err != nil {
 		Put(b)
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return nil, ErrTruncated
-		}
 		return nil, err
 	}
 	return b, nil
+}
+
+// ReadLength reads a length prefix into lenBuf and checks it against
+// [min, max]. A clean EOF returns io.EOF; an EOF inside the prefix returns
+// ErrTruncated.
+func ReadLength(r io.Reader, lenBuf *[4]byte, min, max int32) (int32, error) {
+	if n, err := io.ReadFull(r, lenBuf[:]); err != nil {
+		if err == io.ErrUnexpectedEOF || (err == io.EOF && n > 0) {
+			return 0, ErrTruncated
+		}
+		return 0, err
+	}
+	size := int32(binary.BigEndian.Uint32(lenBuf[:]))
+	if size < 0 || size > max {
+		return 0, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, uint32(size), max)
+	}
+	if size < min {
+		return 0, fmt.Errorf("%w: %d < %d", ErrFrameTooSmall, size, min)
+	}
+	return size, nil
+}
+
+// ReadBody fills b from r; an EOF before b is full returns ErrTruncated.
+func ReadBody(r io.Reader, b []byte) error {
+	if _, err := io.ReadFull(r, b); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return ErrTruncated
+		}
+		return err
+	}
+	return nil
 }
 
 // SetLength writes the length prefix of frame from its size.
