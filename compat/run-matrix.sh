@@ -16,7 +16,8 @@
 #           direct         Apache Kafka without the proxy (baseline; no address check)
 # Environment: COMPAT_CLIENTS, COMPAT_BACKENDS (comma lists), KAFKA_MODE
 # (cluster|single, default cluster), COMPAT_ROW_TIMEOUT (s, default 240),
-# COMPAT_MATRIX_FILE (default compat/MATRIX.md), INORDER_CACHE, KAFKA_VERSION.
+# COMPAT_MATRIX_FILE (default compat/MATRIX.md for a full run, else
+# compat/results/MATRIX-partial.md), INORDER_CACHE, KAFKA_VERSION.
 set -uo pipefail
 
 COMPAT="$(cd "$(dirname "$0")" && pwd)"
@@ -41,10 +42,14 @@ while getopts "c:b:m:h" o; do
     c) CLIENTS="${OPTARG//,/ }" ;;
     b) BACKENDS="${OPTARG//,/ }" ;;
     m) KAFKA_MODE="$OPTARG" ;;
-    *) sed -n "2,23p" "$0"; exit 2 ;;
+    *) sed -n "2,25p" "$0"; exit 2 ;;
   esac
 done
 CLIENTS="${CLIENTS//,/ }"; BACKENDS="${BACKENDS//,/ }"
+# Only a full run (every client, the default backends) replaces compat/MATRIX.md.
+if [ -z "${COMPAT_MATRIX_FILE:-}" ] && { [ "$(echo $CLIENTS)" != "$ALL_CLIENTS" ] || [ "$(echo $BACKENDS)" != "kafka kafka-ordered dev" ] || [ "$KAFKA_MODE" != cluster ]; }; then
+  MATRIX="$RESULTS/MATRIX-partial.md"
+fi
 for c in $CLIENTS; do case " $ALL_CLIENTS " in *" $c "*) ;; *) echo "unknown client $c"; exit 2 ;; esac; done
 for b in $BACKENDS; do case "$b" in kafka|kafka-ordered|dev|direct) ;; *) echo "unknown backend $b"; exit 2 ;; esac; done
 

@@ -83,7 +83,8 @@ else
     step_fail group-consume "produce failed: $(grep -v '^%7' "$W/produce.err" | tail -n2 | tr '\n' ' ')"
   else
     step_ok produce-idempotent "$tp"
-    if ! wait_until 90 test "$(lines "$W/m0.out" "$W/m1.out")" -ge 2000; then
+    all_read() { [ "$(lines "$W/m0.out" "$W/m1.out")" -ge 2000 ]; }  # re-evaluated on every poll
+    if ! wait_until 90 all_read; then
       step_fail group-consume "received $(lines "$W/m0.out" "$W/m1.out") of 2000 records"
     else
       # SIGTERM: kcat closes the consumer, which commits the stored offsets.
