@@ -140,10 +140,17 @@ func (c *conn) die(reason error) {
 	c.client.Close()
 }
 
+// cause returns why the connection died, once die has run.
+func (c *conn) cause() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reason
+}
+
 // closeClient drains what the client still sends until it closes or the
 // linger ends, then closes the socket.
 func (c *conn) closeClient() {
-	if tc, ok := c.client.(*net.TCPConn); ok && !errors.Is(c.reason, errClientClosed) {
+	if tc, ok := c.client.(*net.TCPConn); ok && !errors.Is(c.cause(), errClientClosed) {
 		tc.SetReadDeadline(time.Now().Add(lingerTimeout))
 		io.Copy(io.Discard, io.LimitReader(tc, 1<<20))
 	}
@@ -171,7 +178,7 @@ func (c *conn) release() {
 }
 
 func (c *conn) logClose() {
-	reason := c.reason
+	reason := c.cause()
 	attrs := []any{"client", c.client.RemoteAddr().String(), "node", c.node}
 	switch {
 	case reason == nil, errors.Is(reason, errClientClosed), errors.Is(reason, ErrShutdown):
@@ -518,7 +525,7 @@ func (c *conn) readUpstreamLoop() error {
 		buf, err := wire.ReadFrame(c.up, &lenBuf, wire.MinResponseFrame, maxResp)
 		if err != nil {
 			if c.dead.Load() {
-				return c.reason
+				return c.cause()
 			}
 			if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrFrameTooSmall) {
 				return fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
@@ -625,7 +632,7 @@ func (c *conn) deliver() error {
 		clear(c.ready)
 		if err != nil {
 			if c.dead.Load() {
-				return c.reason
+				return c.cause()
 			}
 			return fmt.Errorf("%w: client write: %v", errClientClosed, err)
 		}
