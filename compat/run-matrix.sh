@@ -122,6 +122,10 @@ setup() {
   if has kafkajs; then timed "kafkajs (npm ci)" install_node || SETUP_FAIL+=("npm ci"); fi
   if has kcat; then timed "kcat (apt)" install_kcat || SETUP_FAIL+=("kcat install"); fi
   TIMINGS+=("setup total: $((SECONDS - t0)) s")
+  if ! command -v ss >/dev/null; then
+    log "ss (iproute2) not found: the direct-connection sampling is off"
+    TIMINGS+=("note: ss (iproute2) not found, direct-connection sampling off")
+  fi
 }
 
 # ------------------------------------------------------------------ backends
@@ -198,11 +202,48 @@ client_cmd() { # CLIENT BOOT PREFIX EXPECT -> CMD array
 
 declare -A CELL DETAIL SECS
 FAILS=0
+# Independent of what the client reports: while a row runs behind the proxy,
+# sample the established TCP connections to the Kafka nodes' ports; every one
+# must belong to the proxy or to a Kafka node itself (inter-broker traffic).
+direct_filter() { # ss -tnp state established (...) for the Kafka ports
+  local n f="" sep=""
+  for n in $(mode_nodes "$KAFKA_MODE"); do
+    f="$f$sep dport = :$(broker_port "$KAFKA_MODE" "$n") or dport = :$(controller_port "$KAFKA_MODE" "$n")"; sep=" or"
+  done
+  echo "($f )"
+}
+start_sampler() { # LOGFILE
+  SAMPLER_PID=""
+  case "$B_CUR" in kafka|kafka-ordered) ;; *) return 0 ;; esac
+  local filt; filt="$(direct_filter)"
+  ( while :; do ss -tnpH state established "$filt" 2>/dev/null; sleep 0.2; done ) >"$1" &
+  SAMPLER_PID=$!
+}
+stop_sampler() { # LOGFILE -> prints offending connections
+  [ -n "$SAMPLER_PID" ] || return 0
+  kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null; SAMPLER_PID=""
+  local allowed="$PROXY_PID" n f
+  for f in "$KAFKA_RUN_DIR/$KAFKA_MODE"/node*/pid; do [ -f "$f" ] && allowed="$allowed $(cat "$f")"; done
+  local re; re="$(echo $allowed | sed 's/ /|/g')"
+  # lines without an owner are sockets caught while opening or closing
+  grep 'users:' "$1" | grep -vE "pid=($re)," | awk '{print $3, $4, $5}' | sort -u | head -n 5
+}
 attempt() { # CLIENT BACKEND LOG -> rc
-  local c=$1 b=$2 logf=$3 prefix
+  local c=$1 b=$2 logf=$3 prefix rc bad
   prefix="m$RUN_ID-$c-$b-$((++ATTEMPTS))"
   client_cmd "$c" "$BOOT" "$prefix" "$EXPECT"
+  start_sampler "$logf.conns"
   COMPAT_RF=$RF COMPAT_LEADER_MOVE=$LEADER_MOVE COMPAT_GO="$BIN/compat-go" timeout -k 10 "$ROW_TIMEOUT" "${CMD[@]}" >"$logf" 2>"$logf.stderr"
+  rc=$?
+  bad="$(stop_sampler "$logf.conns")"
+  if [ -n "$bad" ]; then
+    echo "FAIL direct-connections: connections to Kafka that bypass the proxy: $(echo "$bad" | tr '\n' ';')" >>"$logf"
+    echo "RESULT fail $c: connected to Kafka directly" >>"$logf"
+    rc=1
+  else
+    rm -f "$logf.conns"
+  fi
+  return $rc
 }
 ATTEMPTS=0
 run_row() { # CLIENT BACKEND
@@ -331,6 +372,7 @@ for b in $BACKENDS; do
     continue
   fi
   TIMINGS+=("start $b: $((SECONDS - tb)) s")
+  B_CUR=$b
   for c in $CLIENTS; do
     run_row "$c" "$b"
     TIMINGS+=("row $c x $b: ${SECS[$c,$b]} s")

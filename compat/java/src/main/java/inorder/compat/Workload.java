@@ -139,6 +139,13 @@ public final class Workload {
                 .all().get(60, TimeUnit.SECONDS);
     }
 
+    double producerMetric(String name) {
+        for (var e : producer.metrics().entrySet())
+            if (e.getKey().name().equals(name) && e.getKey().group().equals("producer-metrics"))
+                return ((Number) e.getValue().metricValue()).doubleValue();
+        return -1;
+    }
+
     boolean topicsExist() {
         try {
             var d = admin.describeTopics(List.of(topic, txnTopic)).allTopicNames().get(30, TimeUnit.SECONDS);
@@ -416,7 +423,10 @@ public final class Workload {
                 List<Rec> moved = gen(N_MAIN + N_RESUME, N_MAIN + N_RESUME + 300, MAIN_PARTITIONS);
                 w.step("leader-move", () -> {
                     System.out.println("INFO leaders moved: " + w.moveLeaders());
+                    double retriesBefore = w.producerMetric("record-retry-total");
                     w.produce(moved);
+                    // Evidence of the path taken (not a check: a metadata refresh is as valid).
+                    System.out.printf("INFO producer retries during the post-move writes: %.0f%n", w.producerMetric("record-retry-total") - retriesBefore);
                     List<Rec> all = gen(0, N_MAIN + N_RESUME + 300, MAIN_PARTITIONS);
                     verify(all, List.of(w.readAll(w.prefix + "-after-move", all.size())));
                 });
