@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -515,14 +516,30 @@ func (c *conn) idle() bool {
 	return true
 }
 
+// upstreamReaders buffer the upstream side while a reader runs, so a small
+// response takes one read call instead of two; large bodies bypass the
+// buffer. Idle connections hold none.
+var upstreamReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+
 func (c *conn) readUpstreamLoop() error {
 	var lenBuf [4]byte
 	maxResp := c.p.cfg.MaxResponseSize
+	rd := upstreamReaders.Get().(*bufio.Reader)
+	rd.Reset(c.up)
+	defer func() {
+		rd.Reset(nil)
+		upstreamReaders.Put(rd)
+	}()
 	for {
 		if c.idle() {
+			if rd.Buffered() > 0 {
+				// Nothing is in flight, so these bytes answer
+				// nothing the proxy sent.
+				return fmt.Errorf("%w: %d bytes with no request in flight", ErrUpstreamProtocol, rd.Buffered())
+			}
 			return nil
 		}
-		buf, err := wire.ReadFrame(c.up, &lenBuf, wire.MinResponseFrame, maxResp)
+		buf, err := wire.ReadFrame(rd, &lenBuf, wire.MinResponseFrame, maxResp)
 		if err != nil {
 			if c.dead.Load() {
 				return c.cause()
