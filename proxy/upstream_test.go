@@ -2,6 +2,8 @@ package proxy_test
 
 import (
 	"context"
+	"encoding/binary"
+	"io"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/hostile"
@@ -175,4 +178,54 @@ func TestShutdownGraceExpires(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("client still connected after the grace expired")
 	}
+}
+
+// TestUpstreamUnsolicitedBytes runs a backend that answers a request and
+// then sends a frame nobody asked for: the client gets its answer, then the
+// proxy closes the connection as the upstream broke the protocol.
+func TestUpstreamUnsolicitedBytes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		var hdr [12]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			return
+		}
+		rest := make([]byte, binary.BigEndian.Uint32(hdr[:4])-8)
+		io.ReadFull(c, rest)
+		// A Heartbeat v0 answer (error code 0), then a stray frame.
+		resp := binary.BigEndian.AppendUint32(nil, 6)
+		resp = append(resp, hdr[8:12]...)
+		resp = append(resp, 0, 0)
+		resp = append(resp, 0, 0, 0, 4, 0, 0, 0, 99)
+		c.Write(resp)
+		io.Copy(io.Discard, c)
+	}()
+	p := startProxy(t, config.OrderingConnection, []string{ln.Addr().String()}, nil)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID = "g", "m"
+	c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, hb, 77))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	body := readResponse(t, c, 77)
+	if len(body) != 2 || body[0] != 0 || body[1] != 0 {
+		t.Fatalf("heartbeat body %v", body)
+	}
+	if n, err := io.Copy(io.Discard, c); err != nil || n != 0 {
+		t.Fatalf("after the answer: %d bytes, %v; want the connection closed", n, err)
+	}
+	c.Close()
+	p.log.waitFor(t, "upstream protocol violation")
 }
