@@ -12,6 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// maxNodes bounds the listeners an upstream can make the proxy open, so a
+// broken or hostile backend cannot exhaust its descriptors through metadata.
+const maxNodes = 1024
+
 // nodeTable maps upstream node ids to the proxy listeners that stand for
 // them. It is the rewrite.Mapper of every connection: the first response
 // naming a node opens that node's listener, and a later one that moves the
@@ -79,6 +83,9 @@ func (t *nodeTable) MapNode(id int32, host string, port int32) (string, int32, e
 		}
 		return t.p.advHost, n.port, nil
 	}
+	if len(t.nodes) >= maxNodes {
+		return "", 0, fmt.Errorf("%w: node %d: the upstream named more than %d nodes", ErrNodePort, id, maxNodes)
+	}
 	lport := 0
 	if t.base >= 0 {
 		if id < 0 || int64(t.base)+int64(id) > 65535 {
@@ -109,6 +116,9 @@ func (t *nodeTable) MapController(id int32, host string, port int32) (string, in
 	defer t.mu.Unlock()
 	if n, ok := t.controllers[addr]; ok {
 		return t.p.advHost, n.port, nil
+	}
+	if len(t.controllers) >= maxNodes {
+		return "", 0, fmt.Errorf("%w: controller %d: the upstream named more than %d controller endpoints", ErrNodePort, id, maxNodes)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(t.p.listenHost, "0"))
 	if err != nil {
