@@ -100,13 +100,7 @@ func mapAddr16(m Mapper, id int32, host *string, port *uint16) error {
 }
 
 func metadata(r *kmsg.MetadataResponse, m Mapper) error {
-	for i := range r.Brokers {
-		b := &r.Brokers[i]
-		if err := mapAddr(m, b.NodeID, &b.Host, &b.Port); err != nil {
-			return err
-		}
-	}
-	return nil
+	return brokerList(m, r.Brokers, func(b *kmsg.MetadataResponseBroker) (int32, *string, *int32) { return b.NodeID, &b.Host, &b.Port })
 }
 
 // findCoordinator skips coordinators that failed or are unknown: their host
@@ -146,44 +140,53 @@ func describeCluster(r *kmsg.DescribeClusterResponse, m Mapper) error {
 	return nil
 }
 
-func produce(r *kmsg.ProduceResponse, m Mapper) error {
-	for i := range r.Brokers {
-		b := &r.Brokers[i]
-		if err := mapAddr(m, b.NodeID, &b.Host, &b.Port); err != nil {
+// brokerList maps every broker endpoint of list; at returns an entry's
+// node id and the fields to rewrite.
+func brokerList[E any](m Mapper, list []E, at func(*E) (int32, *string, *int32)) error {
+	for i := range list {
+		id, host, port := at(&list[i])
+		if err := mapAddr(m, id, host, port); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// controllerList maps the KRaft endpoint list of a response at version.
+// These lists are tagged fields whose entries carry a node id, host and
+// port only from v1; at v0 kmsg decodes empty entries, which must not
+// reach the Mapper as node 0.
+func controllerList[E any](m Mapper, version int16, list []E, at func(*E) (int32, *string, *uint16)) error {
+	if version < 1 {
+		return nil
+	}
+	for i := range list {
+		id, host, port := at(&list[i])
+		if err := mapAddr16(m, id, host, port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func produce(r *kmsg.ProduceResponse, m Mapper) error {
+	return brokerList(m, r.Brokers, func(b *kmsg.ProduceResponseBroker) (int32, *string, *int32) { return b.NodeID, &b.Host, &b.Port })
 }
 
 func fetch(r *kmsg.FetchResponse, m Mapper) error {
-	for i := range r.Brokers {
-		b := &r.Brokers[i]
-		if err := mapAddr(m, b.NodeID, &b.Host, &b.Port); err != nil {
-			return err
-		}
-	}
-	return nil
+	return brokerList(m, r.Brokers, func(b *kmsg.FetchResponseBroker) (int32, *string, *int32) { return b.NodeID, &b.Host, &b.Port })
 }
 
 func shareFetch(r *kmsg.ShareFetchResponse, m Mapper) error {
-	for i := range r.NodeEndpoints {
-		e := &r.NodeEndpoints[i]
-		if err := mapAddr(m, e.NodeID, &e.Host, &e.Port); err != nil {
-			return err
-		}
-	}
-	return nil
+	return brokerList(m, r.NodeEndpoints, func(e *kmsg.ShareFetchResponseNodeEndpoint) (int32, *string, *int32) {
+		return e.NodeID, &e.Host, &e.Port
+	})
 }
 
 func shareAcknowledge(r *kmsg.ShareAcknowledgeResponse, m Mapper) error {
-	for i := range r.NodeEndpoints {
-		e := &r.NodeEndpoints[i]
-		if err := mapAddr(m, e.NodeID, &e.Host, &e.Port); err != nil {
-			return err
-		}
-	}
-	return nil
+	return brokerList(m, r.NodeEndpoints, func(e *kmsg.ShareAcknowledgeResponseNodeEndpoint) (int32, *string, *int32) {
+		return e.NodeID, &e.Host, &e.Port
+	})
 }
 
 // describeQuorum maps every listener of a controller separately: a node
@@ -201,60 +204,26 @@ func describeQuorum(r *kmsg.DescribeQuorumResponse, m Mapper) error {
 	return nil
 }
 
-// The KRaft endpoint lists below are tagged fields whose entries carry a
-// node id, host and port only from v1; at v0 kmsg decodes empty entries,
-// which must not reach the Mapper as node 0.
-
 func vote(r *kmsg.VoteResponse, m Mapper) error {
-	if r.Version < 1 {
-		return nil
-	}
-	for i := range r.NodeEndpoints {
-		e := &r.NodeEndpoints[i]
-		if err := mapAddr16(m, e.NodeID, &e.Host, &e.Port); err != nil {
-			return err
-		}
-	}
-	return nil
+	return controllerList(m, r.Version, r.NodeEndpoints, func(e *kmsg.VoteResponseNodeEndpoint) (int32, *string, *uint16) { return e.NodeID, &e.Host, &e.Port })
 }
 
 func beginQuorumEpoch(r *kmsg.BeginQuorumEpochResponse, m Mapper) error {
-	if r.Version < 1 {
-		return nil
-	}
-	for i := range r.NodeEndpoints {
-		e := &r.NodeEndpoints[i]
-		if err := mapAddr16(m, e.NodeID, &e.Host, &e.Port); err != nil {
-			return err
-		}
-	}
-	return nil
+	return controllerList(m, r.Version, r.NodeEndpoints, func(e *kmsg.BeginQuorumEpochResponseNodeEndpoint) (int32, *string, *uint16) {
+		return e.NodeID, &e.Host, &e.Port
+	})
 }
 
 func endQuorumEpoch(r *kmsg.EndQuorumEpochResponse, m Mapper) error {
-	if r.Version < 1 {
-		return nil
-	}
-	for i := range r.NodeEndpoints {
-		e := &r.NodeEndpoints[i]
-		if err := mapAddr16(m, e.NodeID, &e.Host, &e.Port); err != nil {
-			return err
-		}
-	}
-	return nil
+	return controllerList(m, r.Version, r.NodeEndpoints, func(e *kmsg.EndQuorumEpochResponseNodeEndpoint) (int32, *string, *uint16) {
+		return e.NodeID, &e.Host, &e.Port
+	})
 }
 
 func fetchSnapshot(r *kmsg.FetchSnapshotResponse, m Mapper) error {
-	if r.Version < 1 {
-		return nil
-	}
-	for i := range r.NodeEndpoints {
-		e := &r.NodeEndpoints[i]
-		if err := mapAddr16(m, e.NodeID, &e.Host, &e.Port); err != nil {
-			return err
-		}
-	}
-	return nil
+	return controllerList(m, r.Version, r.NodeEndpoints, func(e *kmsg.FetchSnapshotResponseNodeEndpoint) (int32, *string, *uint16) {
+		return e.NodeID, &e.Host, &e.Port
+	})
 }
 
 // updateRaftVoter rewrites the leader only when one is known; an unknown
