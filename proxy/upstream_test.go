@@ -3,9 +3,9 @@ package proxy_test
 import (
 	"context"
 	"encoding/binary"
-	"io"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"testing"
 	"time"
