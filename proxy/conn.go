@@ -87,19 +87,28 @@ func (c *conn) serve() {
 }
 
 func (c *conn) connect() error {
+	var (
+		up  net.Conn
+		err error
+	)
 	if c.target.resolve == nil {
-		up, _, err := c.p.bootstrapUpstream()
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrUpstreamFailed, err)
+		up, _, err = c.p.bootstrapUpstream()
+	} else {
+		addr := c.target.resolve()
+		if up, err = c.p.dialUpstream(addr); err != nil {
+			err = fmt.Errorf("node %d at %s: %v", c.node, addr, err)
 		}
-		c.up = up
-		c.enableSplice()
-		return nil
 	}
-	addr := c.target.resolve()
-	up, err := c.p.dialUpstream(addr)
 	if err != nil {
-		return fmt.Errorf("%w: node %d at %s: %v", ErrUpstreamFailed, c.node, addr, err)
+		return fmt.Errorf("%w: %v", ErrUpstreamFailed, err)
+	}
+	// die may run concurrently (the proxy closing): the upstream is
+	// published under the lock so that die closes it or never sees it.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead.Load() {
+		up.Close()
+		return ErrShutdown
 	}
 	c.up = up
 	c.enableSplice()
@@ -126,9 +135,10 @@ func (c *conn) die(reason error) {
 	c.mu.Lock()
 	c.reason = reason
 	c.cond.Broadcast()
+	up := c.up
 	c.mu.Unlock()
-	if c.up != nil {
-		c.up.Close()
+	if up != nil {
+		up.Close()
 	}
 	// Half-close so responses already written reach the client before the
 	// socket closes; closing with unread input would reset the connection
