@@ -462,7 +462,7 @@ func (c *conn) flush() {
 			c.mu.Lock()
 			done()
 			c.mu.Unlock()
-			if !errors.Is(err, ErrBadRequest) {
+			if !errors.Is(err, ErrBadRequest) && !errors.Is(err, ErrShutdown) {
 				err = fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err)
 			}
 			c.die(err)
@@ -480,6 +480,8 @@ func (c *conn) spliceBody(n int64) error {
 	switch {
 	case err == nil:
 		return nil
+	case c.draining.Load():
+		return fmt.Errorf("%w: a request was cut mid-body", ErrShutdown)
 	case errors.Is(err, io.EOF) && copied < n:
 		return fmt.Errorf("%w: %v", ErrBadRequest, wire.ErrTruncated)
 	}
