@@ -401,7 +401,7 @@ log "wrote $MATRIX"
 cat "$MATRIX" | sed -n '/^| client/,/^$/p'
 if [ $FAILS -gt 0 ]; then
   log "$FAILS row(s) failed"
-  echo "compat matrix: $(( $(echo $CLIENTS | wc -w) * $(echo $BACKENDS | wc -w) - FAILS )) passed, $FAILS failed"
+  echo "matrix: $(( $(echo $CLIENTS | wc -w) * $(echo $BACKENDS | wc -w) - FAILS )) passed, $FAILS failed"
   exit 1
 fi
-echo "compat matrix: $(( $(echo $CLIENTS | wc -w) * $(echo $BACKENDS | wc -w) )) passed, 0 failed"
+echo "matrix: $(( $(echo $CLIENTS | wc -w) * $(echo $BACKENDS | wc -w) )) passed, 0 failed"
