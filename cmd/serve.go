@@ -27,9 +27,6 @@ rewritten to those listeners.`,
 		if err != nil {
 			return err
 		}
-		if len(cfg.Upstreams) == 0 {
-			return &config.FieldError{Field: "upstream", Reason: "is required"}
-		}
 		log := newLogger(c.ErrOrStderr(), cfg)
 		p, err := proxy.New(cfg, log)
 		if err != nil {

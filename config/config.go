@@ -91,6 +91,9 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string {
+	if e.Value == "" {
+		return e.Field + " " + e.Reason
+	}
 	return fmt.Sprintf("%s: %q %s", e.Field, e.Value, e.Reason)
 }
 
@@ -104,7 +107,7 @@ func invalid(field, value, reason string) error {
 // Validate reports the first field that cannot work, naming it and its value.
 // It does not require Upstreams: commands that embed a backend fill it later.
 func (c *Config) Validate() error {
-	host, port, err := net.SplitHostPort(c.Listen)
+	_, port, err := net.SplitHostPort(c.Listen)
 	if err != nil {
 		return invalid("listen", c.Listen, "is not HOST:PORT")
 	}
@@ -112,7 +115,6 @@ func (c *Config) Validate() error {
 	if err != nil || lport < 0 || lport > 65535 {
 		return invalid("listen", c.Listen, "has no valid port")
 	}
-	_ = host
 	for _, u := range c.Upstreams {
 		if _, p, err := net.SplitHostPort(u); err != nil || p == "" {
 			return invalid("upstream", u, "is not HOST:PORT")

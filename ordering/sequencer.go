@@ -105,9 +105,6 @@ func (s *Sequencer[T]) Len() int { return int(s.tail - s.head) }
 // Connection mode, forwarded means pushed.
 func (s *Sequencer[T]) InFlight() int { return s.inflight }
 
-// Bytes returns the bytes held (see Hold).
-func (s *Sequencer[T]) Bytes() int64 { return s.bytes }
-
 // Hold records n more bytes held by the connection; Free releases them.
 func (s *Sequencer[T]) Hold(n int) { s.bytes += int64(n) }
 
@@ -123,9 +120,6 @@ func (s *Sequencer[T]) Full() bool {
 
 // Head returns the oldest sequence number not yet released by Ready.
 func (s *Sequencer[T]) Head() uint64 { return s.head }
-
-// Next returns the sequence number the next Push will assign.
-func (s *Sequencer[T]) Next() uint64 { return s.tail }
 
 // Push adds the next request in arrival order and returns its sequence
 // number. The caller must not push while Full.

@@ -594,16 +594,13 @@ func (c *conn) complete(r *request, resp *wire.Buf) error {
 	}
 	if r.noResp {
 		wire.Put(resp)
-		resp = nil
+		r.resp = noResponse
 		if r.failed != nil && c.poisoned == nil {
 			c.poison, c.poisoned = r.seq, r.failed
 		}
 	} else {
 		c.seq.Hold(len(resp.B))
-	}
-	r.resp = resp
-	if r.noResp {
-		r.resp = noResponse
+		r.resp = resp
 	}
 	c.dispatchLocked()
 	async := !c.flushing && len(c.outq) > 0

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/hostile"
 	"github.com/inorder-proxy/inorder/proxy"
 )
 
@@ -161,4 +162,21 @@ func checkNoProxyGoroutines(t testing.TB) {
 	if leaked != "" {
 		t.Errorf("goroutines left after Close:\n%s", leaked)
 	}
+}
+
+// newReorderer starts a backend that answers pipelined requests in
+// completion order after a random delay in [min, max], with topic seeded
+// with one partition, and closes it when the test ends.
+func newReorderer(t testing.TB, min, max time.Duration, topic string) *hostile.Reorderer {
+	t.Helper()
+	b, err := hostile.NewReorderer(hostile.ReordererConfig{
+		MinDelay:  min,
+		MaxDelay:  max,
+		KfakeOpts: []kfake.Opt{kfake.SeedTopics(1, topic)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }

@@ -93,17 +93,11 @@ func (t *nodeTable) MapNode(id int32, host string, port int32) (string, int32, e
 		}
 		lport = t.base + int(id)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(t.p.listenHost, strconv.Itoa(lport)))
+	n, err := t.open("node", id, lport, addr)
 	if err != nil {
-		return "", 0, fmt.Errorf("%w: node %d on port %d: %v", ErrNodePort, id, lport, err)
-	}
-	n := &node{id: id, port: int32(ln.Addr().(*net.TCPAddr).Port), upstream: addr}
-	if err := t.p.serveTarget(ln, t.target(n)); err != nil {
-		ln.Close()
 		return "", 0, err
 	}
 	t.nodes[id] = n
-	t.p.log.Info("node listener open", "node", id, "listen", ln.Addr().String(), "upstream", addr)
 	return t.p.advHost, n.port, nil
 }
 
@@ -120,18 +114,28 @@ func (t *nodeTable) MapController(id int32, host string, port int32) (string, in
 	if len(t.controllers) >= maxNodes {
 		return "", 0, fmt.Errorf("%w: controller %d: the upstream named more than %d controller endpoints", ErrNodePort, id, maxNodes)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(t.p.listenHost, "0"))
+	n, err := t.open("controller", id, 0, addr)
 	if err != nil {
-		return "", 0, fmt.Errorf("%w: controller %d: %v", ErrNodePort, id, err)
+		return "", 0, err
+	}
+	t.controllers[addr] = n
+	return t.p.advHost, n.port, nil
+}
+
+// open listens on port (0: a free one) of the listen host and serves
+// connections to upstream addr there. The caller holds t.mu.
+func (t *nodeTable) open(role string, id int32, port int, addr string) (*node, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(t.p.listenHost, strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s %d on port %d: %v", ErrNodePort, role, id, port, err)
 	}
 	n := &node{id: id, port: int32(ln.Addr().(*net.TCPAddr).Port), upstream: addr}
 	if err := t.p.serveTarget(ln, t.target(n)); err != nil {
 		ln.Close()
-		return "", 0, err
+		return nil, err
 	}
-	t.controllers[addr] = n
-	t.p.log.Info("controller listener open", "node", id, "listen", ln.Addr().String(), "upstream", addr)
-	return t.p.advHost, n.port, nil
+	t.p.log.Info(role+" listener open", "node", id, "listen", ln.Addr().String(), "upstream", addr)
+	return n, nil
 }
 
 // fetchBrokers asks the upstream for its brokers with a metadata request

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/hostile"
 	"github.com/inorder-proxy/inorder/internal/pipeprobe"
@@ -21,15 +19,7 @@ import (
 func TestReorderingBackend(t *testing.T) {
 	const n = 300
 	newBackend := func(t *testing.T, topic string) *hostile.Reorderer {
-		b, err := hostile.NewReorderer(hostile.ReordererConfig{
-			MaxDelay:  2 * time.Millisecond,
-			KfakeOpts: []kfake.Opt{kfake.SeedTopics(1, topic)},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		return b
+		return newReorderer(t, 0, 2*time.Millisecond, topic)
 	}
 	readLog := func(t *testing.T, b *hostile.Reorderer, topic string) []string {
 		vals, err := pipeprobe.ReadPartition(testContext(t, 30*time.Second), b.KfakeAddr(), topic, 0, pipeprobe.PinTo(b.KfakeAddr()))
@@ -94,14 +84,7 @@ func TestReorderingBackend(t *testing.T) {
 // TestBackpressure bounds a connection to 3 requests in flight: a client
 // pipelining 200 still gets every response, in order.
 func TestBackpressure(t *testing.T) {
-	b, err := hostile.NewReorderer(hostile.ReordererConfig{
-		MaxDelay:  time.Millisecond,
-		KfakeOpts: []kfake.Opt{kfake.SeedTopics(1, "bp")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newReorderer(t, 0, time.Millisecond, "bp")
 	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
 		p := startProxy(t, mode, []string{b.Addr()}, func(c *config.Config) { c.MaxInFlight = 3 })
 		res, err := pipeprobe.ProducePipelined(testContext(t, 60*time.Second), p.Addr(), "bp", 0, 200, pipeprobe.Options{})

@@ -41,7 +41,6 @@ type request struct {
 	noResp    bool  // the client expects no response (acks=0)
 	forcedAck bool  // acks=0 forwarded as acks=1 to learn when it is accepted
 	failed    error // the upstream rejected a forced-ack produce
-	keys      [4]ordering.Key
 }
 
 var requestPool = sync.Pool{New: func() any { return new(request) }}
@@ -80,6 +79,16 @@ func (c *conn) decoder() *decoder {
 	return c.dec
 }
 
+// served reports whether the upstream serves h's key and version, when the
+// proxy was limited by WithVersions.
+func (p *Proxy) served(h wire.RequestHeader) bool {
+	if p.versions == nil {
+		return true
+	}
+	max, ok := p.versions(h.Key)
+	return ok && h.Version <= max
+}
+
 // parseRequest reads the header of buf, decides how the request is
 // ordered, and makes the changes the proxy must make before forwarding.
 // An error closes the connection.
@@ -91,10 +100,8 @@ func (c *conn) parseRequest(buf *wire.Buf) (*request, error) {
 		}
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
-	if c.p.versions != nil && h.Key != keyApiVersions {
-		if max, ok := c.p.versions(h.Key); !ok || h.Version > max {
-			return nil, fmt.Errorf("%w: %s v%d is not served by the upstream", ErrBadRequest, kmsg.NameForKey(h.Key), h.Version)
-		}
+	if h.Key != keyApiVersions && !c.p.served(h) {
+		return nil, fmt.Errorf("%w: %s v%d is not served by the upstream", ErrBadRequest, kmsg.NameForKey(h.Key), h.Version)
 	}
 	r := getRequest()
 	r.hdr, r.frame = h, buf
@@ -120,13 +127,8 @@ func (c *conn) parseRequest(buf *wire.Buf) (*request, error) {
 // frame, which also gives a malformed request its precise error.
 func (c *conn) spliceable(head *wire.Buf, size int32) *request {
 	h, err := wire.ParseRequestHeader(head.B)
-	if err != nil || h.Key != keyProduce {
+	if err != nil || h.Key != keyProduce || !c.p.served(h) {
 		return nil
-	}
-	if c.p.versions != nil {
-		if max, ok := c.p.versions(h.Key); !ok || h.Version > max {
-			return nil
-		}
 	}
 	acks, _, err := produceAcks(head.B[h.Body:], h.Version, h.Flexible())
 	if err != nil {
@@ -264,14 +266,11 @@ func (c *conn) unsupportedApiVersions(buf *wire.Buf, h wire.RequestHeader) *requ
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
 	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: keyApiVersions, MinVersion: 0, MaxVersion: max}}
+	wire.Put(buf)
 	r := getRequest()
 	r.hdr = h
-	r.frame = buf
 	r.ord = ordering.Request{Kind: ordering.Barrier}
-	out := wire.AppendResponse(nil, h.Correlation, false, resp.AppendTo)
-	r.local = &wire.Buf{B: out}
-	wire.Put(buf)
-	r.frame = nil
+	r.local = &wire.Buf{B: wire.AppendResponse(nil, h.Correlation, false, resp.AppendTo)}
 	return r
 }
 

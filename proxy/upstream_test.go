@@ -97,15 +97,7 @@ func TestUpstreamRefused(t *testing.T) {
 // in flight upstream: every response still reaches the client, in order,
 // new connections are refused, and Shutdown returns within the grace.
 func TestShutdownDrains(t *testing.T) {
-	b, err := hostile.NewReorderer(hostile.ReordererConfig{
-		MinDelay:  200 * time.Millisecond,
-		MaxDelay:  400 * time.Millisecond,
-		KfakeOpts: []kfake.Opt{kfake.SeedTopics(1, "t")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newReorderer(t, 200*time.Millisecond, 400*time.Millisecond, "t")
 	p := startProxy(t, config.OrderingConnection, []string{b.Addr()}, nil)
 	ctx := testContext(t, 30*time.Second)
 
@@ -146,15 +138,7 @@ func TestShutdownDrains(t *testing.T) {
 // TestShutdownGraceExpires checks that Shutdown cuts connections whose
 // responses do not arrive within the grace period.
 func TestShutdownGraceExpires(t *testing.T) {
-	b, err := hostile.NewReorderer(hostile.ReordererConfig{
-		MinDelay:  20 * time.Second,
-		MaxDelay:  20 * time.Second,
-		KfakeOpts: []kfake.Opt{kfake.SeedTopics(1, "t")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newReorderer(t, 20*time.Second, 20*time.Second, "t")
 	p := startProxy(t, config.OrderingConnection, []string{b.Addr()}, nil)
 	ctx := testContext(t, 30*time.Second)
 	done := make(chan error, 1)
