@@ -1,7 +1,10 @@
 // Readiness check: connects to the bootstrap address and sends a metadata
 // request (Admin.describeCluster) until the expected number of brokers is
-// registered, or the deadline passes. Run with Kafka's classpath:
-//   java -cp "$KAFKA_LIBS/*" KafkaReady.java 127.0.0.1:19092 1 60
+// registered, or the deadline passes. An optional fourth argument names a
+// client properties file (security settings of the secure modes). Run with
+// Kafka's classpath:
+//   java -cp "$KAFKA_LIBS/*" KafkaReady.java 127.0.0.1:19092 1 60 [client.properties]
+import java.io.FileReader;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
@@ -14,6 +17,9 @@ public class KafkaReady {
         int expected = Integer.parseInt(args[1]);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(Long.parseLong(args[2]));
         Properties p = new Properties();
+        if (args.length > 3) {
+            try (FileReader r = new FileReader(args[3])) { p.load(r); }
+        }
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "3000");
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "5000");

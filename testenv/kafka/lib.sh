@@ -6,6 +6,10 @@
 #   single node  : node.id 1, broker 127.0.0.1:19092, controller 127.0.0.1:19093
 #   three nodes  : node.id 1,2,3, brokers 127.0.0.1:29092,29093,29094,
 #                  controllers 127.0.0.1:29192,29193,29194
+#   secure       : node.id 1, SASL_SSL 127.0.0.1:23092, controller 23192,
+#                  inter-broker PLAINTEXT 23292
+#   secure-cluster: node.id 1,2,3, SASL_SSL 127.0.0.1:24092-24094,
+#                  controllers 24192-24194, inter-broker PLAINTEXT 24292-24294
 
 TESTENV_KAFKA_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
@@ -24,23 +28,55 @@ SINGLE_BROKER_PORT=19092
 SINGLE_CONTROLLER_PORT=19093
 CLUSTER_BROKER_BASE=29091     # node N -> 29091+N
 CLUSTER_CONTROLLER_BASE=29191 # node N -> 29191+N
+SECURE_BASE=23091             # secure: node N -> SASL_SSL 23091+N, controller +100, inter-broker +200
+SECURE_CLUSTER_BASE=24091     # secure-cluster: the same layout from 24091+N
+
+# Test-only SCRAM/PLAIN users of the secure modes (documented in README.md):
+# "client" is what clients use, "inorder" what the proxy authenticates as.
+SECURE_USERS="client inorder"
+SECURE_MECHANISMS="SCRAM-SHA-256 SCRAM-SHA-512 PLAIN"
+secure_password() { echo "$1-secret"; }
 
 klog() { printf '[testenv/kafka %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
 # mode -> node ids
 mode_nodes() {
   case "$1" in
-    single) echo 1 ;;
-    cluster) echo 1 2 3 ;;
-    *) klog "unknown mode '$1' (single|cluster)"; return 2 ;;
+    single|secure) echo 1 ;;
+    cluster|secure-cluster) echo 1 2 3 ;;
+    *) klog "unknown mode '$1' (single|cluster|secure|secure-cluster)"; return 2 ;;
   esac
 }
+mode_secure() { case "$1" in secure|secure-cluster) return 0 ;; esac; return 1; }
+mode_multi() { case "$1" in cluster|secure-cluster) return 0 ;; esac; return 1; }
+ALL_MODES="single cluster secure secure-cluster"
 
 broker_port() { # mode node
-  if [ "$1" = single ]; then echo $SINGLE_BROKER_PORT; else echo $((CLUSTER_BROKER_BASE + $2)); fi
+  case "$1" in
+    single) echo $SINGLE_BROKER_PORT ;;
+    cluster) echo $((CLUSTER_BROKER_BASE + $2)) ;;
+    secure) echo $((SECURE_BASE + $2)) ;;
+    secure-cluster) echo $((SECURE_CLUSTER_BASE + $2)) ;;
+  esac
 }
 controller_port() { # mode node
-  if [ "$1" = single ]; then echo $SINGLE_CONTROLLER_PORT; else echo $((CLUSTER_CONTROLLER_BASE + $2)); fi
+  case "$1" in
+    single) echo $SINGLE_CONTROLLER_PORT ;;
+    cluster) echo $((CLUSTER_CONTROLLER_BASE + $2)) ;;
+    secure) echo $((SECURE_BASE + 100 + $2)) ;;
+    secure-cluster) echo $((SECURE_CLUSTER_BASE + 100 + $2)) ;;
+  esac
+}
+# The plaintext inter-broker listener of the secure modes (none otherwise).
+internal_port() { # mode node
+  case "$1" in
+    secure) echo $((SECURE_BASE + 200 + $2)) ;;
+    secure-cluster) echo $((SECURE_CLUSTER_BASE + 200 + $2)) ;;
+  esac
+}
+# Every port a node listens on.
+node_ports() { # mode node
+  broker_port "$1" "$2"; controller_port "$1" "$2"; internal_port "$1" "$2"
 }
 
 # Comma-separated bootstrap list for a mode.
@@ -85,17 +121,23 @@ write_node_config() { # mode node dir
   for m in $(mode_nodes "$mode"); do
     voters="${voters:+$voters,}$m@127.0.0.1:$(controller_port "$mode" "$m")"
   done
-  if [ "$mode" = cluster ]; then rf=3; minisr=2; fi
+  if mode_multi "$mode"; then rf=3; minisr=2; fi
   mkdir -p "$dir/data" "$dir/logs"
-  cat >"$dir/server.properties" <<EOF
+  if mode_secure "$mode"; then
+    secure_listeners "$mode" "$n" "$(dirname "$dir")/secrets"
+  else
+    cat <<EOF
+listeners=PLAINTEXT://127.0.0.1:$(broker_port "$mode" "$n"),CONTROLLER://127.0.0.1:$(controller_port "$mode" "$n")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(broker_port "$mode" "$n")
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+EOF
+  fi >"$dir/listeners.properties"
+  cat - "$dir/listeners.properties" >"$dir/server.properties" <<EOF
 process.roles=broker,controller
 node.id=$n
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$(broker_port "$mode" "$n"),CONTROLLER://127.0.0.1:$(controller_port "$mode" "$n")
-advertised.listeners=PLAINTEXT://127.0.0.1:$(broker_port "$mode" "$n")
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 log.dirs=$dir/data
 num.partitions=1
 default.replication.factor=$rf
@@ -154,3 +196,98 @@ show_logs() { # mode
 }
 
 pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+
+# ------------------------------------------------------------ secure modes
+# Listener settings of a secure-mode node: SASL_SSL for clients (SCRAM-SHA-256,
+# SCRAM-SHA-512, PLAIN, unsecured OAUTHBEARER), PLAINTEXT on loopback between
+# the nodes and to the controllers.
+secure_listeners() { # mode node secretsdir
+  local mode=$1 n=$2 s=$3 plain="" u
+  for u in $SECURE_USERS; do plain="$plain user_$u=\"$(secure_password "$u")\""; done
+  cat <<EOF
+listeners=SASL_SSL://127.0.0.1:$(broker_port "$mode" "$n"),INTERNAL://127.0.0.1:$(internal_port "$mode" "$n"),CONTROLLER://127.0.0.1:$(controller_port "$mode" "$n")
+advertised.listeners=SASL_SSL://127.0.0.1:$(broker_port "$mode" "$n"),INTERNAL://127.0.0.1:$(internal_port "$mode" "$n")
+inter.broker.listener.name=INTERNAL
+listener.security.protocol.map=SASL_SSL:SASL_SSL,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT
+sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN,OAUTHBEARER
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$plain;
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="inorder";
+ssl.keystore.type=PEM
+ssl.keystore.location=$s/broker.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$s/ca.crt
+listener.name.sasl_ssl.ssl.client.auth=requested
+connections.max.reauth.ms=${KAFKA_REAUTH_MS:-0}
+EOF
+}
+
+# --add-scram arguments of `kafka-storage format`: every user, both SCRAM mechanisms.
+secure_scram_args() {
+  local u m
+  for u in $SECURE_USERS; do
+    for m in SCRAM-SHA-256 SCRAM-SHA-512; do
+      printf '%s\n' --add-scram "$m=[name=$u,password=$(secure_password "$u")]"
+    done
+  done
+}
+
+# Makes a throw-away CA, a broker certificate (loopback SANs and
+# kafka.inorder.test) and a client certificate with openssl; keys are
+# unencrypted PKCS#8 PEM, as Kafka's PEM key stores require.
+make_secrets() { # dir
+  local s=$1
+  command -v openssl >/dev/null || { klog "openssl not found (needed for the secure modes)"; return 1; }
+  mkdir -p "$s" && chmod 700 "$s"
+  (
+    cd "$s" || exit 1
+    set -e
+    key() { openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1" 2>/dev/null; chmod 600 "$1"; }
+    key ca.key
+    printf '%s\n' basicConstraints=critical,CA:TRUE keyUsage=critical,keyCertSign,cRLSign subjectKeyIdentifier=hash >ca.ext
+    openssl req -new -key ca.key -subj "/CN=inorder testenv CA" -out ca.csr
+    openssl x509 -req -in ca.csr -signkey ca.key -days 30 -extfile ca.ext -out ca.crt 2>/dev/null
+    printf '%s\n' basicConstraints=CA:FALSE keyUsage=critical,digitalSignature,keyEncipherment \
+      extendedKeyUsage=serverAuth,clientAuth "subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost,DNS:kafka.inorder.test" >broker.ext
+    printf '%s\n' basicConstraints=CA:FALSE keyUsage=critical,digitalSignature,keyEncipherment \
+      extendedKeyUsage=clientAuth >client.ext
+    for name in broker client; do
+      key $name.key
+      openssl req -new -key $name.key -subj "/CN=$([ $name = broker ] && echo kafka.inorder.test || echo client)" -out $name.csr
+      openssl x509 -req -in $name.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -extfile $name.ext -out $name.crt 2>/dev/null
+    done
+    cat broker.key broker.crt >broker.pem && chmod 600 broker.pem
+    rm -f ./*.csr ./*.ext ca.srl
+  )
+}
+
+# Files a client or test of a secure mode uses, next to the certificates:
+# <user>.password (0600), client.properties (Java client, SCRAM-SHA-512 as
+# "client") and env (shell assignments, see README.md).
+write_secure_client_files() { # mode secretsdir bootstrap
+  local mode=$1 s=$2 boot=$3 u
+  for u in $SECURE_USERS; do
+    (umask 077; printf '%s' "$(secure_password "$u")" >"$s/$u.password")
+  done
+  cat >"$s/client.properties" <<EOF
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="client" password="$(secure_password client)";
+ssl.truststore.type=PEM
+ssl.truststore.location=$s/ca.crt
+EOF
+  cat >"$s/env" <<EOF
+INORDER_SECURE_KAFKA=$boot
+INORDER_SECURE_KAFKA_MODE=$mode
+INORDER_SECURE_KAFKA_CA=$s/ca.crt
+INORDER_SECURE_KAFKA_CLIENT_CERT=$s/client.crt
+INORDER_SECURE_KAFKA_CLIENT_KEY=$s/client.key
+INORDER_SECURE_KAFKA_SERVER_NAME=kafka.inorder.test
+INORDER_SECURE_KAFKA_MECHANISMS=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN,OAUTHBEARER
+INORDER_SECURE_KAFKA_USER=client
+INORDER_SECURE_KAFKA_PASSWORD_FILE=$s/client.password
+INORDER_SECURE_KAFKA_PROXY_USER=inorder
+INORDER_SECURE_KAFKA_PROXY_PASSWORD_FILE=$s/inorder.password
+EOF
+}

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Stops the Kafka started by start.sh: `stop.sh single|cluster|all`.
+# Stops the Kafka started by start.sh: `stop.sh single|cluster|secure|secure-cluster|all`.
 # SIGTERM to each node, waits up to $KAFKA_STOP_TIMEOUT s, then SIGKILL.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 mode="${1:-all}"
-[ "$mode" = all ] && modes="single cluster" || modes="$mode"
+[ "$mode" = all ] && modes="$ALL_MODES" || modes="$mode"
 rc=0
 for m in $modes; do
   pids=()
