@@ -35,6 +35,13 @@
 // make their writes wait for each other: a collision can cost overlap, never
 // order.
 //
+// Bounded state and work: a Write with more than MaxWriteKeys keys is
+// sequenced as a Barrier, which keeps the same order without a key per
+// partition; the keys of live writes are counted (KeyStateBytes each) in
+// the bytes that Full compares with the connection's bound; and in None
+// mode Push, Dispatch and Complete cost time proportional to the requests
+// and keys they touch or release, never a rescan of everything pending.
+//
 // A request pushed with NoResponse (a Produce with acks=0) takes part in
 // ordering but yields nothing from Ready; in Connection mode the proxy does
 // not push it at all, so it leaves no state behind.

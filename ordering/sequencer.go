@@ -31,11 +31,25 @@ const (
 // Key identifies what a write touches; see the package comment.
 type Key uint64
 
+// MaxWriteKeys is the most keys a Write may hold in None mode. A Write
+// with more is sequenced as a Barrier: it waits for everything before it
+// and nothing overlaps it, which keeps the same order with no per-key
+// state. Callers computing keys may stop at MaxWriteKeys+1.
+const MaxWriteKeys = 1000
+
+// KeyStateBytes is what one key of a None-mode Write costs the sequencer
+// while the write is live (its copy of the key, its place in the key's wait
+// queue and its share of the key map), counted in the bytes that Full
+// compares with the bound.
+const KeyStateBytes = 64
+
 // Request describes one request to Push.
 type Request struct {
 	Kind Kind
-	// Keys is what a Write touches; copied by Push. A Write with no keys
-	// touches nothing and never waits for another write.
+	// Keys is what a Write touches (partitions written or committed);
+	// copied by Push, duplicates allowed. A Write with no keys touches
+	// nothing and never waits for another write. Ignored for a Barrier
+	// and in Connection mode.
 	Keys []Key
 	// NoResponse marks a request whose client expects no response.
 	NoResponse bool
@@ -61,16 +75,47 @@ const (
 	stateCompleted
 )
 
+// noSeq ends a key's wait queue.
+const noSeq = ^uint64(0)
+
+// link is a write's place in the wait queue of one of its keys: the next
+// write waiting on the same key, and that key's index in the next write's
+// keys.
+type link struct {
+	next    uint64
+	nextIdx uint32
+}
+
+// keyTail is the last write queued on a key, and the key's index in it.
+type keyTail struct {
+	seq uint64
+	idx uint32
+}
+
 type slot[T any] struct {
 	val    T
-	keys   []Key
+	keys   []Key  // distinct once registered
+	links  []link // parallel to keys once registered
+	waits  int    // keys on which an earlier write is still queued
 	kind   Kind
 	state  state
 	noResp bool
 }
 
+// keepKeys is the key capacity a ring slot keeps for reuse; a slot that
+// held a larger write gives its slices back, so a burst of wide writes does
+// not pin memory the byte count no longer shows.
+const keepKeys = 64
+
 // Sequencer orders one connection's requests and responses. It is not safe
 // for concurrent use; the zero value is not usable, use New.
+//
+// In None mode the cost of every call is proportional to the requests and
+// keys it touches: each key has a FIFO of the live writes that share it
+// (linked through the writes' slots), a write counts the queues it is not
+// yet at the head of, and completing a write hands each of its keys to the
+// next waiter, which is ready when its count reaches zero. Requests behind
+// an unfinished barrier are not queued on keys at all until it completes.
 type Sequencer[T any] struct {
 	mode Mode
 
@@ -79,15 +124,42 @@ type Sequencer[T any] struct {
 
 	maxInFlight int
 	maxBytes    int64
-	bytes       int64
+	bytes       int64 // held by Hold, released by Free
+	keyBytes    int64 // KeyStateBytes per key of the live writes
 
-	// None mode state.
-	pending  []uint64      // pushed, not yet forwarded, in seq order
-	inflight int           // forwarded, not completed
-	barrier  bool          // a barrier is forwarded and not completed
-	keys     map[Key]int32 // forwarded, uncompleted writes per key
-	blocked  map[Key]struct{}
+	inflight int // forwarded, not completed
+
+	// Connection mode: pushed, not yet forwarded, in seq order.
+	pending []uint64
+
+	// None mode state. The active epoch is every request before the
+	// first barrier that has not completed; later holds that barrier and
+	// everything pushed after it, in seq order.
+	ready     fifo            // active writes that may be forwarded
+	later     fifo            // not yet active
+	active    int             // active writes not yet completed
+	barrier   bool            // a barrier is forwarded and not completed
+	keyQueues map[Key]keyTail // live writes per key: the last one queued
 }
+
+// fifo is a queue of sequence numbers that reuses its array.
+type fifo struct {
+	s   []uint64
+	off int
+}
+
+func (q *fifo) push(seq uint64) { q.s = append(q.s, seq) }
+func (q *fifo) len() int        { return len(q.s) - q.off }
+func (q *fifo) front() uint64   { return q.s[q.off] }
+func (q *fifo) pop() uint64 {
+	seq := q.s[q.off]
+	q.off++
+	if q.off == len(q.s) {
+		q.s, q.off = q.s[:0], 0
+	}
+	return seq
+}
+func (q *fifo) reset() { q.s, q.off = q.s[:0], 0 }
 
 // New returns a sequencer in mode that reports Full once maxInFlight
 // requests are live or maxBytes are held.
@@ -111,11 +183,25 @@ func (s *Sequencer[T]) Hold(n int) { s.bytes += int64(n) }
 // Free releases n bytes recorded by Hold.
 func (s *Sequencer[T]) Free(n int) { s.bytes -= int64(n) }
 
+// Bytes returns what the connection holds: the bytes recorded by Hold and
+// the state of the keys of live writes.
+func (s *Sequencer[T]) Bytes() int64 { return s.bytes + s.keyBytes }
+
+// StateBytes returns the key state Push would hold for r, so that a caller
+// keeping a wider account can charge it too. It is released when the write
+// completes.
+func (s *Sequencer[T]) StateBytes(r Request) int {
+	if s.mode != None || r.Kind != Write || len(r.Keys) > MaxWriteKeys {
+		return 0
+	}
+	return len(r.Keys) * KeyStateBytes
+}
+
 // Full reports whether the connection must stop reading: too many live
 // requests, or more bytes held than allowed while anything is live.
 func (s *Sequencer[T]) Full() bool {
 	live := s.Len()
-	return live >= s.maxInFlight || (live > 0 && s.bytes >= s.maxBytes)
+	return live >= s.maxInFlight || (live > 0 && s.Bytes() >= s.maxBytes)
 }
 
 // Head returns the oldest sequence number not yet released by Ready.
@@ -132,11 +218,63 @@ func (s *Sequencer[T]) Push(r Request, v T) uint64 {
 	sl := &s.ring[seq&uint64(len(s.ring)-1)]
 	sl.val = v
 	sl.kind = r.Kind
-	sl.keys = append(sl.keys[:0], r.Keys...)
 	sl.noResp = r.NoResponse
 	sl.state = statePending
-	s.pending = append(s.pending, seq)
+	sl.waits = 0
+	sl.keys = sl.keys[:0]
+	if s.mode == Connection {
+		s.pending = append(s.pending, seq)
+		return seq
+	}
+	if sl.kind == Write && len(r.Keys) > MaxWriteKeys {
+		sl.kind = Barrier
+	}
+	if sl.kind == Write {
+		sl.keys = append(sl.keys, r.Keys...)
+		s.keyBytes += int64(len(sl.keys)) * KeyStateBytes
+	}
+	if sl.kind == Write && s.later.len() == 0 && !s.barrier {
+		s.activate(seq, sl)
+	} else {
+		s.later.push(seq)
+	}
 	return seq
+}
+
+// activate queues a write on each of its keys, dropping duplicate keys,
+// and makes it ready if it is at the head of every queue.
+func (s *Sequencer[T]) activate(seq uint64, sl *slot[T]) {
+	s.active++
+	if s.keyQueues == nil && len(sl.keys) > 0 {
+		s.keyQueues = make(map[Key]keyTail)
+	}
+	if cap(sl.links) < len(sl.keys) {
+		sl.links = make([]link, len(sl.keys))
+	}
+	sl.links = sl.links[:len(sl.keys)]
+	kept := 0
+	for _, k := range sl.keys {
+		last, queued := s.keyQueues[k]
+		if queued && last.seq == seq {
+			continue // a duplicate within this write
+		}
+		i := uint32(kept)
+		sl.keys[kept] = k
+		sl.links[kept] = link{next: noSeq}
+		kept++
+		if queued {
+			prev := s.slot(last.seq)
+			prev.links[last.idx] = link{next: seq, nextIdx: i}
+			sl.waits++
+		}
+		s.keyQueues[k] = keyTail{seq: seq, idx: i}
+	}
+	s.keyBytes -= int64(len(sl.keys)-kept) * KeyStateBytes
+	sl.keys = sl.keys[:kept]
+	sl.links = sl.links[:kept]
+	if sl.waits == 0 {
+		s.ready.push(seq)
+	}
 }
 
 func (s *Sequencer[T]) grow() {
@@ -183,11 +321,10 @@ func (s *Sequencer[T]) Lookup(low31 int32) (uint64, bool) {
 }
 
 // Dispatch appends to dst every pending request that may now be forwarded,
-// in the order they must be written upstream, and marks them forwarded.
+// and marks them forwarded. In Connection mode they come in sequence order;
+// in None mode writes come in the order they became free to go (writes
+// returned by one call share no key), and a barrier comes alone.
 func (s *Sequencer[T]) Dispatch(dst []T) []T {
-	if len(s.pending) == 0 {
-		return dst
-	}
 	if s.mode == Connection {
 		for _, seq := range s.pending {
 			sl := s.slot(seq)
@@ -198,64 +335,21 @@ func (s *Sequencer[T]) Dispatch(dst []T) []T {
 		s.pending = s.pending[:0]
 		return dst
 	}
-	if s.barrier {
-		return dst
-	}
-	if s.blocked == nil {
-		s.blocked = make(map[Key]struct{})
-	}
-	clear(s.blocked)
-	kept := s.pending[:0]
-	for i, seq := range s.pending {
-		sl := s.slot(seq)
-		if sl.kind == Barrier {
-			if len(kept) == 0 && s.inflight == 0 {
-				s.forward(sl)
-				s.barrier = true
-				dst = append(dst, sl.val)
-				kept = append(kept, s.pending[i+1:]...)
-			} else {
-				kept = append(kept, s.pending[i:]...)
-			}
-			break
-		}
-		if s.conflicts(sl.keys) {
-			for _, k := range sl.keys {
-				s.blocked[k] = struct{}{}
-			}
-			kept = append(kept, seq)
-			continue
-		}
-		s.forward(sl)
+	for s.ready.len() > 0 {
+		sl := s.slot(s.ready.pop())
+		sl.state = stateForwarded
+		s.inflight++
 		dst = append(dst, sl.val)
 	}
-	s.pending = kept
+	if s.active == 0 && !s.barrier && s.later.len() > 0 {
+		// Only a barrier can head later while nothing is active.
+		sl := s.slot(s.later.pop())
+		sl.state = stateForwarded
+		s.inflight++
+		s.barrier = true
+		dst = append(dst, sl.val)
+	}
 	return dst
-}
-
-func (s *Sequencer[T]) conflicts(keys []Key) bool {
-	for _, k := range keys {
-		if _, ok := s.blocked[k]; ok {
-			return true
-		}
-		if s.keys[k] > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *Sequencer[T]) forward(sl *slot[T]) {
-	sl.state = stateForwarded
-	s.inflight++
-	if sl.kind == Write && len(sl.keys) > 0 {
-		if s.keys == nil {
-			s.keys = make(map[Key]int32)
-		}
-		for _, k := range sl.keys {
-			s.keys[k]++
-		}
-	}
 }
 
 // Complete records that the upstream answered seq. In None mode this may
@@ -272,20 +366,58 @@ func (s *Sequencer[T]) Complete(seq uint64) error {
 	}
 	sl.state = stateCompleted
 	s.inflight--
-	if s.mode == None {
-		if sl.kind == Barrier {
-			s.barrier = false
-		} else {
-			for _, k := range sl.keys {
-				if n := s.keys[k] - 1; n > 0 {
-					s.keys[k] = n
-				} else {
-					delete(s.keys, k)
-				}
-			}
+	if s.mode == Connection {
+		return nil
+	}
+	if sl.kind == Barrier {
+		s.barrier = false
+		s.activateLater()
+		return nil
+	}
+	s.active--
+	for i, k := range sl.keys {
+		next := sl.links[i]
+		if next.next == noSeq {
+			delete(s.keyQueues, k)
+			continue
+		}
+		w := s.slot(next.next)
+		if w.waits--; w.waits == 0 {
+			s.ready.push(next.next)
 		}
 	}
+	s.keyBytes -= int64(len(sl.keys)) * KeyStateBytes
+	s.shrink(sl)
+	if s.active == 0 {
+		s.activateLater()
+	}
 	return nil
+}
+
+// activateLater makes active the writes that follow a completed barrier,
+// up to the next barrier, which then waits for them.
+func (s *Sequencer[T]) activateLater() {
+	if s.barrier || s.active > 0 {
+		return
+	}
+	for s.later.len() > 0 {
+		seq := s.later.front()
+		sl := s.slot(seq)
+		if sl.kind == Barrier {
+			return
+		}
+		s.later.pop()
+		s.activate(seq, sl)
+	}
+}
+
+// shrink drops the key state of a completed write.
+func (s *Sequencer[T]) shrink(sl *slot[T]) {
+	if cap(sl.keys) > keepKeys {
+		sl.keys, sl.links = nil, nil
+		return
+	}
+	sl.keys, sl.links = sl.keys[:0], sl.links[:0]
 }
 
 // Ready appends to dst, in sequence order, the values of every completed
@@ -316,11 +448,14 @@ func (s *Sequencer[T]) Drain(dst []T) []T {
 		sl := &s.ring[s.head&uint64(len(s.ring)-1)]
 		dst = append(dst, sl.val)
 		sl.val = zero
+		s.shrink(sl)
 	}
 	s.pending = s.pending[:0]
-	s.inflight = 0
+	s.ready.reset()
+	s.later.reset()
+	s.inflight, s.active, s.keyBytes = 0, 0, 0
 	s.barrier = false
-	clear(s.keys)
+	clear(s.keyQueues)
 	return dst
 }
 
@@ -334,9 +469,10 @@ func (s *Sequencer[T]) Leaks() error {
 	if !s.Idle() {
 		return fmt.Errorf("ordering: %d requests live", s.Len())
 	}
-	if len(s.pending) != 0 || s.inflight != 0 || s.barrier || len(s.keys) != 0 || s.bytes != 0 {
-		return fmt.Errorf("ordering: leftover state: pending=%d inflight=%d barrier=%v keys=%d bytes=%d",
-			len(s.pending), s.inflight, s.barrier, len(s.keys), s.bytes)
+	if len(s.pending) != 0 || s.ready.len() != 0 || s.later.len() != 0 || s.inflight != 0 || s.active != 0 ||
+		s.barrier || len(s.keyQueues) != 0 || s.bytes != 0 || s.keyBytes != 0 {
+		return fmt.Errorf("ordering: leftover state: pending=%d ready=%d later=%d inflight=%d active=%d barrier=%v keys=%d bytes=%d keybytes=%d",
+			len(s.pending), s.ready.len(), s.later.len(), s.inflight, s.active, s.barrier, len(s.keyQueues), s.bytes, s.keyBytes)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package ordering
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -336,5 +337,150 @@ func BenchmarkNoneMode12Partitions(b *testing.B) {
 		batch = s.Dispatch(batch[:0])
 		_ = s.Complete(seq)
 		batch = s.Ready(batch[:0])
+	}
+}
+
+func TestWideWriteIsABarrier(t *testing.T) {
+	s := New[int](None, 16, 1<<30)
+	wide := make([]Key, MaxWriteKeys+1)
+	for i := range wide {
+		wide[i] = Key(i + 100)
+	}
+	if n := s.StateBytes(Request{Kind: Write, Keys: wide}); n != 0 {
+		t.Fatalf("a write over the key limit would hold %d bytes of key state", n)
+	}
+	s.Push(Request{Kind: Write, Keys: []Key{1}}, 0)
+	s.Push(Request{Kind: Write, Keys: wide}, 1)
+	s.Push(Request{Kind: Write, Keys: []Key{2}}, 2)
+	if got := s.Dispatch(nil); !equal(got, []int{0}) {
+		t.Fatalf("dispatched %v, want [0]: the wide write waits for every earlier request", got)
+	}
+	if s.Bytes() != 2*KeyStateBytes {
+		t.Fatalf("holds %d bytes, want the key state of the two narrow writes only", s.Bytes())
+	}
+	mustComplete(t, s, 0)
+	if got := s.Dispatch(nil); !equal(got, []int{1}) {
+		t.Fatalf("dispatched %v, want the wide write alone", got)
+	}
+	if got := s.Dispatch(nil); len(got) != 0 {
+		t.Fatalf("dispatched %v while the wide write is in flight", got)
+	}
+	mustComplete(t, s, 1)
+	if got := s.Dispatch(nil); !equal(got, []int{2}) {
+		t.Fatalf("dispatched %v, want [2]", got)
+	}
+	mustComplete(t, s, 2)
+	s.Ready(nil)
+	if err := s.Leaks(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKeyStateCountsTowardsFull(t *testing.T) {
+	keys := make([]Key, 100)
+	for i := range keys {
+		keys[i] = Key(i)
+	}
+	bound := int64(150 * KeyStateBytes)
+	s := New[int](None, 16, bound)
+	r := Request{Kind: Write, Keys: keys}
+	if got := s.StateBytes(r); got != 100*KeyStateBytes {
+		t.Fatalf("StateBytes = %d, want %d", got, 100*KeyStateBytes)
+	}
+	s.Push(r, 0)
+	if s.Full() {
+		t.Fatal("full after one write of 100 keys under a bound of 150")
+	}
+	s.Push(r, 1)
+	if !s.Full() {
+		t.Fatalf("not full holding %d bytes of key state under a bound of %d", s.Bytes(), bound)
+	}
+	s.Dispatch(nil)
+	mustComplete(t, s, 0)
+	if s.Full() {
+		t.Fatal("still full after the first write completed")
+	}
+	if New[int](Connection, 16, 1).StateBytes(r) != 0 {
+		t.Fatal("connection mode holds no key state")
+	}
+}
+
+// pipelineDriver is what benchPipelined drives: the sequencer or the
+// reference.
+type pipelineDriver interface {
+	push(Request) uint64
+	dispatch([]uint64) []uint64
+	complete(uint64)
+}
+
+type seqDriver struct{ s *Sequencer[uint64] }
+
+func (d seqDriver) push(r Request) uint64 { return d.s.Push(r, d.s.tail) }
+func (d seqDriver) dispatch(dst []uint64) []uint64 {
+	dst = d.s.Dispatch(dst)
+	return dst
+}
+func (d seqDriver) complete(seq uint64) {
+	if err := d.s.Complete(seq); err != nil {
+		panic(err)
+	}
+	d.s.Ready(nil)
+}
+
+// benchPipelined measures the cost per request for one client keeping
+// depth writes live, each touching width of partitions partitions (request
+// i starts where i-1 ended, wrapping): each iteration completes the oldest
+// in-flight write and pushes the next. Filling the pipeline is not timed.
+func benchPipelined(b *testing.B, d pipelineDriver, depth, width, partitions int) {
+	var keys [][]Key
+	for i := range partitions / width {
+		ks := make([]Key, width)
+		for j := range ks {
+			ks[j] = Key(i*width + j)
+		}
+		keys = append(keys, ks)
+	}
+	var inflight, batch []uint64
+	next := 0
+	push := func() {
+		d.push(Request{Kind: Write, Keys: keys[next%len(keys)]})
+		next++
+		batch = d.dispatch(batch[:0])
+		inflight = append(inflight, batch...)
+	}
+	for range depth {
+		push()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		slices.Sort(inflight)
+		d.complete(inflight[0])
+		inflight = inflight[1:]
+		batch = d.dispatch(batch[:0])
+		inflight = append(inflight, batch...)
+		push()
+	}
+}
+
+// BenchmarkPipelinedWide prints, side by side, what the per-key wait
+// queues cost per request against the rescanning reference: 512 pipelined
+// writes of 1,000 partitions each over 100,000 partitions, and 64
+// pipelined writes of all 100,000 partitions (which the sequencer turns
+// into barriers).
+func BenchmarkPipelinedWide(b *testing.B) {
+	for _, c := range []struct {
+		name                     string
+		depth, width, partitions int
+	}{
+		{"depth512-width1000-of100k", 512, 1000, 100_000},
+		{"depth64-width100k-of100k", 64, 100_000, 100_000},
+	} {
+		b.Run(c.name+"/reference", func(b *testing.B) {
+			benchPipelined(b, newReference(false), c.depth, c.width, c.partitions)
+		})
+		b.Run(c.name+"/sequencer", func(b *testing.B) {
+			benchPipelined(b, seqDriver{New[uint64](None, c.depth, 1<<40)}, c.depth, c.width, c.partitions)
+		})
 	}
 }
