@@ -1,0 +1,149 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// readClient reads requests until the client stops, and sequences and
+// forwards each. It returns why it stopped.
+func (c *conn) readClient() error {
+	var lenBuf [4]byte
+	maxReq := c.p.cfg.MaxRequestSize
+	for {
+		if err := c.waitCapacity(); err != nil {
+			return err
+		}
+		size, err := wire.ReadLength(c.client, &lenBuf, wire.MinRequestFrame, maxReq)
+		if err != nil {
+			return c.clientReadError(err)
+		}
+		r, readErr, err := c.readRequest(size, &lenBuf)
+		if readErr != nil {
+			return c.clientReadError(readErr)
+		}
+		if err != nil {
+			c.finishInFlight()
+			return err
+		}
+		c.submit(r)
+	}
+}
+
+// Large produce requests are spliced in connection mode: the proxy reads
+// the first spliceHead bytes, which hold the header and acks, and the
+// kernel moves the records from the client socket to the upstream socket
+// without copying them through the proxy, as a plain TCP relay does.
+const (
+	spliceMin  = 32 << 10
+	spliceHead = 1 << 10
+)
+
+// readRequest reads the request whose length prefix is in lenBuf and parses
+// it. readErr is an error reading the client; err a request the proxy
+// refuses.
+func (c *conn) readRequest(size int32, lenBuf *[4]byte) (r *request, readErr, err error) {
+	if c.splice && size >= spliceMin {
+		head := wire.Get(4 + spliceHead)
+		copy(head.B, lenBuf[:])
+		if err := wire.ReadBody(c.client, head.B[4:]); err != nil {
+			wire.Put(head)
+			return nil, err, nil
+		}
+		if r := c.spliceable(head, size); r != nil {
+			return r, nil, nil
+		}
+		buf := wire.Get(4 + int(size))
+		copy(buf.B, head.B)
+		wire.Put(head)
+		if err := wire.ReadBody(c.client, buf.B[4+spliceHead:]); err != nil {
+			wire.Put(buf)
+			return nil, err, nil
+		}
+		return c.parseFrame(buf)
+	}
+	buf := wire.Get(4 + int(size))
+	copy(buf.B, lenBuf[:])
+	if err := wire.ReadBody(c.client, buf.B[4:]); err != nil {
+		wire.Put(buf)
+		return nil, err, nil
+	}
+	return c.parseFrame(buf)
+}
+
+func (c *conn) parseFrame(buf *wire.Buf) (*request, error, error) {
+	r, err := c.parseRequest(buf)
+	if err != nil {
+		wire.Put(buf)
+		return nil, nil, err
+	}
+	return r, nil, nil
+}
+
+func (c *conn) clientReadError(err error) error {
+	switch {
+	case c.dead.Load():
+		return nil
+	case c.draining.Load():
+		return c.waitIdle()
+	case errors.Is(err, io.EOF):
+		// The client may half-close after pipelining, or close after
+		// acks=0 writes it expects no answer to; Kafka still processes
+		// what it read, so the proxy forwards it and delivers what can
+		// be delivered before closing.
+		c.finishInFlight()
+		return errClientClosed
+	case errors.Is(err, net.ErrClosed):
+		return errClientClosed
+	case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, wire.ErrFrameTooSmall), errors.Is(err, wire.ErrTruncated):
+		c.finishInFlight()
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	return fmt.Errorf("client read: %w", err)
+}
+
+// waitCapacity blocks while the connection holds as much as it may: the
+// client is not read, and TCP pushes back on it.
+func (c *conn) waitCapacity() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.seq.Full() && !c.dead.Load() && !c.draining.Load() {
+		c.cond.Wait()
+	}
+	if c.dead.Load() {
+		return c.reason
+	}
+	return nil
+}
+
+// waitIdle waits, during shutdown, for every in-flight response to be
+// delivered.
+func (c *conn) waitIdle() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !c.seq.Idle() && !c.dead.Load() {
+		c.cond.Wait()
+	}
+	return ErrShutdown
+}
+
+// finishInFlight waits, bounded by eofDrain, for the requests read before
+// the client's EOF or bad frame to complete and their responses to be
+// delivered, so that what was well formed is answered before the close.
+func (c *conn) finishInFlight() {
+	t := time.AfterFunc(eofDrain, func() { c.die(errEOFDrain) })
+	defer t.Stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !c.seq.Idle() && !c.dead.Load() {
+		c.cond.Wait()
+	}
+}

@@ -1,0 +1,185 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// submit sequences r and writes whatever may now go upstream.
+func (c *conn) submit(r *request) {
+	local := false
+	c.mu.Lock()
+	if r.noResp && c.p.mode == ordering.Connection {
+		// A request without a response leaves no state behind: it
+		// only has to be written in order.
+		r.upCorr = noCorrelation
+		c.outq = append(c.outq, r)
+	} else {
+		r.seq = c.seq.Push(r.ord, r)
+		r.upCorr = int32(r.seq & (1<<31 - 1))
+		if r.frame != nil {
+			c.seq.Hold(len(r.frame.B))
+		}
+		local = c.dispatchLocked()
+		c.startReaderLocked()
+	}
+	if r.stream > 0 {
+		// Only this goroutine may move the body still in the client
+		// socket; a flusher stops in front of it and hands it back.
+		for c.flushing && !c.dead.Load() {
+			c.cond.Wait()
+		}
+	}
+	flush := !c.flushing && len(c.outq) > 0
+	if flush {
+		c.flushing = true
+	}
+	c.mu.Unlock()
+	if flush {
+		c.flush(true)
+	}
+	if local {
+		if err := c.deliver(); err != nil {
+			c.die(err)
+		}
+	}
+}
+
+// dispatchLocked moves every request the sequencer releases to the upstream
+// queue; requests the proxy answers itself complete at once, and then it
+// reports true.
+func (c *conn) dispatchLocked() (local bool) {
+	start := len(c.outq)
+	c.outq = c.seq.Dispatch(c.outq)
+	kept := c.outq[:start]
+	for _, r := range c.outq[start:] {
+		if r.local != nil {
+			r.resp = r.local
+			r.local = nil
+			c.seq.Hold(len(r.resp.B))
+			c.seq.Complete(r.seq)
+			local = true
+			continue
+		}
+		kept = append(kept, r)
+	}
+	clear(c.outq[len(kept):])
+	c.outq = kept
+	return local
+}
+
+// flush writes the upstream queue until it is empty, or, unless byReader,
+// until a request whose body must be spliced from the client socket is at
+// its head: that one is left for the client reader. The caller has set
+// c.flushing; flush clears it. Request frames are taken from the queue
+// under the lock and owned by flush from then on, since a fast upstream may
+// answer and release a request before its write call returns.
+func (c *conn) flush(byReader bool) {
+	c.mu.Lock()
+	frames, bufs := c.flushFrames[:0], c.flushBufs[:0]
+	c.mu.Unlock()
+	// The scratch goes back with the flushing flag, under the lock, so
+	// the next flusher never shares it.
+	done := func() {
+		c.flushing = false
+		c.flushFrames, c.flushBufs = frames[:0], bufs[:0]
+		c.cond.Broadcast()
+	}
+	for {
+		c.mu.Lock()
+		if c.dead.Load() || len(c.outq) == 0 {
+			done()
+			c.mu.Unlock()
+			return
+		}
+		frames, bufs = frames[:0], bufs[:0]
+		held, taken, stream := 0, 0, int64(0)
+		for _, r := range c.outq {
+			if r.stream > 0 && !byReader {
+				break
+			}
+			taken++
+			frames = append(frames, r.frame)
+			wire.SetRequestCorrelation(r.frame.B, r.upCorr)
+			bufs = append(bufs, r.frame.B)
+			stream = int64(r.stream)
+			if r.upCorr == noCorrelation {
+				r.frame = nil
+				putRequest(r)
+			} else {
+				held += len(r.frame.B)
+				r.frame = nil
+			}
+			if stream > 0 {
+				// The rest of this request is still in the client
+				// socket: it must follow its head before anything
+				// else is written.
+				break
+			}
+		}
+		if taken == 0 {
+			done()
+			c.mu.Unlock()
+			return
+		}
+		n := copy(c.outq, c.outq[taken:])
+		clear(c.outq[n:])
+		c.outq = c.outq[:n]
+		c.mu.Unlock()
+
+		// WriteTo consumes the slice it is called on; writing a copy
+		// keeps bufs' backing array for the next batch.
+		w := bufs
+		_, err := w.WriteTo(c.up)
+		clear(bufs)
+		if err == nil && stream > 0 {
+			err = c.spliceBody(stream)
+		}
+		for _, f := range frames {
+			wire.Put(f)
+		}
+		clear(frames)
+		c.mu.Lock()
+		c.seq.Free(held)
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		if err != nil {
+			c.mu.Lock()
+			done()
+			c.mu.Unlock()
+			if !errors.Is(err, ErrBadRequest) && !errors.Is(err, ErrShutdown) {
+				err = fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err)
+			}
+			c.die(err)
+			return
+		}
+	}
+}
+
+// spliceBody moves the n bytes of a request body still in the client
+// socket to the upstream. It runs only on the client reader, which alone
+// reads the client; a short body leaves the upstream mid-frame, so any
+// error ends the connection.
+func (c *conn) spliceBody(n int64) error {
+	copied, err := io.CopyN(c.up, c.client, n)
+	switch {
+	case err == nil:
+		return nil
+	case c.draining.Load():
+		return fmt.Errorf("%w: a request was cut mid-body", ErrShutdown)
+	case errors.Is(err, io.EOF) && copied < n:
+		return fmt.Errorf("%w: %v", ErrBadRequest, wire.ErrTruncated)
+	}
+	return err
+}
+
+// flushAsync runs flush on its own goroutine, for callers that must not
+// block on the upstream.
+func (c *conn) flushAsync() {
+	defer c.wg.Done()
+	c.flush(false)
+}

@@ -1,0 +1,183 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// startReaderLocked starts the upstream reader if a forwarded request
+// awaits its response and no reader runs. The reader ends when nothing is
+// in flight, so an idle connection parks one goroutine, not two.
+func (c *conn) startReaderLocked() {
+	if c.reading || c.seq.InFlight() == 0 || c.dead.Load() {
+		return
+	}
+	c.reading = true
+	c.wg.Add(1)
+	go c.readUpstream()
+}
+
+// readUpstream reads responses until nothing is in flight, the upstream
+// fails, or the connection dies, matching each to its request by
+// correlation id.
+func (c *conn) readUpstream() {
+	defer c.wg.Done()
+	if err := c.readUpstreamLoop(); err != nil {
+		c.die(err)
+	}
+}
+
+// idle ends the reader when no forwarded request awaits a response.
+func (c *conn) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seq.InFlight() > 0 && !c.dead.Load() {
+		return false
+	}
+	c.reading = false
+	return true
+}
+
+// upstreamReaders buffer the upstream side while a reader runs, so a small
+// response takes one read call instead of two; large bodies bypass the
+// buffer. Idle connections hold none.
+var upstreamReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+
+func (c *conn) readUpstreamLoop() error {
+	var lenBuf [4]byte
+	maxResp := c.p.cfg.MaxResponseSize
+	rd := upstreamReaders.Get().(*bufio.Reader)
+	rd.Reset(c.up)
+	defer func() {
+		rd.Reset(nil)
+		upstreamReaders.Put(rd)
+	}()
+	for {
+		if c.idle() {
+			if rd.Buffered() > 0 {
+				// Nothing is in flight, so these bytes answer
+				// nothing the proxy sent.
+				return fmt.Errorf("%w: %d bytes with no request in flight", ErrUpstreamProtocol, rd.Buffered())
+			}
+			return nil
+		}
+		buf, err := wire.ReadFrame(rd, &lenBuf, wire.MinResponseFrame, maxResp)
+		if err != nil {
+			if c.dead.Load() {
+				return c.cause()
+			}
+			if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrFrameTooSmall) {
+				return fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
+			}
+			return fmt.Errorf("%w: read: %v", ErrUpstreamFailed, err)
+		}
+		corr := wire.ResponseCorrelation(buf.B)
+		c.mu.Lock()
+		seq, ok := c.seq.Lookup(corr)
+		var r *request
+		if ok {
+			r, _ = c.seq.Get(seq)
+		}
+		c.mu.Unlock()
+		if r == nil || r.resp != nil || r.upCorr != corr {
+			wire.Put(buf)
+			return fmt.Errorf("%w: unexpected correlation id %d", ErrUpstreamProtocol, corr)
+		}
+		resp, err := c.response(r, buf)
+		if err != nil {
+			return err
+		}
+		if err := c.complete(r, resp); err != nil {
+			return err
+		}
+	}
+}
+
+// complete records r's response, releases what the sequencer lets go, and
+// delivers what is ready.
+func (c *conn) complete(r *request, resp *wire.Buf) error {
+	c.mu.Lock()
+	if err := c.seq.Complete(r.seq); err != nil {
+		c.mu.Unlock()
+		wire.Put(resp)
+		return fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
+	}
+	if r.noResp {
+		wire.Put(resp)
+		r.resp = noResponse
+		if r.failed != nil && c.poisoned == nil {
+			c.poison, c.poisoned = r.seq, r.failed
+		}
+	} else {
+		c.seq.Hold(len(resp.B))
+		r.resp = resp
+	}
+	c.dispatchLocked()
+	// In Connection mode every request is released when it is pushed and
+	// the client reader writes it; a completion releases nothing.
+	async := c.p.mode == ordering.None && !c.flushing && len(c.outq) > 0
+	if async {
+		c.flushing = true
+		c.wg.Add(1)
+	}
+	c.mu.Unlock()
+	if async {
+		go c.flushAsync()
+	}
+	return c.deliver()
+}
+
+// noResponse marks a completed request that sends nothing to the client.
+var noResponse = &wire.Buf{}
+
+// deliver writes every response at the head of the sequence to the client.
+// Whoever completes the head calls it; wmu keeps one writer at a time, and
+// since responses leave the sequencer in order under mu and are written in
+// that order under wmu, no interleaving can reorder them.
+func (c *conn) deliver() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for {
+		c.mu.Lock()
+		c.ready = c.seq.Ready(c.ready[:0])
+		var poisoned error
+		if c.poisoned != nil && c.seq.Head() > c.poison {
+			poisoned = c.poisoned
+		}
+		c.mu.Unlock()
+		if len(c.ready) == 0 {
+			if poisoned != nil {
+				return fmt.Errorf("%w: %v", ErrAcksZeroFailed, poisoned)
+			}
+			return nil
+		}
+		c.outBufs = c.outBufs[:0]
+		held := 0
+		for _, r := range c.ready {
+			c.outBufs = append(c.outBufs, r.resp.B)
+			held += len(r.resp.B)
+		}
+		w := c.outBufs
+		_, err := w.WriteTo(c.client)
+		clear(c.outBufs)
+		c.mu.Lock()
+		c.seq.Free(held)
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		for _, r := range c.ready {
+			putRequest(r)
+		}
+		clear(c.ready)
+		if err != nil {
+			if c.dead.Load() {
+				return c.cause()
+			}
+			return fmt.Errorf("%w: client write: %v", errClientClosed, err)
+		}
+	}
+}
