@@ -1,0 +1,108 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// promFactory builds collectors and registers them on one registry.
+type promFactory struct{ reg *prometheus.Registry }
+
+func (f promFactory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f promFactory) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	f.reg.MustRegister(g)
+	return g
+}
+
+func (f promFactory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f promFactory) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(g)
+	return g
+}
+
+func (f promFactory) histogramVec(name, help string, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: LatencyBuckets}, labels)
+	f.reg.MustRegister(h)
+	return h
+}
+
+// closedSet holds one counter per value of a closed label set, resolved
+// when built (so every value is exported from the start, at zero); a value
+// outside the set is counted under the fallback.
+type closedSet[T ~string] struct {
+	by       map[T]prometheus.Counter
+	fallback prometheus.Counter
+}
+
+func newClosedSet[T ~string](vec *prometheus.CounterVec, values []T, fallback T) closedSet[T] {
+	s := closedSet[T]{by: make(map[T]prometheus.Counter, len(values)+1)}
+	for _, v := range values {
+		s.by[v] = vec.WithLabelValues(string(v))
+	}
+	if _, ok := s.by[fallback]; !ok {
+		s.by[fallback] = vec.WithLabelValues(string(fallback))
+	}
+	s.fallback = s.by[fallback]
+	return s
+}
+
+func (s closedSet[T]) get(v T) prometheus.Counter {
+	if c, ok := s.by[v]; ok {
+		return c
+	}
+	return s.fallback
+}
+
+// gaugeCollector exports the state gauges, filled at scrape time by the
+// source function, so that keeping them costs the hot path nothing.
+type gaugeCollector struct {
+	m                                      *Metrics
+	conns, inFlight, held, memUsed, memLim *prometheus.Desc
+	listeners                              *prometheus.Desc
+}
+
+func newGaugeCollector(m *Metrics) *gaugeCollector {
+	return &gaugeCollector{
+		m:         m,
+		conns:     prometheus.NewDesc(NameConnectionsOpen, "Client connections being served.", nil, nil),
+		inFlight:  prometheus.NewDesc(NameRequestsInFlight, "Requests read whose response is not yet written.", nil, nil),
+		held:      prometheus.NewDesc(NameHeldBytes, "Request and response bytes held across all connections.", nil, nil),
+		memUsed:   prometheus.NewDesc(NameMemoryUsed, "Bytes counted against the process-wide memory bound.", nil, nil),
+		memLim:    prometheus.NewDesc(NameMemoryLimit, "The process-wide memory bound; 0 when there is none.", nil, nil),
+		listeners: prometheus.NewDesc(NameListenersOpen, "Node and controller listeners open, by kind.", []string{"kind"}, nil),
+	}
+}
+
+func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{g.conns, g.inFlight, g.held, g.memUsed, g.memLim, g.listeners} {
+		ch <- d
+	}
+}
+
+func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
+	var s Gauges
+	if f := g.m.source.Load(); f != nil {
+		(*f)(&s)
+	}
+	gauge := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	gauge(g.conns, s.ConnectionsOpen)
+	gauge(g.inFlight, s.RequestsInFlight)
+	gauge(g.held, s.HeldBytes)
+	gauge(g.memUsed, s.MemoryUsed)
+	gauge(g.memLim, s.MemoryLimit)
+	gauge(g.listeners, s.NodeListeners, "node")
+	gauge(g.listeners, s.ControllerListeners, "controller")
+}

@@ -1,0 +1,206 @@
+package metrics
+
+// Label values. Each type is a closed set: a value outside its constants is
+// recorded as "other", so no caller can grow the series count by accident.
+// Adding a reason means adding a constant here and to its list below.
+
+// Listener is the kind of listener that accepted a connection.
+type Listener string
+
+// Listener kinds.
+const (
+	ListenerBootstrap  Listener = "bootstrap"
+	ListenerNode       Listener = "node"
+	ListenerController Listener = "controller"
+	ListenerOther      Listener = "other"
+)
+
+var listeners = []Listener{ListenerBootstrap, ListenerNode, ListenerController, ListenerOther}
+
+// CloseReason says why a client connection closed.
+type CloseReason string
+
+// Close reasons.
+const (
+	CloseClientEOF        CloseReason = "client_eof"        // the client closed
+	CloseClientError      CloseReason = "client_error"      // reading or writing the client failed (reset, broken pipe)
+	CloseBadRequest       CloseReason = "bad_request"       // a frame the proxy cannot parse or must not forward
+	CloseIdle             CloseReason = "idle"              // idle timeout
+	CloseReadTimeout      CloseReason = "read_timeout"      // a frame did not arrive whole in time
+	CloseLimit            CloseReason = "limit"             // a bound was exceeded
+	CloseUpstreamFailure  CloseReason = "upstream_failure"  // the upstream refused, reset or closed
+	CloseUpstreamProtocol CloseReason = "upstream_protocol" // the upstream sent what cannot be matched or parsed
+	CloseAcksZeroFailed   CloseReason = "acks0_failed"      // an acks=0 write failed upstream, as Kafka closes
+	CloseTLS              CloseReason = "tls"               // the TLS handshake failed
+	CloseSASL             CloseReason = "sasl"              // authentication failed
+	CloseShutdown         CloseReason = "shutdown"          // the proxy shut down
+	CloseOther            CloseReason = "other"
+)
+
+var closeReasons = []CloseReason{
+	CloseClientEOF, CloseClientError, CloseBadRequest, CloseIdle, CloseReadTimeout,
+	CloseLimit, CloseUpstreamFailure, CloseUpstreamProtocol, CloseAcksZeroFailed,
+	CloseTLS, CloseSASL, CloseShutdown, CloseOther,
+}
+
+// RejectReason says why an accepted socket was closed before being served.
+type RejectReason string
+
+// Reject reasons.
+const (
+	RejectLimit    RejectReason = "limit"    // the connection limit was reached
+	RejectShutdown RejectReason = "shutdown" // the proxy is shutting down
+	RejectOther    RejectReason = "other"
+)
+
+var rejectReasons = []RejectReason{RejectLimit, RejectShutdown, RejectOther}
+
+// PauseReason says why a client connection was not being read.
+type PauseReason string
+
+// Pause reasons.
+const (
+	PauseInFlight PauseReason = "in_flight" // max-in-flight reached
+	PauseBytes    PauseReason = "bytes"     // max-buffered-bytes reached
+	PauseMemory   PauseReason = "memory"    // the process-wide memory bound reached
+	PauseOther    PauseReason = "other"
+)
+
+var pauseReasons = []PauseReason{PauseInFlight, PauseBytes, PauseMemory, PauseOther}
+
+// WritePhase is a stretch of a write's (Produce, OffsetCommit,
+// TxnOffsetCommit) way upstream.
+type WritePhase string
+
+// Write phases.
+const (
+	// PhaseQueued runs from the moment the request is read to the moment
+	// it is forwarded: in none mode, the wait for earlier writes to the same
+	// partitions and for barriers.
+	PhaseQueued WritePhase = "queued"
+	// PhaseAccept runs from forwarding to the moment the write's order is
+	// fixed and the next request may go: the upstream's answer in none
+	// mode, the end of the socket write in connection mode.
+	PhaseAccept WritePhase = "accept"
+)
+
+var writePhases = []WritePhase{PhaseQueued, PhaseAccept}
+
+// Violation is a kind of ordering violation the live-traffic verifier sees
+// the upstream commit.
+type Violation string
+
+// Violation kinds.
+const (
+	// ViolationOutOfOrderResponse: a response arrived while an earlier
+	// request on the same upstream connection was unanswered.
+	ViolationOutOfOrderResponse Violation = "out_of_order_response"
+	// ViolationOffsetRegression: a Produce's base offset for a partition is
+	// lower than an earlier Produce's to the same partition on the same
+	// connection.
+	ViolationOffsetRegression Violation = "produce_offset_regression"
+	// ViolationOutOfOrderSequence: the upstream answered
+	// OUT_OF_ORDER_SEQUENCE_NUMBER.
+	ViolationOutOfOrderSequence Violation = "out_of_order_sequence_number"
+	// ViolationDuplicateSequence: the upstream answered
+	// DUPLICATE_SEQUENCE_NUMBER.
+	ViolationDuplicateSequence Violation = "duplicate_sequence_number"
+	ViolationOther             Violation = "other"
+)
+
+var violations = []Violation{
+	ViolationOutOfOrderResponse, ViolationOffsetRegression,
+	ViolationOutOfOrderSequence, ViolationDuplicateSequence, ViolationOther,
+}
+
+// DialError says why a dial to the upstream failed.
+type DialError string
+
+// Dial error reasons.
+const (
+	DialRefused    DialError = "refused"     // connection refused
+	DialTimeout    DialError = "timeout"     // dial-timeout passed
+	DialDNS        DialError = "dns"         // the host did not resolve
+	DialTLS        DialError = "tls"         // the upstream TLS handshake failed
+	DialSASL       DialError = "sasl"        // the proxy's own authentication failed
+	DialNotAllowed DialError = "not_allowed" // the address is outside what the operator allowed
+	DialOther      DialError = "other"
+)
+
+var dialErrors = []DialError{DialRefused, DialTimeout, DialDNS, DialTLS, DialSASL, DialNotAllowed, DialOther}
+
+// ProtocolError says how the upstream broke the protocol.
+type ProtocolError string
+
+// Protocol error reasons.
+const (
+	ProtoUnknownCorrelationID ProtocolError = "unknown_correlation_id" // a response to nothing the proxy sent
+	ProtoFrameTooLarge        ProtocolError = "frame_too_large"        // larger than max-response-size
+	ProtoBadFrame             ProtocolError = "bad_frame"              // a length or header that cannot be read
+	ProtoUnexpectedBytes      ProtocolError = "unexpected_bytes"       // bytes while nothing was in flight
+	ProtoBadResponse          ProtocolError = "bad_response"           // a body the proxy must rewrite does not decode
+	ProtoOther                ProtocolError = "other"
+)
+
+var protocolErrors = []ProtocolError{
+	ProtoUnknownCorrelationID, ProtoFrameTooLarge, ProtoBadFrame,
+	ProtoUnexpectedBytes, ProtoBadResponse, ProtoOther,
+}
+
+// ReloadResult is the outcome of re-reading the configuration.
+type ReloadResult string
+
+// Reload results.
+const (
+	ReloadSuccess ReloadResult = "success" // everything that changed was applied
+	ReloadPartial ReloadResult = "partial" // applied, except settings that need a restart
+	ReloadFailure ReloadResult = "failure" // invalid: the running configuration was kept
+)
+
+var reloadResults = []ReloadResult{ReloadSuccess, ReloadPartial, ReloadFailure}
+
+// Side is the side of the proxy a TLS session is on.
+type Side string
+
+// Sides.
+const (
+	SideClient   Side = "client"   // the proxy is the server, for a client
+	SideUpstream Side = "upstream" // the proxy is the client, to the upstream
+)
+
+var sides = []Side{SideClient, SideUpstream}
+
+// TLSFailure says why a TLS handshake failed.
+type TLSFailure string
+
+// TLS failure reasons.
+const (
+	TLSPlaintext        TLSFailure = "plaintext"         // the peer did not speak TLS
+	TLSBadCertificate   TLSFailure = "bad_certificate"   // a certificate did not verify
+	TLSUnknownAuthority TLSFailure = "unknown_authority" // signed by an authority not trusted
+	TLSTimeout          TLSFailure = "timeout"           // the handshake did not finish in time
+	TLSEOF              TLSFailure = "eof"               // the peer closed mid-handshake
+	TLSProtocol         TLSFailure = "protocol"          // no common version or cipher, or a bad record
+	TLSOther            TLSFailure = "other"
+)
+
+var tlsFailures = []TLSFailure{
+	TLSPlaintext, TLSBadCertificate, TLSUnknownAuthority, TLSTimeout, TLSEOF, TLSProtocol, TLSOther,
+}
+
+// Result is success or failure.
+type Result string
+
+// Results.
+const (
+	ResultSuccess Result = "success"
+	ResultFailure Result = "failure"
+)
+
+var results = []Result{ResultSuccess, ResultFailure}
+
+// saslMechanisms are the mechanism names recorded as themselves; a client
+// can name any mechanism, so every other name is recorded as "other".
+var saslMechanisms = []string{
+	"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM", "GSSAPI", "other",
+}

@@ -1,0 +1,359 @@
+package metrics
+
+import (
+	"net/http"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Family names, exported so that dashboards, alerts and their tests can be
+// checked against what the proxy registers.
+const (
+	NameBuildInfo              = "inorder_build_info"
+	NameConnectionsOpen        = "inorder_connections_open"
+	NameConnectionsAccepted    = "inorder_connections_accepted_total"
+	NameConnectionsRejected    = "inorder_connections_rejected_total"
+	NameConnectionsClosed      = "inorder_connections_closed_total"
+	NameRequests               = "inorder_requests_total"
+	NameRequestDuration        = "inorder_request_duration_seconds"
+	NameUpstreamDuration       = "inorder_upstream_duration_seconds"
+	NameRequestsInFlight       = "inorder_requests_in_flight"
+	NameHeldBytes              = "inorder_held_bytes"
+	NameMemoryUsed             = "inorder_memory_used_bytes"
+	NameMemoryLimit            = "inorder_memory_limit_bytes"
+	NameWriteWait              = "inorder_write_wait_seconds"
+	NameReadPaused             = "inorder_client_read_paused_seconds_total"
+	NameReadPauses             = "inorder_client_read_pauses_total"
+	NameUpstreamOutOfOrder     = "inorder_upstream_out_of_order_responses_total"
+	NameViolations             = "inorder_verify_violations_total"
+	NameUpstreamDialErrors     = "inorder_upstream_dial_errors_total"
+	NameUpstreamProtocolErrors = "inorder_upstream_protocol_errors_total"
+	NameListenersOpen          = "inorder_listeners_open"
+	NameConfigReloads          = "inorder_config_reloads_total"
+	NameConfigReloadTimestamp  = "inorder_config_last_reload_success_timestamp_seconds"
+	NameTLSHandshakeFailures   = "inorder_tls_handshake_failures_total"
+	NameSASLAuthentications    = "inorder_sasl_authentications_total"
+)
+
+// Names returns every inorder_* family the registry exports. Histograms are
+// named by their family; Prometheus exposes them as _bucket, _sum, _count.
+func Names() []string {
+	return []string{
+		NameBuildInfo, NameConnectionsOpen, NameConnectionsAccepted, NameConnectionsRejected,
+		NameConnectionsClosed, NameRequests, NameRequestDuration, NameUpstreamDuration,
+		NameRequestsInFlight, NameHeldBytes, NameMemoryUsed, NameMemoryLimit, NameWriteWait,
+		NameReadPaused, NameReadPauses, NameUpstreamOutOfOrder, NameViolations,
+		NameUpstreamDialErrors, NameUpstreamProtocolErrors, NameListenersOpen,
+		NameConfigReloads, NameConfigReloadTimestamp, NameTLSHandshakeFailures,
+		NameSASLAuthentications,
+	}
+}
+
+// LatencyBuckets are the bounds, in seconds, of every duration histogram:
+// from 100µs (a loopback round trip) to 10s (a Produce waiting on a slow
+// replica set).
+var LatencyBuckets = []float64{
+	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+	0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+}
+
+// Gauges is the state read at scrape time from the function given to
+// SetGaugeSource. Fields left zero are exported as zero.
+type Gauges struct {
+	ConnectionsOpen     int64 // client connections being served
+	RequestsInFlight    int64 // requests read whose response is not yet written
+	HeldBytes           int64 // request and response bytes held across connections
+	MemoryUsed          int64 // bytes counted against the process-wide memory bound
+	MemoryLimit         int64 // the memory bound; zero when there is none
+	NodeListeners       int64 // node listeners open
+	ControllerListeners int64 // controller listeners open
+}
+
+// apiKey holds the children of one API key, resolved on first use.
+type apiKey struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
+	upstream prometheus.Observer
+}
+
+// unknownKey is the slot of keys kmsg does not know.
+const unknownKey = kmsg.MaxKey + 1
+
+// Metrics records what the proxy does. The nil *Metrics records nothing.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	upstream  *prometheus.HistogramVec
+	keys      [unknownKey + 1]atomic.Pointer[apiKey]
+	buildInfo *prometheus.GaugeVec
+
+	accepted       closedSet[Listener]
+	rejected       closedSet[RejectReason]
+	closed         closedSet[CloseReason]
+	writeWait      map[WritePhase]prometheus.Observer
+	paused         closedSet[PauseReason]
+	pauses         closedSet[PauseReason]
+	outOfOrder     prometheus.Counter
+	violations     closedSet[Violation]
+	dialErrors     closedSet[DialError]
+	protocolErrors closedSet[ProtocolError]
+	reloads        closedSet[ReloadResult]
+	reloadTime     prometheus.Gauge
+	tlsFailures    map[Side]closedSet[TLSFailure]
+	sasl           map[Result]closedSet[string]
+
+	source atomic.Pointer[func(*Gauges)]
+}
+
+// New returns enabled Metrics with a registry of their own, holding every
+// inorder_* family and the Go runtime and process collectors.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	f := promFactory{reg: m.reg}
+	m.requests = f.counterVec(NameRequests, "Requests read from clients, by API key.", "api")
+	m.latency = f.histogramVec(NameRequestDuration, "Time from reading a request to writing its response to the client, by API key.", "api")
+	m.upstream = f.histogramVec(NameUpstreamDuration, "The upstream's share of a request's time: from forwarding it to reading its response, by API key.", "api")
+	m.buildInfo = f.gaugeVec(NameBuildInfo, "Always 1; labels carry the version and the Go version.", "version", "goversion")
+	m.accepted = newClosedSet(f.counterVec(NameConnectionsAccepted, "Client connections accepted, by listener kind.", "listener"),
+		listeners, ListenerOther)
+	m.rejected = newClosedSet(f.counterVec(NameConnectionsRejected, "Accepted sockets closed before being served, by reason.", "reason"), rejectReasons, RejectOther)
+	m.closed = newClosedSet(f.counterVec(NameConnectionsClosed, "Client connections closed, by reason.", "reason"), closeReasons, CloseOther)
+	ww := f.histogramVec(NameWriteWait, "Time a write (Produce, OffsetCommit, TxnOffsetCommit) spent in each phase before its order was fixed.", "phase")
+	m.writeWait = make(map[WritePhase]prometheus.Observer, len(writePhases))
+	for _, p := range writePhases {
+		m.writeWait[p] = ww.WithLabelValues(string(p))
+	}
+	m.paused = newClosedSet(f.counterVec(NameReadPaused, "Seconds client connections spent not being read because a bound was reached (backpressure), by bound.", "reason"), pauseReasons, PauseOther)
+	m.pauses = newClosedSet(f.counterVec(NameReadPauses, "Times a client connection stopped being read because a bound was reached, by bound.", "reason"), pauseReasons, PauseOther)
+	m.outOfOrder = f.counter(NameUpstreamOutOfOrder, "Responses the upstream returned while an earlier request on the same upstream connection was unanswered; the proxy delivered them in order.")
+	m.violations = newClosedSet(f.counterVec(NameViolations, "Ordering violations the live-traffic verifier (--verify) saw the upstream commit, by kind.", "kind"), violations, ViolationOther)
+	m.dialErrors = newClosedSet(f.counterVec(NameUpstreamDialErrors, "Failed dials to the upstream, by reason.", "reason"), dialErrors, DialOther)
+	m.protocolErrors = newClosedSet(f.counterVec(NameUpstreamProtocolErrors, "Upstream connections closed for breaking the protocol, by reason.", "reason"), protocolErrors, ProtoOther)
+	m.reloads = newClosedSet(f.counterVec(NameConfigReloads, "Configuration reloads (SIGHUP or a changed --config file), by result.", "result"), reloadResults, ReloadFailure)
+	m.reloadTime = f.gauge(NameConfigReloadTimestamp, "Unix time of the last reload that applied a configuration.")
+	tls := f.counterVec(NameTLSHandshakeFailures, "Failed TLS handshakes, by side and reason.", "side", "reason")
+	m.tlsFailures = make(map[Side]closedSet[TLSFailure], len(sides))
+	for _, s := range sides {
+		m.tlsFailures[s] = newClosedSet(tls.MustCurryWith(prometheus.Labels{"side": string(s)}), tlsFailures, TLSOther)
+	}
+	sasl := f.counterVec(NameSASLAuthentications, "SASL authentications, by mechanism and result.", "mechanism", "result")
+	m.sasl = make(map[Result]closedSet[string], len(results))
+	for _, r := range results {
+		m.sasl[r] = newClosedSet(sasl.MustCurryWith(prometheus.Labels{"result": string(r)}), saslMechanisms, "other")
+	}
+	m.reg.MustRegister(newGaugeCollector(m), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry returns the registry holding every collector; nil when disabled.
+func (m *Metrics) Registry() *prometheus.Registry {
+	if m == nil {
+		return nil
+	}
+	return m.reg
+}
+
+// Handler serves the registry in the Prometheus exposition formats. When
+// disabled it answers 404.
+func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return http.NotFoundHandler()
+	}
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Enabled reports whether m records anything.
+func (m *Metrics) Enabled() bool { return m != nil }
+
+// Now returns the current time when enabled and the zero time otherwise, so
+// that a disabled proxy never reads the clock for metrics.
+func (m *Metrics) Now() time.Time {
+	if m == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// BuildInfo sets inorder_build_info for version.
+func (m *Metrics) BuildInfo(version string) {
+	if m == nil {
+		return
+	}
+	m.buildInfo.Reset()
+	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+}
+
+// SetGaugeSource sets the function that fills the state gauges at scrape
+// time. It is called once per scrape, concurrently with everything else, so
+// it must only read what is safe to read.
+func (m *Metrics) SetGaugeSource(f func(*Gauges)) {
+	if m == nil {
+		return
+	}
+	m.source.Store(&f)
+}
+
+func (m *Metrics) key(k int16) *apiKey {
+	i := int(k)
+	if i < 0 || i > kmsg.MaxKey {
+		i = unknownKey
+	}
+	if a := m.keys[i].Load(); a != nil {
+		return a
+	}
+	name := kmsg.NameForKey(k)
+	a := &apiKey{
+		requests: m.requests.WithLabelValues(name),
+		latency:  m.latency.WithLabelValues(name),
+		upstream: m.upstream.WithLabelValues(name),
+	}
+	m.keys[i].CompareAndSwap(nil, a)
+	return m.keys[i].Load()
+}
+
+// RequestRead counts a request of API key k read from a client.
+func (m *Metrics) RequestRead(k int16) {
+	if m == nil {
+		return
+	}
+	m.key(k).requests.Inc()
+}
+
+// ResponseWritten records a request of API key k whose response was
+// written to the client: read is when the request was read (from Now), and
+// upstream the time from forwarding it to reading its response (zero when
+// the proxy answered it itself, which is then not observed).
+func (m *Metrics) ResponseWritten(k int16, read time.Time, upstream time.Duration) {
+	if m == nil || read.IsZero() {
+		return
+	}
+	a := m.key(k)
+	a.latency.Observe(time.Since(read).Seconds())
+	if upstream > 0 {
+		a.upstream.Observe(upstream.Seconds())
+	}
+}
+
+// ConnAccepted counts a client connection accepted by a listener of kind l.
+func (m *Metrics) ConnAccepted(l Listener) {
+	if m == nil {
+		return
+	}
+	m.accepted.get(l).Inc()
+}
+
+// ConnRejected counts an accepted socket closed before it was served.
+func (m *Metrics) ConnRejected(r RejectReason) {
+	if m == nil {
+		return
+	}
+	m.rejected.get(r).Inc()
+}
+
+// ConnClosed counts a served client connection that closed, by reason.
+func (m *Metrics) ConnClosed(r CloseReason) {
+	if m == nil {
+		return
+	}
+	m.closed.get(r).Inc()
+}
+
+// WriteWait records the time a write spent in phase p.
+func (m *Metrics) WriteWait(p WritePhase, d time.Duration) {
+	if m == nil {
+		return
+	}
+	if o := m.writeWait[p]; o != nil {
+		o.Observe(d.Seconds())
+	}
+}
+
+// ReadPaused records that a client connection was not read for d because
+// the bound r was reached.
+func (m *Metrics) ReadPaused(r PauseReason, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.pauses.get(r).Inc()
+	m.paused.get(r).Add(d.Seconds())
+}
+
+// UpstreamOutOfOrder counts a response that arrived while an earlier
+// request on the same upstream connection was unanswered.
+func (m *Metrics) UpstreamOutOfOrder() {
+	if m == nil {
+		return
+	}
+	m.outOfOrder.Inc()
+}
+
+// Violation counts an ordering violation of kind v seen by the verifier.
+func (m *Metrics) Violation(v Violation) {
+	if m == nil {
+		return
+	}
+	m.violations.get(v).Inc()
+}
+
+// UpstreamDialError counts a failed dial to the upstream.
+func (m *Metrics) UpstreamDialError(r DialError) {
+	if m == nil {
+		return
+	}
+	m.dialErrors.get(r).Inc()
+}
+
+// UpstreamProtocolError counts an upstream connection closed for breaking
+// the protocol.
+func (m *Metrics) UpstreamProtocolError(r ProtocolError) {
+	if m == nil {
+		return
+	}
+	m.protocolErrors.get(r).Inc()
+}
+
+// ConfigReload counts a configuration reload; a reload that applied
+// anything also sets the last-success time.
+func (m *Metrics) ConfigReload(r ReloadResult) {
+	if m == nil {
+		return
+	}
+	m.reloads.get(r).Inc()
+	if r == ReloadSuccess || r == ReloadPartial {
+		m.reloadTime.SetToCurrentTime()
+	}
+}
+
+// TLSHandshakeFailure counts a failed TLS handshake on side s.
+func (m *Metrics) TLSHandshakeFailure(s Side, r TLSFailure) {
+	if m == nil {
+		return
+	}
+	set, ok := m.tlsFailures[s]
+	if !ok {
+		set = m.tlsFailures[SideClient]
+	}
+	set.get(r).Inc()
+}
+
+// SASLAuthentication counts a SASL authentication with the named mechanism
+// (as the client or configuration spelled it; unknown names count as
+// "other") and its result.
+func (m *Metrics) SASLAuthentication(mechanism string, r Result) {
+	if m == nil {
+		return
+	}
+	set, ok := m.sasl[r]
+	if !ok {
+		set = m.sasl[ResultFailure]
+	}
+	set.get(mechanism).Inc()
+}
