@@ -162,7 +162,7 @@ func ScanEndpoints(key, version int16, body []byte) (Endpoints, error) {
 	flexible := Flexible(key, version)
 	switch key {
 	case produceKey:
-		scanProduceResponseTopics(&r, version, flexible)
+		scanTopics(&r, version, flexible, produceResponsePartitions)
 		if version >= 1 {
 			r.Int32() // throttle
 		}
@@ -174,7 +174,7 @@ func ScanEndpoints(key, version int16, body []byte) (Endpoints, error) {
 			r.Int16() // error code
 			r.Int32() // session id
 		}
-		scanFetchResponseTopics(&r, version, flexible)
+		scanTopics(&r, version, flexible, fetchResponsePartitions)
 	default:
 		return Endpoints{}, ErrCannotScan
 	}
@@ -204,7 +204,23 @@ func ScanEndpoints(key, version int16, body []byte) (Endpoints, error) {
 	return e, nil
 }
 
-func scanProduceResponseTopics(r *kbin.Reader, version int16, flexible bool) {
+// partitions describes the partition array of a response's topics: kmsg's
+// minimum size of one partition (min, and minLater from version later), and
+// which response it is. A direct call, not a func value, keeps the reader on
+// the stack.
+type partitions struct {
+	min, minLater int64
+	later         int16
+	fetch         bool
+}
+
+var (
+	produceResponsePartitions = partitions{min: 14, minLater: 33, later: 8}
+	fetchResponsePartitions   = partitions{min: 16, minLater: 37, later: 11, fetch: true}
+)
+
+// scanTopics skips the topics array of a Produce or Fetch response.
+func scanTopics(r *kbin.Reader, version int16, flexible bool, p partitions) {
 	n := arrayLen(r, flexible)
 	if !r.Ok() || tooShort(n, 2, r) || version >= topicIDFrom && tooShort(n, 18, r) {
 		bad(r)
@@ -217,35 +233,15 @@ func scanProduceResponseTopics(r *kbin.Reader, version int16, flexible bool) {
 			readString(r, flexible)
 		}
 		parts := arrayLen(r, flexible)
-		if !r.Ok() || tooShort(parts, 14, r) || version >= 8 && tooShort(parts, 33, r) {
+		if !r.Ok() || tooShort(parts, p.min, r) || version >= p.later && tooShort(parts, p.minLater, r) {
 			bad(r)
 			return
 		}
 		for ; parts > 0 && r.Ok(); parts-- {
-			r.Span(4 + 2 + 8) // partition, error code, base offset
-			if version >= 2 {
-				r.Int64() // log append time
-			}
-			if version >= 5 {
-				r.Int64() // log start offset
-			}
-			if version >= 8 {
-				recs := arrayLen(r, flexible)
-				if !r.Ok() || tooShort(recs, 6, r) {
-					bad(r)
-					return
-				}
-				for ; recs > 0 && r.Ok(); recs-- {
-					r.Int32() // relative offset
-					skipNullableString(r, flexible)
-					if flexible {
-						skipTags(r)
-					}
-				}
-				skipNullableString(r, flexible) // error message
-			}
-			if flexible {
-				skipStructTags(r, producePartitionTag)
+			if p.fetch {
+				skipFetchResponsePartition(r, version, flexible)
+			} else {
+				skipProduceResponsePartition(r, version, flexible)
 			}
 		}
 		if flexible {
@@ -254,57 +250,61 @@ func scanProduceResponseTopics(r *kbin.Reader, version int16, flexible bool) {
 	}
 }
 
-func scanFetchResponseTopics(r *kbin.Reader, version int16, flexible bool) {
-	n := arrayLen(r, flexible)
-	if !r.Ok() || tooShort(n, 2, r) || version >= topicIDFrom && tooShort(n, 18, r) {
-		bad(r)
-		return
+func skipProduceResponsePartition(r *kbin.Reader, version int16, flexible bool) {
+	r.Span(4 + 2 + 8) // partition, error code, base offset
+	if version >= 2 {
+		r.Int64() // log append time
 	}
-	for ; n > 0 && r.Ok(); n-- {
-		if version >= topicIDFrom {
-			r.Span(16)
-		} else {
-			readString(r, flexible)
-		}
-		parts := arrayLen(r, flexible)
-		if !r.Ok() || tooShort(parts, 16, r) || version >= 11 && tooShort(parts, 37, r) {
+	if version >= 5 {
+		r.Int64() // log start offset
+	}
+	if version >= 8 {
+		recs := arrayLen(r, flexible)
+		if !r.Ok() || tooShort(recs, 6, r) {
 			bad(r)
 			return
 		}
-		for ; parts > 0 && r.Ok(); parts-- {
-			r.Span(4 + 2 + 8) // partition, error code, high watermark
-			if version >= 4 {
-				r.Int64() // last stable offset
-			}
-			if version >= 5 {
-				r.Int64() // log start offset
-			}
-			if version >= 4 {
-				aborted := arrayLen(r, flexible)
-				if !r.Ok() || tooShort(aborted, 16, r) {
-					bad(r)
-					return
-				}
-				for ; aborted > 0 && r.Ok(); aborted-- {
-					r.Span(8 + 8) // producer id, first offset
-					if flexible {
-						skipTags(r)
-					}
-				}
-			}
-			if version >= 11 {
-				r.Int32() // preferred read replica
-			}
-			skipNullableBytes(r, flexible) // records, never copied
+		for ; recs > 0 && r.Ok(); recs-- {
+			r.Int32() // relative offset
+			skipNullableString(r, flexible)
 			if flexible {
-				// Tags 0 (diverging epoch), 1 (current leader) and 2
-				// (snapshot id): fixed fields, then tags.
-				skipStructTags(r, fetchPartitionTag)
+				skipTags(r)
 			}
 		}
-		if flexible {
-			skipTags(r)
+		skipNullableString(r, flexible) // error message
+	}
+	if flexible {
+		skipStructTags(r, producePartitionTag)
+	}
+}
+
+func skipFetchResponsePartition(r *kbin.Reader, version int16, flexible bool) {
+	r.Span(4 + 2 + 8) // partition, error code, high watermark
+	if version >= 4 {
+		r.Int64() // last stable offset
+	}
+	if version >= 5 {
+		r.Int64() // log start offset
+	}
+	if version >= 4 {
+		aborted := arrayLen(r, flexible)
+		if !r.Ok() || tooShort(aborted, 16, r) {
+			bad(r)
+			return
 		}
+		for ; aborted > 0 && r.Ok(); aborted-- {
+			r.Span(8 + 8) // producer id, first offset
+			if flexible {
+				skipTags(r)
+			}
+		}
+	}
+	if version >= 11 {
+		r.Int32() // preferred read replica
+	}
+	skipNullableBytes(r, flexible) // records, never copied
+	if flexible {
+		skipStructTags(r, fetchPartitionTag)
 	}
 }
 
