@@ -4,7 +4,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-ARG VERSION=dev
+ARG VERSION=
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/inorder-proxy/inorder/cmd.Version=${VERSION}" -o /out/inorder ./cmd/inorder
 
 FROM scratch

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -160,7 +162,46 @@ func TestVersion(t *testing.T) {
 	root := newRootCommand()
 	root.SetArgs([]string{"version"})
 	root.SetOut(&out)
-	if err := root.Execute(); err != nil || !strings.HasPrefix(out.String(), "inorder ") {
-		t.Fatalf("version: %q %v", out.String(), err)
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"version:", "revision:", "go:        " + runtime.Version(), "platform:  " + runtime.GOOS + "/" + runtime.GOARCH} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("version output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestVersionFromBuildInfo(t *testing.T) {
+	bi := &debug.BuildInfo{
+		GoVersion: "go1.99.1",
+		Main:      debug.Module{Path: "github.com/inorder-proxy/inorder", Version: "v0.3.0"},
+		Settings:  []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.modified", Value: "true"}},
+	}
+	for _, tc := range []struct {
+		linked string
+		bi     *debug.BuildInfo
+		want   []string
+	}{
+		{"", bi, []string{"version:   v0.3.0\n", "revision:  0123abcd (modified", "go:        go1.99.1\n"}},
+		{"v1.2.3", bi, []string{"version:   v1.2.3\n", "revision:  0123abcd (modified"}},
+		{"", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, []string{"version:   (devel), built from source\n", "revision:  unknown"}},
+		{"", nil, []string{"version:   (unknown)\n", "platform:  " + runtime.GOOS + "/" + runtime.GOARCH}},
+	} {
+		var out bytes.Buffer
+		if err := readBuildInfo(tc.linked, tc.bi, tc.bi != nil).write(&out); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("linked %q: output lacks %q:\n%s", tc.linked, w, out.String())
+			}
+		}
+	}
+	var out bytes.Buffer
+	bi.Settings[1].Value = "false"
+	readBuildInfo("", bi, true).write(&out)
+	if strings.Contains(out.String(), "modified") {
+		t.Errorf("clean tree reported as modified:\n%s", out.String())
 	}
 }

@@ -10,11 +10,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-)
 
-// Version is the release version, set at link time with
-// -ldflags "-X github.com/inorder-proxy/inorder/cmd.Version=v1.2.3".
-var Version = "dev"
+	"github.com/inorder-proxy/inorder/config"
+)
 
 // Main runs the command line with args and returns the process exit code.
 func Main(args []string) int {
@@ -36,6 +34,9 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// A bad flag value reads like a bad file value: the flag, the value and
+	// what was expected.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return config.FlagError(err) })
 	root.AddCommand(
 		newVersionCommand(),
 		newServeCommand(),
@@ -43,16 +44,4 @@ func newRootCommand() *cobra.Command {
 		newBenchCommand(),
 	)
 	return root
-}
-
-func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(c.OutOrStdout(), "inorder", Version)
-			return err
-		},
-	}
 }

@@ -95,15 +95,186 @@ func TestBadFlagValue(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"10": 10, "1KiB": 1024, "100MiB": 100 << 20, "2GB": 2 << 30, " 5 MiB ": 5 << 20} {
+	for in, want := range map[string]int64{"10": 10, "10B": 10, "1KiB": 1024, "100MiB": 100 << 20, "2GiB": 2 << 30, " 5 MiB ": 5 << 20} {
 		got, err := ParseSize(in)
 		if err != nil || got != want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "-1", "1TiB", "x"} {
+	for _, in := range []string{"", "-1", "1TiB", "x", "1GB", "5 MB", "3kb"} {
 		if _, err := ParseSize(in); err == nil {
 			t.Errorf("ParseSize(%q) accepted", in)
+		}
+	}
+	if _, err := ParseSize("2GB"); err == nil || !strings.Contains(err.Error(), "write 2GiB") {
+		t.Errorf("ParseSize(2GB): %v, want a pointer to 2GiB", err)
+	}
+}
+
+func TestFormatSizeRoundTrips(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 1: "1", 1023: "1023", 1024: "1KiB", 128 << 20: "128MiB", 100 << 20: "100MiB", 3 << 30: "3GiB", 1536: "1536", 1<<20 + 1024: "1025KiB"} {
+		got := FormatSize(n)
+		if got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
+		}
+		if back, err := ParseSize(got); err != nil || back != n {
+			t.Errorf("ParseSize(FormatSize(%d)) = %d, %v", n, back, err)
+		}
+	}
+}
+
+func TestHelpShowsSizesAsWritten(t *testing.T) {
+	c := Default()
+	usage := flags(&c).FlagUsages()
+	for _, want := range []string{"(default 128MiB)", "(default 100MiB)", "(default 256MiB)"} {
+		if !strings.Contains(usage, want) {
+			t.Errorf("--help lacks %q:\n%s", want, usage)
+		}
+	}
+	if strings.Contains(usage, "134217728") {
+		t.Errorf("--help shows a size in bytes:\n%s", usage)
+	}
+}
+
+// writeFile writes a config file named x.yaml and returns its path.
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "x.yaml")
+	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// TestFileValueErrors checks the message for a bad value of every value
+// type a key can have: it names the file, the key, the value and what was
+// expected, and shows no flag syntax or parser internals.
+func TestFileValueErrors(t *testing.T) {
+	var (
+		i   int
+		u   uint
+		i64 int64
+		f   float64
+		b   bool
+		d   time.Duration
+		sz  sizeValue
+		s32 size32Value
+		m   orderingValue
+		l   listValue
+	)
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.IntVar(&i, "an-int", 0, "")
+	fs.UintVar(&u, "a-uint", 0, "")
+	fs.Int64Var(&i64, "an-int64", 0, "")
+	fs.Float64Var(&f, "a-float", 0, "")
+	fs.BoolVar(&b, "a-bool", false, "")
+	fs.DurationVar(&d, "a-duration", 0, "")
+	fs.Var(&sz, "a-size", "")
+	fs.Var(&s32, "a-size32", "")
+	fs.Var(&m, "a-mode", "")
+	fs.Var(&l, "a-list", "")
+	for _, tc := range []struct{ yaml, want string }{
+		{"an-int: lots", `an-int: "lots" is not a whole number`},
+		{"an-int: 99999999999999999999", `an-int: "99999999999999999999" is out of range for a int`},
+		{"a-uint: -1", `a-uint: "-1" is not a whole number of zero or more`},
+		{"an-int64: 1.5", `an-int64: "1.5" is not a whole number`},
+		{"a-float: half", `a-float: "half" is not a number`},
+		{"a-bool: sometimes", `a-bool: "sometimes" is not true or false`},
+		{"a-duration: 10", `a-duration: "10" is not a duration (like 500ms, 30s, 5m or 1h)`},
+		{"a-size: big", `a-size: "big" is not a size (a number of bytes, or one with a B, KiB, MiB or GiB suffix, like 128MiB)`},
+		{"a-size: 1GB", `a-size: "1GB" is ambiguous: write 1GiB (powers of 1024) or the number of bytes`},
+		{"a-size32: 3GiB", `a-size32: "3GiB" is too large`},
+		{"a-mode: conection", `a-mode: "conection" must be none or connection`},
+		{"a-list: {a: 1}", `a-list: line 1: expected a value or a list`},
+		{"a-list: [a, [b]]", `a-list: line 1: list items must be plain values`},
+	} {
+		file := writeFile(t, tc.yaml+"\n")
+		_, err := loadFile(file, fs)
+		want := "config file " + file + ": " + tc.want
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s:\n got %v\nwant %s", tc.yaml, err, want)
+			continue
+		}
+		for _, internal := range []string{"--", "flag", "strconv", "invalid argument", "Parse"} {
+			if strings.Contains(err.Error(), internal) {
+				t.Errorf("%s: error %q shows %q", tc.yaml, err, internal)
+			}
+		}
+	}
+}
+
+func TestResolveErrorsSayWhereTheValueCameFrom(t *testing.T) {
+	file := writeFile(t, "max-in-flight: lots\n")
+	c := Default()
+	fs := flags(&c)
+	fs.Parse([]string{"--config", file})
+	_, err := Resolve(fs, Default())
+	if want := "config file " + file + `: max-in-flight: "lots" is not a whole number`; err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+
+	file = writeFile(t, "max-in-flight: 0\n")
+	c = Default()
+	fs = flags(&c)
+	fs.Parse([]string{"--config", file})
+	_, err = Resolve(fs, Default())
+	if want := "config file " + file + `: max-in-flight: "0" must be between 1 and 1048576`; err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("%v does not wrap ErrInvalid", err)
+	}
+
+	c = Default()
+	fs = flags(&c)
+	fs.Parse([]string{"--config", file, "--max-in-flight", "-2"})
+	_, err = Resolve(fs, Default())
+	if want := `--max-in-flight: "-2" must be between 1 and 1048576`; err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+}
+
+func TestFlagErrorIsOneSentence(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--upstream-ordering", "conection"}, `--upstream-ordering: "conection" must be none or connection`},
+		{[]string{"--max-in-flight", "lots"}, `--max-in-flight: "lots" is not a whole number`},
+		{[]string{"--dial-timeout", "5"}, `--dial-timeout: "5" is not a duration (like 500ms, 30s, 5m or 1h)`},
+		{[]string{"--max-buffered-bytes", "1MB"}, `--max-buffered-bytes: "1MB" is ambiguous: write 1MiB (powers of 1024) or the number of bytes`},
+	} {
+		c := Default()
+		err := FlagError(flags(&c).Parse(tc.args))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%v:\n got %v\nwant %s", tc.args, err, tc.want)
+		}
+	}
+	unknown := errors.New("unknown flag: --nope")
+	if got := FlagError(unknown); got != unknown {
+		t.Errorf("FlagError changed an unrelated error: %v", got)
+	}
+}
+
+// TestYAMLSyntaxErrorLine checks that a syntax error names the line where
+// the mistake is, not the line where the enclosing block starts.
+func TestYAMLSyntaxErrorLine(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		line string
+	}{
+		{"listen: 127.0.0.1:9092\nupstream:\n  - a:1\n - b:2\nmax-in-flight: 4\n", `line 4 (" - b:2")`},
+		{"listen: 127.0.0.1:9092\nupstream: a:1\n  max-in-flight: 4\n", `line 3 ("  max-in-flight: 4")`},
+		{"listen: 127.0.0.1:9092\n  upstream: a:1\nmax-in-flight: 4\n", `line 2 ("  upstream: a:1")`},
+		{"listen: 127.0.0.1:9092\nmax-in-flight: 4\n\tlog-level: debug\n", `line 3 ("\tlog-level: debug")`},
+	} {
+		file := writeFile(t, tc.yaml)
+		c := Default()
+		fs := flags(&c)
+		fs.Parse([]string{"--config", file})
+		_, err := Resolve(fs, Default())
+		if want := "config file " + file + ": " + tc.line + ": "; err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q:\n got %v\nwant %s...", tc.yaml, err, want)
 		}
 	}
 }

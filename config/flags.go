@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -24,7 +25,7 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.IntVar(&c.NodePortBase, "node-port-base", c.NodePortBase, "port of node 0's listener; node N listens on base+N (default: bootstrap port + 1)")
 	fs.Var((*orderingValue)(&c.UpstreamOrdering), "upstream-ordering", "what the upstream keeps: none (assume nothing) or connection (per-connection order)")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "requests one connection may have in flight before the proxy stops reading it")
-	fs.Var((*sizeValue)(&c.MaxBufferedBytes), "max-buffered-bytes", "bytes one connection may hold before the proxy stops reading it (e.g. 128MiB)")
+	fs.Var((*sizeValue)(&c.MaxBufferedBytes), "max-buffered-bytes", "bytes one connection may hold before the proxy stops reading it")
 	fs.Var((*size32Value)(&c.MaxRequestSize), "max-request-size", "largest request frame accepted from a client")
 	fs.Var((*size32Value)(&c.MaxResponseSize), "max-response-size", "largest response frame accepted from the upstream")
 	fs.DurationVar(&c.DialTimeout, "dial-timeout", c.DialTimeout, "bound on connecting to the upstream")
@@ -35,49 +36,68 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 // Resolve builds the effective configuration: base, then the YAML file named
 // by the --config flag if set, then every flag set on the command line.
 // Keys in the file carry the flag names; an unknown key or a bad value is an
-// error naming the key and the value. The result is validated.
+// error naming the file, the key, the value and what was expected. The
+// result is validated, and a validation error says whether the bad value
+// came from the file or from a flag.
 func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
 	cfg := base
 	file := ""
 	if f := fs.Lookup(FlagConfig); f != nil {
 		file = f.Value.String()
 	}
+	fromFile := map[string]bool{}
 	if file != "" {
-		if err := loadFile(file, &cfg); err != nil {
+		into := pflag.NewFlagSet("file", pflag.ContinueOnError)
+		BindFlags(into, &cfg)
+		keys, err := loadFile(file, into)
+		if err != nil {
 			return Config{}, err
+		}
+		for _, k := range keys {
+			fromFile[k] = true
 		}
 	}
 	into := pflag.NewFlagSet("resolve", pflag.ContinueOnError)
 	BindFlags(into, &cfg)
+	fromFlag := map[string]bool{}
 	var err error
 	fs.Visit(func(f *pflag.Flag) {
 		if err != nil || into.Lookup(f.Name) == nil {
 			return
 		}
+		fromFlag[f.Name] = true
 		if e := into.Set(f.Name, f.Value.String()); e != nil {
-			err = fmt.Errorf("--%s: %w", f.Name, e)
+			err = flagValueError(into.Lookup(f.Name), f.Value.String(), e)
 		}
 	})
 	if err != nil {
 		return Config{}, err
 	}
 	if err := cfg.Validate(); err != nil {
+		var fe *FieldError
+		switch {
+		case !errors.As(err, &fe):
+		case fromFlag[fe.Field]:
+			fe.Field = "--" + fe.Field
+		case fromFile[fe.Field]:
+			return Config{}, fmt.Errorf("config file %s: %w", file, err)
+		}
 		return Config{}, err
 	}
 	return cfg, nil
 }
 
-func loadFile(path string, cfg *Config) error {
+// loadFile sets the flags of into from the YAML file at path and returns
+// the keys it set.
+func loadFile(path string, into *pflag.FlagSet) ([]string, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("config file: %w", err)
+		return nil, fmt.Errorf("config file: %w", err)
 	}
 	var doc map[string]yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return fmt.Errorf("config file %s: %w", path, err)
+		return nil, fmt.Errorf("config file %s: %w", path, yamlError(raw, err))
 	}
-	into := pflag.NewFlagSet("file", pflag.ContinueOnError)
-	BindFlags(into, cfg)
 	keys := make([]string, 0, len(doc))
 	for k := range doc {
 		keys = append(keys, k)
@@ -85,18 +105,19 @@ func loadFile(path string, cfg *Config) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		node := doc[k]
-		if into.Lookup(k) == nil {
-			return fmt.Errorf("config file %s: unknown field %q", path, k)
+		f := into.Lookup(k)
+		if f == nil {
+			return nil, fmt.Errorf("config file %s: line %d: unknown key %q", path, node.Line, k)
 		}
 		val, err := scalarOrList(&node)
 		if err != nil {
-			return fmt.Errorf("config file %s: %s: %w", path, k, err)
+			return nil, fmt.Errorf("config file %s: %s: %w", path, k, err)
 		}
 		if err := into.Set(k, val); err != nil {
-			return fmt.Errorf("config file %s: %s: %w", path, k, err)
+			return nil, fmt.Errorf("config file %s: %w", path, valueError(f, k, val, err))
 		}
 	}
-	return nil
+	return keys, nil
 }
 
 func scalarOrList(n *yaml.Node) (string, error) {
@@ -142,18 +163,33 @@ func (v *orderingValue) Set(s string) error {
 		*v = orderingValue(o)
 		return nil
 	}
-	return invalid("upstream-ordering", s, "must be none or connection")
+	return expectation("must be none or connection")
 }
 
+// sizeUnits are the suffixes a size may carry, largest first. They are
+// binary (1KiB is 1024 bytes), the way Kafka's own limits are usually
+// written down.
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+
 // ParseSize reads a byte count: a plain integer or one with a B, KiB, MiB
-// or GiB suffix (KB, MB and GB are read as their binary counterparts).
+// or GiB suffix. KB, MB and GB are refused, since some read them as powers
+// of 1000 and others as powers of 1024; the error names the binary suffix
+// to use instead. An error says what was expected and leaves naming the
+// value to the caller.
 func ParseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
+	for _, amb := range []string{"KB", "MB", "GB"} {
+		if strings.HasSuffix(strings.ToUpper(t), amb) {
+			bin := amb[:1] + "iB"
+			return 0, expectation(fmt.Sprintf("is ambiguous: write %s%s (powers of 1024) or the number of bytes",
+				strings.TrimSpace(t[:len(t)-2]), bin))
+		}
+	}
 	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}} {
+	for _, u := range sizeUnits {
 		if strings.HasSuffix(t, u.suffix) {
 			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
 			break
@@ -161,24 +197,38 @@ func ParseSize(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("%q is not a size", s)
+		return 0, expectation("is not a size (a number of bytes, or one with a B, KiB, MiB or GiB suffix, like 128MiB)")
 	}
 	return n * mult, nil
 }
 
+// FormatSize writes n the way ParseSize reads it, with the largest
+// suffix that divides it exactly: 134217728 is 128MiB.
+func FormatSize(n int64) string {
+	for _, u := range sizeUnits[:3] {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
 type sizeValue int64
 
-func (v *sizeValue) String() string { return strconv.FormatInt(int64(*v), 10) }
+func (v *sizeValue) String() string { return FormatSize(int64(*v)) }
 func (v *sizeValue) Type() string   { return "size" }
 func (v *sizeValue) Set(s string) error {
 	n, err := ParseSize(s)
+	if err != nil {
+		return err
+	}
 	*v = sizeValue(n)
-	return err
+	return nil
 }
 
 type size32Value int32
 
-func (v *size32Value) String() string { return strconv.Itoa(int(*v)) }
+func (v *size32Value) String() string { return FormatSize(int64(*v)) }
 func (v *size32Value) Type() string   { return "size" }
 func (v *size32Value) Set(s string) error {
 	n, err := ParseSize(s)
@@ -186,7 +236,7 @@ func (v *size32Value) Set(s string) error {
 		return err
 	}
 	if n > 1<<31-1 {
-		return fmt.Errorf("%q is larger than 2GiB", s)
+		return expectation("is too large: the most is 2147483647 bytes (2GiB less one byte)")
 	}
 	*v = size32Value(n)
 	return nil

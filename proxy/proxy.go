@@ -82,7 +82,7 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 		return nil, err
 	}
 	if len(cfg.Upstreams) == 0 {
-		return nil, &config.FieldError{Field: "upstream", Reason: "is required"}
+		return nil, &config.FieldError{Field: "--upstream", Reason: "(or upstream: in the config file) is required"}
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

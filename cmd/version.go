@@ -1,0 +1,85 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is the release version, set at link time with
+// -ldflags "-X github.com/inorder-proxy/inorder/cmd.Version=v1.2.3". When
+// set it takes precedence over the module version in the build information.
+var Version = ""
+
+// buildInfo is what `inorder version` prints.
+type buildInfo struct {
+	Version  string // release or module version; "(devel)" for a source build
+	Revision string // VCS revision; empty when the build recorded none
+	Modified bool   // the work tree had uncommitted changes
+	Go       string // Go toolchain version
+	Platform string // GOOS/GOARCH the binary runs on
+}
+
+// readBuildInfo combines the link-time version with what the Go toolchain
+// recorded in the binary (runtime/debug.ReadBuildInfo): the module version
+// (set by go install module@version), and the VCS revision and modified
+// flag (set when building inside a git checkout without -buildvcs=false).
+func readBuildInfo(linked string, bi *debug.BuildInfo, ok bool) buildInfo {
+	out := buildInfo{Version: linked, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if !ok || bi == nil {
+		if out.Version == "" {
+			out.Version = "(unknown)"
+		}
+		return out
+	}
+	if bi.GoVersion != "" {
+		out.Go = bi.GoVersion
+	}
+	if out.Version == "" {
+		out.Version = bi.Main.Version
+	}
+	if out.Version == "" {
+		out.Version = "(devel)"
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			out.Revision = s.Value
+		case "vcs.modified":
+			out.Modified = s.Value == "true"
+		}
+	}
+	return out
+}
+
+func (b buildInfo) write(w io.Writer) error {
+	rev := "unknown (built outside a git checkout, or with -buildvcs=false)"
+	if b.Revision != "" {
+		rev = b.Revision
+		if b.Modified {
+			rev += " (modified: built with uncommitted changes)"
+		}
+	}
+	version := b.Version
+	if version == "(devel)" {
+		version += ", built from source"
+	}
+	_, err := fmt.Fprintf(w, "inorder\n  version:   %s\n  revision:  %s\n  go:        %s\n  platform:  %s\n",
+		version, rev, b.Go, b.Platform)
+	return err
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, source revision, Go version and platform",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			bi, ok := debug.ReadBuildInfo()
+			return readBuildInfo(Version, bi, ok).write(c.OutOrStdout())
+		},
+	}
+}

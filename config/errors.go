@@ -1,0 +1,107 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+)
+
+// expectation is the error a value type's Set returns: what the value
+// should have been, phrased to follow the quoted value ("must be none or
+// connection"), so that the caller can say where the value came from.
+type expectation string
+
+func (e expectation) Error() string { return string(e) }
+
+// valueError describes a value of flag f that did not parse, under key:
+// the key, the value as written and what was expected, with no flag
+// syntax or parser internals.
+func valueError(f *pflag.Flag, key, value string, err error) error {
+	return &FieldError{Field: key, Value: value, Reason: expected(f, err)}
+}
+
+// flagValueError is valueError for a value given on the command line.
+func flagValueError(f *pflag.Flag, value string, err error) error {
+	return valueError(f, "--"+f.Name, value, err)
+}
+
+// FlagError rewrites pflag's error for a flag value that did not parse
+// ("invalid argument ... for ... flag: strconv.ParseInt: ...") into
+// `--name: "value" expectation`; other errors pass through unchanged.
+// Commands install it with cobra's SetFlagErrorFunc.
+func FlagError(err error) error {
+	var iv *pflag.InvalidValueError
+	if errors.As(err, &iv) {
+		return flagValueError(iv.GetFlag(), iv.GetValue(), iv.Unwrap())
+	}
+	return err
+}
+
+// expected says what a value of f's type looks like. The value types of
+// this package say it themselves; pflag's built-in types are described by
+// their type name.
+func expected(f *pflag.Flag, err error) string {
+	var e expectation
+	if errors.As(err, &e) {
+		return string(e)
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return fe.Reason
+	}
+	switch t := f.Value.Type(); {
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
+		if errors.Is(err, strconv.ErrRange) {
+			return "is out of range for a " + t
+		}
+		if strings.HasPrefix(t, "uint") {
+			return "is not a whole number of zero or more"
+		}
+		return "is not a whole number"
+	case strings.HasPrefix(t, "float"):
+		return "is not a number"
+	case t == "bool":
+		return "is not true or false"
+	case t == "duration":
+		return "is not a duration (like 500ms, 30s, 5m or 1h)"
+	}
+	return err.Error()
+}
+
+// yamlLine finds the line number in yaml.v3's messages ("yaml: line 3: ...").
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlError rewrites a YAML syntax error to name the line where the
+// mistake is. yaml.v3 reports the line where the enclosing block starts
+// (a misindented list item on line 4 is reported on line 3), so the first
+// prefix of the document that fails with the same complaint gives the
+// offending line. Long documents and other errors are reported as they are.
+func yamlError(raw []byte, err error) error {
+	m := yamlLine.FindStringSubmatch(err.Error())
+	if m == nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	reported, _ := strconv.Atoi(m[1])
+	line := reported
+	lines := strings.SplitAfter(string(raw), "\n")
+	if len(lines) <= 1000 {
+		var n yaml.Node
+		for k := reported; k <= len(lines); k++ {
+			perr := yaml.Unmarshal([]byte(strings.Join(lines[:k], "")), &n)
+			if pm := yamlLine.FindStringSubmatch(fmt.Sprint(perr)); pm != nil && pm[2] == m[2] {
+				line = k
+				break
+			}
+		}
+	}
+	text := ""
+	if line >= 1 && line <= len(lines) {
+		text = fmt.Sprintf(" (%q)", strings.TrimRight(lines[line-1], "\r\n"))
+	}
+	return fmt.Errorf("line %d%s: %s", line, text, m[2])
+}
