@@ -26,22 +26,107 @@ const (
 	MinResponseFrame = 4
 )
 
+// Account is charged for the memory of frame buffers as they grow, so that
+// a process-wide bound sees every byte before it is allocated.
+type Account interface {
+	// Reserve is called before n more bytes are allocated. It may block
+	// until memory is available; an error aborts the read.
+	Reserve(n int) error
+	// Release returns n bytes reserved earlier.
+	Release(n int)
+}
+
+// Frame buffers start at FirstChunk bytes (or the frame's size if smaller)
+// and grow by growFactor as bytes arrive, never beyond the declared size:
+// a length prefix alone allocates nothing large, and a peer holds at most
+// growFactor times what it has sent.
+const (
+	FirstChunk = 4 << 10
+	growFactor = 8
+)
+
 // ReadFrame reads one frame from r: the length prefix into lenBuf, checked
-// against [min, max] before allocating, then the message. The returned
-// buffer holds the prefix and the message. A clean EOF before the first
-// byte returns io.EOF; an EOF later returns ErrTruncated.
+// against [min, max] before allocating, then the message into a buffer that
+// grows as it arrives. The returned buffer holds the prefix and the
+// message. A clean EOF before the first byte returns io.EOF; an EOF later
+// returns ErrTruncated.
 func ReadFrame(r io.Reader, lenBuf *[4]byte, min, max int32) (*Buf, error) {
+	return ReadFrameAccount(r, lenBuf, min, max, nil)
+}
+
+// ReadFrameAccount is ReadFrame charging acct (if not nil) for the buffer:
+// on success cap(b.B) bytes stay reserved for the caller to release when
+// it puts the buffer back; on error nothing stays reserved.
+func ReadFrameAccount(r io.Reader, lenBuf *[4]byte, min, max int32, acct Account) (*Buf, error) {
 	size, err := ReadLength(r, lenBuf, min, max)
 	if err != nil {
 		return nil, err
 	}
-	b := Get(4 + int(size))
-	copy(b.B, lenBuf[:])
-	if err := ReadBody(r, b.B[4:]); err != nil {
-		Put(b)
+	b, err := Start(lenBuf[:], 4+int(size), acct)
+	if err != nil {
 		return nil, err
 	}
+	return Grow(r, b, 4+int(size), acct)
+}
+
+// Start returns a buffer holding head, the first bytes of a frame of total
+// bytes, with room for the first chunk of what follows, charged to acct.
+func Start(head []byte, total int, acct Account) (*Buf, error) {
+	n := max(min(total, FirstChunk), len(head))
+	if err := reserve(acct, Cap(n)); err != nil {
+		return nil, err
+	}
+	b := Get(n)
+	b.B = b.B[:copy(b.B, head)]
 	return b, nil
+}
+
+// Grow reads from r into b, whose B holds the first bytes of a frame, until
+// it holds total bytes, moving to a larger buffer (growFactor times, up to
+// total) each time the current one fills. acct, if not nil, has been
+// charged cap(b.B) and is charged for every larger buffer before it is
+// allocated. On error b is put back and its charge released.
+func Grow(r io.Reader, b *Buf, total int, acct Account) (*Buf, error) {
+	filled := len(b.B)
+	b.B = b.B[:min(cap(b.B), total)]
+	for filled < total {
+		if filled == len(b.B) {
+			n := min(total, growFactor*len(b.B))
+			if err := reserve(acct, Cap(n)); err != nil {
+				release(acct, b)
+				return nil, err
+			}
+			nb := Get(n)
+			copy(nb.B, b.B[:filled])
+			release(acct, b)
+			b = nb
+		}
+		k, err := r.Read(b.B[filled:])
+		filled += k
+		if err != nil && filled < total {
+			release(acct, b)
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return nil, ErrTruncated
+			}
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+func reserve(acct Account, n int) error {
+	if acct == nil {
+		return nil
+	}
+	return acct.Reserve(n)
+}
+
+// release puts b back and returns its charge.
+func release(acct Account, b *Buf) {
+	if acct != nil {
+		acct.Release(cap(b.B))
+	}
+	Put(b)
 }
 
 // ReadLength reads a length prefix into lenBuf and checks it against

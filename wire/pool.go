@@ -24,7 +24,17 @@ func class(n int) int {
 	return bits.Len(uint(n-1)) - minClassShift
 }
 
-// Get returns a buffer whose B has length n.
+// Cap returns the capacity of the buffer Get(n) returns, which is what a
+// buffer of n bytes costs.
+func Cap(n int) int {
+	c := class(n)
+	if c >= len(pools) {
+		return n
+	}
+	return 1 << (c + minClassShift)
+}
+
+// Get returns a buffer whose B has length n and capacity Cap(n).
 func Get(n int) *Buf {
 	c := class(n)
 	if c >= len(pools) {
