@@ -17,6 +17,7 @@ import (
 // API keys the proxy treats specially.
 const (
 	keyProduce         = 0
+	keyFetch           = 1
 	keyOffsetCommit    = 8
 	keyTxnOffsetCommit = 28
 	keyApiVersions     = wire.ApiVersionsKey
@@ -64,6 +65,7 @@ func putRequest(r *request) {
 
 // decoder holds per-connection request bodies reused across requests.
 type decoder struct {
+	scan      wire.ProduceScan
 	produce   kmsg.ProduceRequest
 	commit    kmsg.OffsetCommitRequest
 	txnCommit kmsg.TxnOffsetCommitRequest
@@ -162,18 +164,43 @@ func (c *conn) classifyProduce(r *request) error {
 		r.forcedAck = true
 	}
 	d := c.decoder()
-	d.produce.Version = r.hdr.Version
+	d.keys = d.keys[:0]
+	if err := d.scanProduce(body, r.hdr.Version); err != nil {
+		return err
+	}
+	r.ord.Keys = d.keys
+	return nil
+}
+
+// scanProduce hashes the partitions a Produce request writes into d.keys,
+// scanning the body without decoding it. The scan still reads a request of
+// more than ordering.MaxWriteKeys partitions to its end, but keeps one key
+// past the limit, which is enough for the sequencer to make it a barrier.
+// A body the scanner cannot read is decoded with kmsg, which names the
+// fault.
+func (d *decoder) scanProduce(body []byte, version int16) error {
+	s := &d.scan
+	if s.Reset(body, version) == nil {
+		for p, ok := s.Next(); ok; p, ok = s.Next() {
+			if len(d.keys) <= ordering.MaxWriteKeys {
+				d.keys = append(d.keys, partitionKey('p', "", kbin.UnsafeString(p.Topic), p.TopicID, p.Partition))
+			}
+		}
+		if s.Err() == nil {
+			return nil
+		}
+	}
+	d.keys = d.keys[:0]
+	d.produce.Version = version
 	if err := d.produce.UnsafeReadFrom(body); err != nil {
 		return err
 	}
-	d.keys = d.keys[:0]
 	for i := range d.produce.Topics {
 		t := &d.produce.Topics[i]
 		for j := range t.Partitions {
 			d.keys = append(d.keys, partitionKey('p', "", t.Topic, t.TopicID, t.Partitions[j].Partition))
 		}
 	}
-	r.ord.Keys = d.keys
 	return nil
 }
 

@@ -35,6 +35,15 @@ func (c *conn) response(r *request, buf *wire.Buf) (*wire.Buf, error) {
 		wire.Put(buf)
 		return nil, fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
 	}
+	if !fix && (key == keyProduce || key == keyFetch) {
+		// Nearly every Produce and Fetch response carries no KIP-951
+		// endpoints: learn that by scanning, and forward the frame
+		// without decoding it. Endpoints, or a body the scanner cannot
+		// read, go on to kmsg.
+		if e, err := wire.ScanEndpoints(key, version, buf.B[off:]); err == nil && e.Count == 0 {
+			return buf, nil
+		}
+	}
 	resp := kmsg.ResponseForKey(key)
 	resp.SetVersion(version)
 	if err := resp.ReadFrom(buf.B[off:]); err != nil {

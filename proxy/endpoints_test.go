@@ -1,0 +1,153 @@
+package proxy_test
+
+import (
+	"bytes"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// endpointsUpstream answers every Produce and Fetch request on one
+// connection: the first two responses carry no KIP-951 endpoints, the later
+// ones do. It sends each body it wrote on sent.
+func endpointsUpstream(t *testing.T, sent chan<- []byte) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		var lb [4]byte
+		for n := 0; ; n++ {
+			buf, err := wire.ReadFrame(c, &lb, wire.MinRequestFrame, 1<<20)
+			if err != nil {
+				return
+			}
+			h, err := wire.ParseRequestHeader(buf.B)
+			if err != nil {
+				return
+			}
+			withEndpoints := n >= 2
+			var body []byte
+			switch h.Key {
+			case 0:
+				resp := kmsg.NewPtrProduceResponse()
+				resp.Version = h.Version
+				resp.Topics = []kmsg.ProduceResponseTopic{{Topic: "t", Partitions: []kmsg.ProduceResponseTopicPartition{{Partition: 0, BaseOffset: int64(n)}}}}
+				if withEndpoints {
+					resp.Brokers = []kmsg.ProduceResponseBroker{{NodeID: 1, Host: "10.9.9.9", Port: 9999}}
+				}
+				body = resp.AppendTo(nil)
+			case 1:
+				resp := kmsg.NewPtrFetchResponse()
+				resp.Version = h.Version
+				resp.Topics = []kmsg.FetchResponseTopic{{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{{Partition: 0, RecordBatches: bytes.Repeat([]byte{7}, 5000)}}}}
+				if withEndpoints {
+					resp.Brokers = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "10.9.9.9", Port: 9999}}
+				}
+				body = resp.AppendTo(nil)
+			default:
+				return
+			}
+			sent <- body
+			out := wire.AppendResponse(nil, h.Correlation, true, func(b []byte) []byte { return append(b, body...) })
+			if _, err := c.Write(out); err != nil {
+				return
+			}
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestEndpointsRewrittenOthersForwardedAsRead: a Produce or Fetch response
+// without endpoints reaches the client byte for byte as the upstream sent
+// it; one with endpoints names the proxy's listener for the node instead.
+func TestEndpointsRewrittenOthersForwardedAsRead(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			sent := make(chan []byte, 8)
+			p := startProxy(t, mode, []string{endpointsUpstream(t, sent)}, nil)
+			c, err := net.Dial("tcp", p.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			reqs := []kmsg.Request{}
+			for range 2 {
+				prod := kmsg.NewPtrProduceRequest()
+				prod.Version = 11
+				prod.Acks = 1
+				prod.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: []byte{1}}}}}
+				fetch := kmsg.NewPtrFetchRequest()
+				fetch.Version = 16
+				reqs = append(reqs, prod, fetch)
+			}
+			var lb [4]byte
+			for i, req := range reqs {
+				corr := int32(100 + i)
+				if _, err := c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, corr)); err != nil {
+					t.Fatal(err)
+				}
+				buf, err := wire.ReadFrame(c, &lb, wire.MinResponseFrame, 1<<20)
+				if err != nil {
+					t.Fatalf("request %d: %v", i, err)
+				}
+				if got := wire.ResponseCorrelation(buf.B); got != corr {
+					t.Fatalf("request %d: correlation id %d, want %d", i, got, corr)
+				}
+				off, err := wire.ResponseBody(buf.B, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, upstream := buf.B[off:], <-sent
+				resp := req.ResponseKind()
+				resp.SetVersion(req.GetVersion())
+				if err := resp.ReadFrom(body); err != nil {
+					t.Fatalf("request %d: %v", i, err)
+				}
+				var hosts []string
+				switch r := resp.(type) {
+				case *kmsg.ProduceResponse:
+					for _, b := range r.Brokers {
+						hosts = append(hosts, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+					}
+				case *kmsg.FetchResponse:
+					for _, b := range r.Brokers {
+						hosts = append(hosts, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+					}
+				}
+				if i < 2 {
+					if len(hosts) != 0 {
+						t.Fatalf("request %d: endpoints %v where the upstream sent none", i, hosts)
+					}
+					if !bytes.Equal(body, upstream) {
+						t.Fatalf("request %d: a response without endpoints was changed on the way", i)
+					}
+					continue
+				}
+				if len(hosts) != 1 || hosts[0] == "10.9.9.9:9999" {
+					t.Fatalf("request %d: endpoints %v not rewritten", i, hosts)
+				}
+				nc, err := net.DialTimeout("tcp", hosts[0], 5*time.Second)
+				if err != nil {
+					t.Fatalf("request %d: the rewritten endpoint %s is not a proxy listener: %v", i, hosts[0], err)
+				}
+				nc.Close()
+			}
+		})
+	}
+}
