@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -20,12 +21,33 @@ func Main(args []string) int {
 	root.SetArgs(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := root.ExecuteContext(ctx); err != nil {
+	err := root.ExecuteContext(ctx)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "inorder:", err)
-		return 1
 	}
-	return 0
+	return exitCode(err)
 }
+
+// exitCode is the process exit status for what a command returned.
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	}
+	return 1
+}
+
+// exitError asks Main for a particular exit status.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -42,6 +64,7 @@ func newRootCommand() *cobra.Command {
 		newServeCommand(),
 		newDevCommand(),
 		newBenchCommand(),
+		newCheckCommand(),
 	)
 	return root
 }

@@ -137,11 +137,7 @@ func (f *Fault) serveClient(c net.Conn) {
 	defer f.srv.release(up)
 	var requests, responses int
 	for {
-		frame, err := readFrame(c, minRequest)
-		if err != nil {
-			return
-		}
-		req, err := parseRequest(frame)
+		req, err := readRequest(c)
 		if err != nil {
 			return
 		}

@@ -49,6 +49,8 @@ type request struct {
 	key     int16
 	version int16
 	corr    int32
+	// clientID is the header's client id, for counts per client.
+	clientID string
 	// noResponse is set for acks=0 Produce, which Kafka never answers.
 	noResponse bool
 }
@@ -65,7 +67,9 @@ func parseRequest(frame []byte) (request, error) {
 	kreq.SetVersion(req.version)
 	// ControlledShutdown v0 predates the client id.
 	if req.key != 7 || req.version != 0 {
-		r.NullableString()
+		if id := r.NullableString(); id != nil {
+			req.clientID = *id
+		}
 	}
 	if kreq.IsFlexible() {
 		kmsg.SkipTags(&r)
@@ -80,6 +84,15 @@ func parseRequest(frame []byte) (request, error) {
 		req.noResponse = p.Acks == 0
 	}
 	return req, nil
+}
+
+// readRequest reads and parses one request frame.
+func readRequest(r io.Reader) (request, error) {
+	frame, err := readFrame(r, minRequest)
+	if err != nil {
+		return request{}, err
+	}
+	return parseRequest(frame)
 }
 
 // responseCorr returns the correlation id of a response frame.

@@ -389,3 +389,43 @@ func TestClientFollowsAdvertisement(t *testing.T) {
 		t.Fatal("the client never reached the backend")
 	}
 }
+
+// TestSwapperSwapsAdjacentResponses pipelines requests through a Swapper
+// that holds back every response it can: each swap must show on the wire
+// as one response overtaking exactly the request before it, and the
+// backend's count must match what the client saw.
+func TestSwapperSwapsAdjacentResponses(t *testing.T) {
+	const n = 100
+	s, err := hostile.NewSwapper(hostile.SwapperConfig{Every: 1, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rc := dialRaw(t, s.Addr())
+	defer rc.c.Close()
+	for i := range n {
+		rc.send(apiVersions(), int32(i))
+	}
+	var got []int32
+	for range n {
+		corr, _, err := rc.recv(18, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, corr)
+	}
+	swaps := 0
+	for i := 0; i < n; i++ {
+		switch {
+		case got[i] == int32(i):
+		case i+1 < n && got[i] == int32(i+1) && got[i+1] == int32(i):
+			swaps++
+			i++
+		default:
+			t.Fatalf("position %d holds response %d: not an adjacent swap (%v)", i, got[i], got)
+		}
+	}
+	if swaps == 0 || int64(swaps) != s.Swapped() || s.SwappedFor("hostile-test") != s.Swapped() {
+		t.Fatalf("%d swaps seen, backend counted %d (%d for the client id)", swaps, s.Swapped(), s.SwappedFor("hostile-test"))
+	}
+}

@@ -77,11 +77,11 @@ type Reorderer struct {
 	cfg  ReordererConfig
 	pool *pool
 
-	rngMu sync.Mutex
-	rng   *rand.Rand
+	rng *seededRand
 
 	requests  atomic.Int64
 	reordered atomic.Int64
+	byClient  clientCounts
 }
 
 // NewReorderer starts a Reorderer and the kfake cluster behind it.
@@ -97,7 +97,7 @@ func NewReorderer(cfg ReordererConfig) (*Reorderer, error) {
 	r := &Reorderer{
 		base: b,
 		cfg:  cfg,
-		rng:  rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		rng:  newSeededRand(cfg.Seed),
 	}
 	r.pool = newPool(b.srv, b.kfakeAddr, cfg.UpstreamConns)
 	b.srv.start(r.serveClient)
@@ -114,14 +114,16 @@ func (r *Reorderer) Requests() int64 { return r.requests.Load() }
 // request that the same client sent earlier.
 func (r *Reorderer) Reordered() int64 { return r.reordered.Load() }
 
+// ReorderedFor returns how many of Reordered answered requests whose header
+// carried clientID.
+func (r *Reorderer) ReorderedFor(clientID string) int64 { return r.byClient.get(clientID) }
+
 func (r *Reorderer) delay() time.Duration {
 	span := r.cfg.MaxDelay - r.cfg.MinDelay
 	if span <= 0 {
 		return r.cfg.MinDelay
 	}
-	r.rngMu.Lock()
-	defer r.rngMu.Unlock()
-	return r.cfg.MinDelay + time.Duration(r.rng.Int64N(int64(span)+1))
+	return r.cfg.MinDelay + time.Duration(r.rng.int64N(int64(span)+1))
 }
 
 // clientConn is the state one client connection's requests share.
@@ -141,11 +143,7 @@ func (r *Reorderer) serveClient(c net.Conn) {
 	var inflight sync.WaitGroup
 	defer inflight.Wait()
 	for {
-		frame, err := readFrame(c, minRequest)
-		if err != nil {
-			return
-		}
-		req, err := parseRequest(frame)
+		req, err := readRequest(c)
 		if err != nil {
 			return
 		}
@@ -189,6 +187,7 @@ func (r *Reorderer) forward(cc *clientConn, seq uint64, req request) {
 	for s := range cc.pending {
 		if s < seq {
 			r.reordered.Add(1)
+			r.byClient.add(req.clientID)
 			break
 		}
 	}
@@ -258,4 +257,20 @@ func (p *pool) put(c net.Conn) {
 	p.mu.Lock()
 	p.idle = append(p.idle, c)
 	p.mu.Unlock()
+}
+
+// seededRand is a seeded source safe for concurrent use.
+type seededRand struct {
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func newSeededRand(seed uint64) *seededRand {
+	return &seededRand{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+func (s *seededRand) int64N(n int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rng.Int64N(n)
 }

@@ -128,91 +128,40 @@ func ProducePipelined(ctx context.Context, addr, topic string, partition int32, 
 		return Result{}, err
 	}
 	res := Result{Topic: topic, Partition: partition, Acks: opts.Acks.wire(), Sent: correlationIDs(n, opts.Seed)}
-	frames := make([][]byte, n)
-	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID(opts.ClientID))
 	now := time.Now().UnixMilli()
+	reqs := make([]kmsg.Request, n)
 	for i := range n {
-		frames[i] = f.AppendRequest(nil, produceRequest(topic, partition, i, now, opts), res.Sent[i])
+		reqs[i] = produceRequest(topic, partition, i, now, opts)
 	}
+	if opts.Acks == AcksNone {
+		return res, sendUnanswered(ctx, addr, reqs, res.Sent, opts.ClientID)
+	}
+	pres, err := Pipeline(ctx, addr, reqs, PipelineOptions{Window: opts.Window, Seed: opts.Seed, ClientID: opts.ClientID})
+	for _, seq := range pres.Arrived {
+		x := pres.Exchanges[seq]
+		resp, perr := partitionResult(x.Resp.(*kmsg.ProduceResponse), topic, partition)
+		if perr != nil {
+			return res, perr
+		}
+		resp.CorrID, resp.Seq = x.CorrID, seq
+		res.Responses = append(res.Responses, resp)
+	}
+	return res, err
+}
 
+// sendUnanswered writes requests that expect no response on one
+// connection.
+func sendUnanswered(ctx context.Context, addr string, reqs []kmsg.Request, ids []int32, clientID string) error {
 	c, err := dial(ctx, addr)
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer c.close()
-
-	if opts.Acks == AcksNone {
-		for _, frame := range frames {
-			if _, err := c.c.Write(frame); err != nil {
-				return res, c.wrap(err)
-			}
-		}
-		return res, nil
-	}
-
-	// The writer runs beside the reader so that a full window never
-	// stalls on a response the reader has not yet taken.
-	window := make(chan struct{}, opts.Window)
-	readerDone := make(chan struct{})
-	writeErr := make(chan error, 1)
-	go func() {
-		writeErr <- c.writeWindowed(frames, window, readerDone)
-	}()
-	err = c.readProduceResponses(&res, opts.Version, window)
-	close(readerDone)
-	if err != nil {
-		// Unblock a writer stuck on a full socket buffer.
-		c.c.SetDeadline(time.Unix(1, 0))
-		<-writeErr
-		return res, err
-	}
-	if err := <-writeErr; err != nil {
-		return res, err
-	}
-	return res, nil
-}
-
-func (c *conn) writeWindowed(frames [][]byte, window chan struct{}, readerDone <-chan struct{}) error {
-	for _, frame := range frames {
-		select {
-		case window <- struct{}{}:
-		case <-readerDone:
-			return nil
-		}
-		if _, err := c.c.Write(frame); err != nil {
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))
+	for i, req := range reqs {
+		if _, err := c.c.Write(f.AppendRequest(nil, req, ids[i])); err != nil {
 			return c.wrap(err)
 		}
-	}
-	return nil
-}
-
-func (c *conn) readProduceResponses(res *Result, version int16, window <-chan struct{}) error {
-	seqOf := make(map[int32]int, len(res.Sent))
-	for i, id := range res.Sent {
-		seqOf[id] = i
-	}
-	req := &kmsg.ProduceRequest{Version: version}
-	for len(res.Responses) < len(res.Sent) {
-		corr, body, err := c.readResponse()
-		if err != nil {
-			return fmt.Errorf("pipeprobe: reading response %d of %d: %w", len(res.Responses)+1, len(res.Sent), err)
-		}
-		seq, ok := seqOf[corr]
-		if !ok {
-			return fmt.Errorf("%w: response %d carries id %d", ErrUnknownCorrelation, len(res.Responses), corr)
-		}
-		delete(seqOf, corr)
-		<-window
-		kresp, err := parseResponse(req, body)
-		if err != nil {
-			return err
-		}
-		resp, err := partitionResult(kresp.(*kmsg.ProduceResponse), res.Topic, res.Partition)
-		if err != nil {
-			return err
-		}
-		resp.CorrID, resp.Seq = corr, seq
-		res.Responses = append(res.Responses, resp)
 	}
 	return nil
 }
@@ -246,15 +195,45 @@ func correlationIDs(n int, seed uint64) []int32 {
 }
 
 func produceRequest(topic string, partition int32, i int, ts int64, opts Options) *kmsg.ProduceRequest {
+	return NewProduce(ProduceSpec{
+		Topic: topic, Partition: partition, Value: []byte(strconv.Itoa(i)), Timestamp: ts,
+		Version: opts.Version, Acks: opts.Acks.wire(), Timeout: opts.Timeout,
+	})
+}
+
+// ProduceSpec describes a Produce request of one single-record batch.
+type ProduceSpec struct {
+	Topic     string
+	Partition int32
+	Value     []byte
+	Timestamp int64 // milliseconds since the epoch
+	Version   int16
+	Acks      int16         // -1, 0 or 1
+	Timeout   time.Duration // the broker-side timeout
+	// Producer is the idempotent producer that writes the batch at
+	// Sequence. If nil, the batch carries no producer id and the broker
+	// appends it without sequence checks.
+	Producer *Producer
+	Sequence int32
+}
+
+// Producer is an idempotent producer's identity, from InitProducerID.
+type Producer struct {
+	ID    int64
+	Epoch int16
+}
+
+// NewProduce builds the request spec describes.
+func NewProduce(spec ProduceSpec) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
-	req.Version = opts.Version
-	req.Acks = opts.Acks.wire()
-	req.TimeoutMillis = int32(opts.Timeout.Milliseconds())
+	req.Version = spec.Version
+	req.Acks = spec.Acks
+	req.TimeoutMillis = int32(spec.Timeout.Milliseconds())
 	t := kmsg.NewProduceRequestTopic()
-	t.Topic = topic
+	t.Topic = spec.Topic
 	p := kmsg.NewProduceRequestTopicPartition()
-	p.Partition = partition
-	p.Records = recordBatch([]byte(strconv.Itoa(i)), ts)
+	p.Partition = spec.Partition
+	p.Records = recordBatch(spec)
 	t.Partitions = append(t.Partitions, p)
 	req.Topics = append(req.Topics, t)
 	return req
@@ -262,23 +241,25 @@ func produceRequest(topic string, partition int32, i int, ts int64, opts Options
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
-// recordBatch encodes a v2 batch of one uncompressed record with no
-// producer id, so the broker appends it without sequence checks.
-func recordBatch(value []byte, ts int64) []byte {
-	rec := kmsg.Record{Value: value}
+// recordBatch encodes a v2 batch of one uncompressed record.
+func recordBatch(spec ProduceSpec) []byte {
+	rec := kmsg.Record{Value: spec.Value}
 	// Length counts the bytes after itself; a zero Length encodes in one
 	// byte.
 	rec.Length = int32(len(rec.AppendTo(nil)) - 1)
 	batch := kmsg.RecordBatch{
 		PartitionLeaderEpoch: -1,
 		Magic:                2,
-		FirstTimestamp:       ts,
-		MaxTimestamp:         ts,
+		FirstTimestamp:       spec.Timestamp,
+		MaxTimestamp:         spec.Timestamp,
 		ProducerID:           -1,
 		ProducerEpoch:        -1,
 		FirstSequence:        -1,
 		NumRecords:           1,
 		Records:              rec.AppendTo(nil),
+	}
+	if p := spec.Producer; p != nil {
+		batch.ProducerID, batch.ProducerEpoch, batch.FirstSequence = p.ID, p.Epoch, spec.Sequence
 	}
 	// Length counts the bytes after FirstOffset (8) and itself (4).
 	batch.Length = int32(len(batch.AppendTo(nil)) - 12)

@@ -27,10 +27,17 @@ func PinTo(addr string) kgo.Opt {
 // client's options, e.g. PinTo. It returns when the values are read or
 // ctx ends.
 func ReadPartition(ctx context.Context, addr, topic string, partition int32, opts ...kgo.Opt) ([]string, error) {
+	return ReadRange(ctx, addr, topic, partition, 0, -1, opts...)
+}
+
+// ReadRange returns the record values of topic/partition at offsets from
+// up to, not including, to; a negative to means the high watermark found
+// on entry. It reads as ReadPartition does.
+func ReadRange(ctx context.Context, addr, topic string, partition int32, from, to int64, opts ...kgo.Opt) ([]string, error) {
 	base := []kgo.Opt{
 		kgo.SeedBrokers(addr),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
-			topic: {partition: kgo.NewOffset().At(0)},
+			topic: {partition: kgo.NewOffset().At(from)},
 		}),
 	}
 	cl, err := kgo.NewClient(append(base, opts...)...)
@@ -39,21 +46,22 @@ func ReadPartition(ctx context.Context, addr, topic string, partition int32, opt
 	}
 	defer cl.Close()
 
-	hwm, err := highWatermark(ctx, cl, topic, partition)
-	if err != nil {
-		return nil, fmt.Errorf("pipeprobe: reading %s/%d: %w", topic, partition, err)
+	if to < 0 {
+		if to, err = HighWatermark(ctx, cl, topic, partition); err != nil {
+			return nil, fmt.Errorf("pipeprobe: reading %s/%d: %w", topic, partition, err)
+		}
 	}
 	var values []string
-	for next := int64(0); next < hwm; {
+	for next := from; next < to; {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return values, fmt.Errorf("pipeprobe: reading %s/%d at offset %d of %d: %w", topic, partition, next, hwm, err)
+			return values, fmt.Errorf("pipeprobe: reading %s/%d at offset %d of %d: %w", topic, partition, next, to, err)
 		}
 		for _, fe := range fs.Errors() {
 			return values, fmt.Errorf("pipeprobe: reading %s/%d at offset %d: %w", topic, partition, next, fe.Err)
 		}
 		for rec := range fs.RecordsAll() {
-			if rec.Offset >= hwm {
+			if rec.Offset >= to {
 				continue
 			}
 			values = append(values, string(rec.Value))
@@ -63,7 +71,9 @@ func ReadPartition(ctx context.Context, addr, topic string, partition int32, opt
 	return values, nil
 }
 
-func highWatermark(ctx context.Context, cl *kgo.Client, topic string, partition int32) (int64, error) {
+// HighWatermark asks, through cl, for the offset the next record of
+// topic/partition will get.
+func HighWatermark(ctx context.Context, cl *kgo.Client, topic string, partition int32) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	t := kmsg.NewListOffsetsRequestTopic()
 	t.Topic = topic
