@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -63,6 +64,33 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// LogLevel is debug, info, warn or error. Empty means info.
 	LogLevel string
+
+	// MaxMemory bounds the request and response bytes and the per-request
+	// state the proxy holds across every connection. When it is reached,
+	// connections stop being read until memory is released. Zero means
+	// the default, 1GiB.
+	MaxMemory int64
+	// MaxConnections bounds the client connections open at once over all
+	// listeners; past it a new connection is closed at once. Zero means
+	// the default, 10000.
+	MaxConnections int
+	// IdleTimeout closes a client connection that has nothing in flight
+	// and has sent nothing for this long, as Kafka's
+	// connections.max.idle.ms does. Zero disables it.
+	IdleTimeout time.Duration
+	// ReadTimeout is how long a request frame whose first byte has
+	// arrived may take to arrive whole. Zero disables it.
+	ReadTimeout time.Duration
+	// ExposeControllers opens listeners that relay to the KRaft
+	// controllers named in responses (DescribeQuorum, DescribeCluster for
+	// controllers). False (the default) opens none and leaves those
+	// endpoints unreachable through the proxy.
+	ExposeControllers bool
+	// AllowUpstream lists the hosts ("kafka-1.internal"), domain patterns
+	// ("*.kafka.internal") and CIDR ranges ("10.0.0.0/8") that broker
+	// addresses advertised by the upstream must match before the proxy
+	// dials them or opens a listener for them. Empty allows any address.
+	AllowUpstream []string
 }
 
 // Default returns the configuration used when nothing is set.
@@ -77,6 +105,10 @@ func Default() Config {
 		DialTimeout:      10 * time.Second,
 		ShutdownGrace:    15 * time.Second,
 		LogLevel:         "info",
+		MaxMemory:        1 << 30,
+		MaxConnections:   10000,
+		IdleTimeout:      10 * time.Minute,
+		ReadTimeout:      30 * time.Second,
 	}
 }
 
@@ -146,10 +178,65 @@ func (c *Config) Validate() error {
 	if c.ShutdownGrace < 0 {
 		return invalid("shutdown-grace", c.ShutdownGrace.String(), "must not be negative")
 	}
+	if c.MaxMemory < 0 {
+		return invalid("max-memory", strconv.FormatInt(c.MaxMemory, 10), "must not be negative")
+	}
+	if m := c.Memory(); m < 2*int64(max(c.MaxRequestSize, c.MaxResponseSize)) {
+		return invalid("max-memory", strconv.FormatInt(m, 10), "must be at least twice max-request-size and max-response-size, so that a largest frame fits beside the reserve kept for small requests")
+	}
+	if c.MaxConnections < 0 {
+		return invalid("max-connections", strconv.Itoa(c.MaxConnections), "must not be negative")
+	}
+	if c.IdleTimeout < 0 {
+		return invalid("idle-timeout", c.IdleTimeout.String(), "must not be negative")
+	}
+	if c.ReadTimeout < 0 {
+		return invalid("read-timeout", c.ReadTimeout.String(), "must not be negative")
+	}
+	for _, a := range c.AllowUpstream {
+		if err := checkUpstreamPattern(a); err != "" {
+			return invalid("allow-upstream", a, err)
+		}
+	}
 	if _, err := c.SlogLevel(); err != nil {
 		return invalid("log-level", c.LogLevel, "must be debug, info, warn or error")
 	}
 	return nil
+}
+
+// Memory returns the effective MaxMemory.
+func (c *Config) Memory() int64 {
+	if c.MaxMemory == 0 {
+		return 1 << 30
+	}
+	return c.MaxMemory
+}
+
+// Connections returns the effective MaxConnections.
+func (c *Config) Connections() int {
+	if c.MaxConnections == 0 {
+		return 10000
+	}
+	return c.MaxConnections
+}
+
+// checkUpstreamPattern returns why a an allow-upstream entry is unusable,
+// or "" if it is a CIDR range, a *.domain pattern or a host name or IP.
+func checkUpstreamPattern(a string) string {
+	if strings.Contains(a, "/") {
+		if _, _, err := net.ParseCIDR(a); err != nil {
+			return "is not a CIDR range"
+		}
+		return ""
+	}
+	host := strings.TrimPrefix(a, "*.")
+	if net.ParseIP(host) != nil && host == a {
+		return ""
+	}
+	if host == "" || strings.ContainsAny(host, "*:/ ") || strings.HasPrefix(host, ".") || strings.HasSuffix(host, ".") {
+		return "is not a host, *.domain pattern or CIDR range"
+	}
+	return ""
 }
 
 // Ordering returns the effective ordering mode.

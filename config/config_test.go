@@ -62,6 +62,13 @@ func TestBadValuesNameFieldAndValue(t *testing.T) {
 		{"log-level: loud\n", "log-level", "loud"},
 		{"shutdown-grace: -1s\n", "shutdown-grace", "-1s"},
 		{"no-such-field: 1\n", "no-such-field", ""},
+		{"max-memory: 64MiB\n", "max-memory", "67108864"},
+		{"max-connections: -1\n", "max-connections", "-1"},
+		{"idle-timeout: -1s\n", "idle-timeout", "-1s"},
+		{"read-timeout: -2s\n", "read-timeout", "-2s"},
+		{"allow-upstream: [10.0.0.0/33]\n", "allow-upstream", "10.0.0.0/33"},
+		{"allow-upstream: ['*.']\n", "allow-upstream", "*."},
+		{"allow-upstream: ['a*b.example']\n", "allow-upstream", "a*b.example"},
 	}
 	for _, tc := range cases {
 		file := filepath.Join(t.TempDir(), "c.yaml")
@@ -76,6 +83,26 @@ func TestBadValuesNameFieldAndValue(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.value) {
 			t.Errorf("%q: error %q does not name %s=%s", tc.yaml, err, tc.field, tc.value)
 		}
+	}
+}
+
+func TestAllowUpstreamPatterns(t *testing.T) {
+	c := Default()
+	fs := flags(&c)
+	if err := fs.Parse([]string{"--allow-upstream", "kafka-1.internal, *.kafka.internal,10.0.0.0/8,::1,fd00::/8", "--expose-controllers"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Resolve(fs, Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.AllowUpstream) != 5 || !got.ExposeControllers {
+		t.Fatalf("resolved %q, expose-controllers %v", got.AllowUpstream, got.ExposeControllers)
+	}
+	d := Default()
+	if d.ExposeControllers || len(d.AllowUpstream) != 0 || d.Memory() != 1<<30 || d.Connections() != 10000 ||
+		d.IdleTimeout != 10*time.Minute || d.ReadTimeout != 30*time.Second {
+		t.Fatalf("defaults: %+v", d)
 	}
 }
 

@@ -31,6 +31,12 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.DurationVar(&c.DialTimeout, "dial-timeout", c.DialTimeout, "bound on connecting to the upstream")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "time in-flight responses may take to drain on shutdown")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.Var((*sizeValue)(&c.MaxMemory), "max-memory", "request and response bytes and request state held across all connections; past it connections stop being read")
+	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "client connections open at once over all listeners; past it new connections are closed")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a client connection with nothing in flight and nothing sent for this long (0 disables)")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "time a request frame may take to arrive once its first byte has (0 disables)")
+	fs.BoolVar(&c.ExposeControllers, "expose-controllers", c.ExposeControllers, "open listeners relaying to the KRaft controllers named in responses")
+	fs.Var((*listValue)(&c.AllowUpstream), "allow-upstream", "hosts, *.domain patterns or CIDR ranges that advertised broker addresses must match (empty: any)")
 }
 
 // Resolve builds the effective configuration: base, then the YAML file named
