@@ -121,7 +121,10 @@ func (c *conn) connect() error {
 	if c.target.resolve == nil {
 		up, _, err = c.p.bootstrapUpstream()
 	} else {
-		addr := c.target.resolve()
+		var addr string
+		if addr, err = c.target.resolve(); err != nil {
+			return err
+		}
 		if up, err = c.p.dialUpstream(addr); err != nil {
 			err = fmt.Errorf("node %d at %s: %v", c.node, addr, err)
 		}

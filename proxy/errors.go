@@ -10,6 +10,9 @@ var (
 	// ErrNodePort is returned when a node listener cannot be opened: its
 	// port is out of range or taken.
 	ErrNodePort = errors.New("cannot open node listener")
+	// ErrNotAllowed: the upstream advertised a node whose address is
+	// outside allow-upstream; the proxy neither dials it nor listens for it.
+	ErrNotAllowed = errors.New("upstream address not allowed")
 
 	// ErrBadRequest closes a client that sent a frame the proxy cannot
 	// parse or must not forward.

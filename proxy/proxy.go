@@ -133,14 +133,15 @@ func (p *Proxy) Addr() string {
 // so that clients holding metadata from before a restart find them. It
 // returns ErrNodePort if a listener cannot open, and the upstream's error if
 // it cannot be reached (the proxy still serves; listeners then open when
-// metadata first names them).
+// metadata first names them). A broker outside the allow-list is logged and
+// skipped.
 func (p *Proxy) Discover(ctx context.Context) error {
 	brokers, err := fetchBrokers(ctx, p.cfg.Upstreams, p.cfg.DialTimeout)
 	if err != nil {
 		return err
 	}
 	for _, b := range brokers {
-		if _, _, err := p.nodes.MapNode(b.NodeID, b.Host, b.Port); err != nil {
+		if _, err := p.nodes.mapNode(b.NodeID, b.Host, b.Port); err != nil && !errors.Is(err, ErrNotAllowed) {
 			return err
 		}
 	}
@@ -165,7 +166,7 @@ func (p *Proxy) Serve() error {
 // (resolve nil), or one node whose address resolve returns.
 type target struct {
 	node    int32
-	resolve func() string
+	resolve func() (string, error)
 }
 
 // serveTarget starts the accept loop of a node or controller listener.
