@@ -201,6 +201,41 @@ func (t *nodeTable) MapController(id int32, host string, port int32) (string, in
 	return t.p.advHost, n.port, nil
 }
 
+// openErr returns an error naming a node or controller the proxy should
+// serve but whose listener could not open, or nil.
+func (t *nodeTable) openErr() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, n := range t.nodes {
+		if n.allowed && n.port == 0 && !n.failedAt.IsZero() {
+			return fmt.Errorf("%w: node %d: its listener could not open", ErrNodePort, n.id)
+		}
+	}
+	for _, n := range t.controllers {
+		if n.allowed && n.port == 0 && !n.failedAt.IsZero() {
+			return fmt.Errorf("%w: controller %d at %s: its listener could not open", ErrNodePort, n.id, n.upstream)
+		}
+	}
+	return nil
+}
+
+// listening counts the node and controller listeners open.
+func (t *nodeTable) listening() (nodes, controllers int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, n := range t.nodes {
+		if n.port != 0 {
+			nodes++
+		}
+	}
+	for _, n := range t.controllers {
+		if n.port != 0 {
+			controllers++
+		}
+	}
+	return nodes, controllers
+}
+
 // open listens on port (0: a free one) of the listen host and serves
 // connections to n there, setting n.port. The caller holds t.mu.
 func (t *nodeTable) open(role string, n *node, port int) error {

@@ -65,6 +65,7 @@ type Proxy struct {
 	boot       net.Listener
 	nodes      nodeTable
 	nextUp     atomic.Uint32
+	health     health
 
 	mu        sync.Mutex
 	closing   bool
@@ -137,6 +138,7 @@ func (p *Proxy) Addr() string {
 // skipped.
 func (p *Proxy) Discover(ctx context.Context) error {
 	brokers, err := fetchBrokers(ctx, p.cfg.Upstreams, p.cfg.DialTimeout)
+	p.health.record(err)
 	if err != nil {
 		return err
 	}
