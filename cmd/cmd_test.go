@@ -37,8 +37,16 @@ func (s *syncBuffer) String() string {
 // returns the address it prints.
 func start(t *testing.T, args ...string) (addr string, stop func() error) {
 	t.Helper()
+	addr, _, stop = startOutput(t, args...)
+	return addr, stop
+}
+
+// startOutput is start that also returns what the CLI prints on stdout.
+func startOutput(t *testing.T, args ...string) (addr string, out *syncBuffer, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out = &syncBuffer{}
+	errOut := &syncBuffer{}
 	root := newRootCommand()
 	root.SetArgs(args)
 	root.SetOut(out)
@@ -64,7 +72,7 @@ func start(t *testing.T, args ...string) (addr string, stop func() error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return addr, func() error {
+	return addr, out, func() error {
 		cancel()
 		select {
 		case err := <-done:

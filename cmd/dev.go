@@ -44,6 +44,10 @@ and prints the one address clients should use.`,
 		if len(cfg.Upstreams) > 0 {
 			return &config.FieldError{Field: "upstream", Value: cfg.Upstreams[0], Reason: "is not used by dev, which embeds its backend; use serve"}
 		}
+		if cfg.AdminListen == "" && !c.Flags().Changed("admin-listen") {
+			// dev is for trying things: show the metrics and probes too.
+			cfg.AdminListen = "127.0.0.1:0"
+		}
 		log := newLogger(c.ErrOrStderr(), cfg)
 		kc, err := devcluster.Start(c.Context(), devcluster.Options{Brokers: *brokers, DataDir: *dataDir})
 		if err != nil {
@@ -52,7 +56,7 @@ and prints the one address clients should use.`,
 		defer kc.Close()
 		log.Info("embedded broker started", "brokers", *brokers, "data_dir", *dataDir)
 		cfg.Upstreams = kc.ListenAddrs()
-		p, err := proxy.New(cfg, log, proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}))
+		p, err := proxy.New(cfg, log, proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(newMetrics(cfg)))
 		if err != nil {
 			return err
 		}

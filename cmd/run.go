@@ -14,12 +14,22 @@ import (
 
 func newLogger(w io.Writer, cfg config.Config) *slog.Logger {
 	level, _ := cfg.SlogLevel()
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // runProxy serves until ctx ends (SIGINT or SIGTERM), then drains for the
 // grace period.
 func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.Logger, out io.Writer) error {
+	stopAdmin, err := startAdmin(cfg, p, log, out)
+	if err != nil {
+		p.Close()
+		return err
+	}
+	defer stopAdmin()
 	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout+5*time.Second)
 	if err := p.Discover(dctx); err != nil {
 		if errors.Is(err, proxy.ErrNodePort) {

@@ -28,7 +28,7 @@ rewritten to those listeners.`,
 			return err
 		}
 		log := newLogger(c.ErrOrStderr(), cfg)
-		p, err := proxy.New(cfg, log)
+		p, err := proxy.New(cfg, log, proxy.WithMetrics(newMetrics(cfg)))
 		if err != nil {
 			return err
 		}

@@ -91,6 +91,14 @@ type Config struct {
 	// addresses advertised by the upstream must match before the proxy
 	// dials them or opens a listener for them. Empty allows any address.
 	AllowUpstream []string
+	// LogFormat is text or json (slog's handlers). Empty means text.
+	LogFormat string
+	// AdminListen is the HOST:PORT of the admin HTTP endpoint (/metrics,
+	// /healthz, /readyz). Empty serves none and records no metrics.
+	AdminListen string
+	// AdminPprof mounts /debug/pprof/ on the admin endpoint. False leaves
+	// it out.
+	AdminPprof bool
 }
 
 // Default returns the configuration used when nothing is set.
@@ -109,6 +117,7 @@ func Default() Config {
 		MaxConnections:   10000,
 		IdleTimeout:      10 * time.Minute,
 		ReadTimeout:      30 * time.Second,
+		LogFormat:        "text",
 	}
 }
 
@@ -200,6 +209,16 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.SlogLevel(); err != nil {
 		return invalid("log-level", c.LogLevel, "must be debug, info, warn or error")
+	}
+	switch c.LogFormat {
+	case "", "text", "json":
+	default:
+		return invalid("log-format", c.LogFormat, "must be text or json")
+	}
+	if c.AdminListen != "" {
+		if _, p, err := net.SplitHostPort(c.AdminListen); err != nil || p == "" {
+			return invalid("admin-listen", c.AdminListen, "is not HOST:PORT")
+		}
 	}
 	return nil
 }

@@ -37,6 +37,9 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "time a request frame may take to arrive once its first byte has (0 disables)")
 	fs.BoolVar(&c.ExposeControllers, "expose-controllers", c.ExposeControllers, "open listeners relaying to the KRaft controllers named in responses")
 	fs.Var((*listValue)(&c.AllowUpstream), "allow-upstream", "hosts, *.domain patterns or CIDR ranges that advertised broker addresses must match (empty: any)")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
+	fs.StringVar(&c.AdminListen, "admin-listen", c.AdminListen, "HOST:PORT of the admin endpoint (/metrics, /healthz, /readyz); empty: none")
+	fs.BoolVar(&c.AdminPprof, "admin-pprof", c.AdminPprof, "serve /debug/pprof/ on the admin endpoint")
 }
 
 // Resolve builds the effective configuration: base, then the YAML file named

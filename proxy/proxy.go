@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/ordering"
 )
 
@@ -59,6 +60,7 @@ type Proxy struct {
 	versions func(int16) (int16, bool)
 	fixup    Fixup
 	noSplice bool
+	metrics  *metrics.Metrics // nil records nothing
 
 	listenHost string
 	advHost    string
@@ -101,6 +103,7 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	for _, o := range opts {
 		o(p)
 	}
+	p.metrics.SetGaugeSource(p.gauges)
 	host, _, _ := net.SplitHostPort(cfg.Listen)
 	p.listenHost = host
 	p.advHost = cfg.AdvertisedHost
