@@ -17,8 +17,6 @@ func (p *Proxy) gauges(g *metrics.Gauges) {
 	p.mu.Lock()
 	g.ConnectionsOpen = int64(len(p.conns))
 	p.mu.Unlock()
-	p.nodes.mu.Lock()
-	g.NodeListeners = int64(len(p.nodes.nodes))
-	g.ControllerListeners = int64(len(p.nodes.controllers))
-	p.nodes.mu.Unlock()
+	nodes, controllers := p.nodes.listening()
+	g.NodeListeners, g.ControllerListeners = int64(nodes), int64(controllers)
 }
