@@ -13,10 +13,10 @@ import (
 	"github.com/inorder-proxy/inorder/wire"
 )
 
-// endpointsUpstream answers every Produce and Fetch request on one
-// connection: the first two responses carry no KIP-951 endpoints, the later
-// ones do. It sends each body it wrote on sent.
-func endpointsUpstream(t *testing.T, sent chan<- []byte) string {
+// scriptedUpstream accepts one connection and answers each request with
+// the body answer makes for it (the n-th request, from 0); it sends each
+// body on sent before writing it.
+func scriptedUpstream(t *testing.T, sent chan<- []byte, answer func(n int, h wire.RequestHeader) []byte) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -40,36 +40,95 @@ func endpointsUpstream(t *testing.T, sent chan<- []byte) string {
 			if err != nil {
 				return
 			}
-			withEndpoints := n >= 2
-			var body []byte
-			switch h.Key {
-			case 0:
-				resp := kmsg.NewPtrProduceResponse()
-				resp.Version = h.Version
-				resp.Topics = []kmsg.ProduceResponseTopic{{Topic: "t", Partitions: []kmsg.ProduceResponseTopicPartition{{Partition: 0, BaseOffset: int64(n)}}}}
-				if withEndpoints {
-					resp.Brokers = []kmsg.ProduceResponseBroker{{NodeID: 1, Host: "10.9.9.9", Port: 9999}}
-				}
-				body = resp.AppendTo(nil)
-			case 1:
-				resp := kmsg.NewPtrFetchResponse()
-				resp.Version = h.Version
-				resp.Topics = []kmsg.FetchResponseTopic{{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{{Partition: 0, RecordBatches: bytes.Repeat([]byte{7}, 5000)}}}}
-				if withEndpoints {
-					resp.Brokers = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "10.9.9.9", Port: 9999}}
-				}
-				body = resp.AppendTo(nil)
-			default:
-				return
-			}
+			body := answer(n, h)
 			sent <- body
-			out := wire.AppendResponse(nil, h.Correlation, true, func(b []byte) []byte { return append(b, body...) })
+			out := wire.AppendResponse(nil, h.Correlation, h.ResponseFlexible(), func(b []byte) []byte { return append(b, body...) })
 			if _, err := c.Write(out); err != nil {
 				return
 			}
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// endpointsUpstream answers Produce and Fetch requests: the first two
+// responses carry no KIP-951 endpoints, the later ones do.
+func endpointsUpstream(t *testing.T, sent chan<- []byte) string {
+	return scriptedUpstream(t, sent, func(n int, h wire.RequestHeader) []byte {
+		withEndpoints := n >= 2
+		if h.Key == 0 {
+			resp := kmsg.NewPtrProduceResponse()
+			resp.Version = h.Version
+			resp.Topics = []kmsg.ProduceResponseTopic{{Topic: "t", Partitions: []kmsg.ProduceResponseTopicPartition{{Partition: 0, BaseOffset: int64(n)}}}}
+			if withEndpoints {
+				resp.Brokers = []kmsg.ProduceResponseBroker{{NodeID: 1, Host: "10.9.9.9", Port: 9999}}
+			}
+			return resp.AppendTo(nil)
+		}
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = h.Version
+		resp.Topics = []kmsg.FetchResponseTopic{{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{{Partition: 0, RecordBatches: bytes.Repeat([]byte{7}, 5000)}}}}
+		if withEndpoints {
+			resp.Brokers = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "10.9.9.9", Port: 9999}}
+		}
+		return resp.AppendTo(nil)
+	})
+}
+
+// TestLargeResponsesStreamed pipelines Fetch v15 requests whose responses
+// are large enough to be streamed from the upstream socket to the client
+// socket: each arrives whole, in order, with the client's correlation id.
+func TestLargeResponsesStreamed(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			const n = 6
+			sent := make(chan []byte, n)
+			up := scriptedUpstream(t, sent, func(i int, h wire.RequestHeader) []byte {
+				resp := kmsg.NewPtrFetchResponse()
+				resp.Version = h.Version
+				size := 300 << 10
+				if i%3 == 2 {
+					size = 100 // small ones are read, not streamed
+				}
+				resp.Topics = []kmsg.FetchResponseTopic{{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{{Partition: int32(i), RecordBatches: bytes.Repeat([]byte{byte(i + 1)}, size)}}}}
+				return resp.AppendTo(nil)
+			})
+			p := startProxy(t, mode, []string{up}, nil)
+			c, err := net.Dial("tcp", p.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			var out []byte
+			for i := range n {
+				req := kmsg.NewPtrFetchRequest()
+				req.Version = 15
+				out = append(out, kmsg.NewRequestFormatter().AppendRequest(nil, req, int32(1000+i))...)
+			}
+			if _, err := c.Write(out); err != nil {
+				t.Fatal(err)
+			}
+			var lb [4]byte
+			for i := range n {
+				buf, err := wire.ReadFrame(c, &lb, wire.MinResponseFrame, 1<<30)
+				if err != nil {
+					t.Fatalf("response %d: %v", i, err)
+				}
+				if got := wire.ResponseCorrelation(buf.B); got != int32(1000+i) {
+					t.Fatalf("response %d: correlation id %d", i, got)
+				}
+				off, err := wire.ResponseBody(buf.B, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(buf.B[off:], <-sent) {
+					t.Fatalf("response %d differs from what the upstream sent", i)
+				}
+				wire.Put(buf)
+			}
+		})
+	}
 }
 
 // TestEndpointsRewrittenOthersForwardedAsRead: a Produce or Fetch response

@@ -49,7 +49,10 @@ func (c *conn) idle() bool {
 var upstreamReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
 
 func (c *conn) readUpstreamLoop() error {
-	var lenBuf [4]byte
+	var (
+		lenBuf [4]byte
+		head   [8]byte // length prefix and correlation id
+	)
 	maxResp := c.p.cfg.MaxResponseSize
 	rd := upstreamReaders.Get().(*bufio.Reader)
 	rd.Reset(c.up)
@@ -66,17 +69,17 @@ func (c *conn) readUpstreamLoop() error {
 			}
 			return nil
 		}
-		buf, err := wire.ReadFrame(rd, &lenBuf, wire.MinResponseFrame, maxResp)
-		if err != nil {
-			if c.dead.Load() {
-				return c.cause()
-			}
-			if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrFrameTooSmall) {
-				return fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
-			}
-			return fmt.Errorf("%w: read: %v", ErrUpstreamFailed, err)
+		// The length and correlation id first: they say whether the
+		// body can be streamed to the client instead of read.
+		size, err := wire.ReadLength(rd, &lenBuf, wire.MinResponseFrame, maxResp)
+		if err == nil {
+			copy(head[:], lenBuf[:])
+			err = wire.ReadBody(rd, head[4:])
 		}
-		corr := wire.ResponseCorrelation(buf.B)
+		if err != nil {
+			return c.upstreamReadError(err)
+		}
+		corr := wire.ResponseCorrelation(head[:])
 		c.mu.Lock()
 		seq, ok := c.seq.Lookup(corr)
 		var r *request
@@ -85,8 +88,28 @@ func (c *conn) readUpstreamLoop() error {
 		}
 		c.mu.Unlock()
 		if r == nil || r.resp != nil || r.upCorr != corr {
-			wire.Put(buf)
 			return fmt.Errorf("%w: unexpected correlation id %d", ErrUpstreamProtocol, corr)
+		}
+		if c.streamable(r, size) {
+			streamed, err := c.streamResponse(r, rd, &head, size)
+			if err != nil {
+				return err
+			}
+			if streamed {
+				// Delivered already: the sequencer only has to
+				// learn it, and sends nothing more.
+				if err := c.complete(r, noResponse); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		buf, err := wire.Start(head[:], 4+int(size), nil)
+		if err == nil {
+			buf, err = wire.Grow(rd, buf, 4+int(size), nil)
+		}
+		if err != nil {
+			return c.upstreamReadError(err)
 		}
 		resp, err := c.response(r, buf)
 		if err != nil {
@@ -96,6 +119,16 @@ func (c *conn) readUpstreamLoop() error {
 			return err
 		}
 	}
+}
+
+func (c *conn) upstreamReadError(err error) error {
+	if c.dead.Load() {
+		return c.cause()
+	}
+	if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrFrameTooSmall) {
+		return fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
+	}
+	return fmt.Errorf("%w: read: %v", ErrUpstreamFailed, err)
 }
 
 // complete records r's response, releases what the sequencer lets go, and
@@ -132,7 +165,8 @@ func (c *conn) complete(r *request, resp *wire.Buf) error {
 	return c.deliver()
 }
 
-// noResponse marks a completed request that sends nothing to the client.
+// noResponse marks a completed request that sends nothing to the client:
+// it expects no response, or its response was streamed.
 var noResponse = &wire.Buf{}
 
 // deliver writes every response at the head of the sequence to the client.
