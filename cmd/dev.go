@@ -1,8 +1,12 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,9 +29,17 @@ func newDevCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "dev",
 		Short: "Run an embedded Kafka-compatible broker behind the proxy",
-		Long: `dev starts an embedded broker (franz-go's kfake, three nodes, data kept in
---data-dir so a restart keeps the records) and the proxy in front of it,
-and prints the one address clients should use.`,
+		Long: `dev starts an embedded broker (franz-go's kfake, three nodes) and the
+proxy in front of it, and prints the address clients should use, and the
+embedded broker's own addresses for comparisons that bypass the proxy
+(inorder bench --compare direct=ADDRESS).
+
+Like an Apache Kafka broker with its defaults, it creates a topic the first
+time a client names it, with --default-partitions partitions.
+
+The data is kept in --data-dir, so a restart keeps the records; each
+partition keeps at most --retention-bytes and nothing older than
+--retention-time. --reset deletes the data before starting.`,
 		Args: cobra.NoArgs,
 	}
 	cfg := config.Default()
@@ -36,6 +48,11 @@ and prints the one address clients should use.`,
 	config.BindFlags(fs, &cfg)
 	dataDir := fs.String("data-dir", defaultDataDir(), "directory keeping the embedded broker's data; empty keeps it in memory")
 	brokers := fs.Int("brokers", 3, "number of embedded brokers")
+	partitions := fs.Int("default-partitions", 1, "partitions of a topic created on first use, or without a count (Kafka's num.partitions)")
+	var retentionBytes int64
+	config.SizeVar(fs, &retentionBytes, "retention-bytes", 256<<20, "data each partition keeps; older records are deleted past it (0: no bound)")
+	retentionTime := fs.Duration("retention-time", 7*24*time.Hour, "age past which records are deleted (0: no bound)")
+	reset := fs.Bool("reset", false, "delete the data in --data-dir before starting")
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		cfg, err := config.Resolve(c.Flags(), config.Default())
 		if err != nil {
@@ -48,19 +65,56 @@ and prints the one address clients should use.`,
 			// dev is for trying things: show the metrics and probes too.
 			cfg.AdminListen = "127.0.0.1:0"
 		}
+		if *partitions < 1 {
+			return &config.FieldError{Field: "--default-partitions", Value: strconv.Itoa(*partitions), Reason: "must be at least 1"}
+		}
+		if *retentionTime < 0 {
+			return &config.FieldError{Field: "--retention-time", Value: retentionTime.String(), Reason: "must not be negative"}
+		}
 		log := newLogger(c.ErrOrStderr(), cfg)
-		kc, err := devcluster.Start(c.Context(), devcluster.Options{Brokers: *brokers, DataDir: *dataDir})
+		if *reset && *dataDir != "" {
+			if err := devcluster.Reset(*dataDir); err != nil {
+				return err
+			}
+			log.Info("data reset", "data_dir", *dataDir)
+		}
+		ctx := c.Context()
+		kc, err := devcluster.Start(ctx, devcluster.Options{
+			Brokers: *brokers, DataDir: *dataDir, Partitions: *partitions,
+			RetentionBytes: retentionBytes, RetentionTime: *retentionTime,
+		})
 		if err != nil {
+			if ctx.Err() != nil {
+				log.Info("stopped during start-up", "data_dir", *dataDir)
+				return nil
+			}
 			return err
 		}
-		defer kc.Close()
-		log.Info("embedded broker started", "brokers", *brokers, "data_dir", *dataDir)
+		stopBroker := func(s stopped) {
+			kc.Close()
+			logStopped(log, s, "data_dir", *dataDir)
+		}
+		if ctx.Err() != nil {
+			stopBroker(stopped{drained: true})
+			return nil
+		}
+		log.Info("embedded broker started", "brokers", *brokers, "data_dir", *dataDir,
+			"retention_bytes", config.FormatSize(retentionBytes), "retention_time", *retentionTime, "default_partitions", *partitions)
 		cfg.Upstreams = kc.ListenAddrs()
 		p, err := proxy.New(cfg, log, proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(newMetrics(cfg)))
 		if err != nil {
+			kc.Close()
 			return err
 		}
-		return runProxy(c.Context(), p, cfg, log, c.OutOrStdout())
+		fmt.Fprintf(c.OutOrStdout(), "inorder: embedded broker at %s (direct, bypassing the proxy: for comparisons only)\n",
+			strings.Join(kc.ListenAddrs(), ","))
+		s, err := runProxy(ctx, p, cfg, log, c.OutOrStdout())
+		if err != nil {
+			kc.Close()
+			return err
+		}
+		stopBroker(s)
+		return nil
 	}
 	return c
 }

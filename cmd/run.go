@@ -21,25 +21,43 @@ func newLogger(w io.Writer, cfg config.Config) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// stopped is what a stop drained, for the last log line.
+type stopped struct {
+	conns   int           // client connections open when the stop began
+	drained bool          // every one delivered its in-flight responses in time
+	took    time.Duration // from the signal to the last connection closed
+}
+
+// logStopped writes the last line of a run, so that a clean stop reads
+// differently from a hang.
+func logStopped(log *slog.Logger, s stopped, extra ...any) {
+	args := append([]any{"connections", s.conns, "drained", s.drained, "took", s.took.Round(time.Millisecond)}, extra...)
+	log.Info("stopped", args...)
+}
+
 // runProxy serves until ctx ends (SIGINT or SIGTERM), then drains for the
-// grace period.
-func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.Logger, out io.Writer) error {
+// grace period. A signal before the proxy serves is a normal stop too.
+func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.Logger, out io.Writer) (stopped, error) {
 	stopAdmin, err := startAdmin(cfg, p, log, out)
 	if err != nil {
 		p.Close()
-		return err
+		return stopped{}, err
 	}
 	defer stopAdmin()
 	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout+5*time.Second)
-	if err := p.Discover(dctx); err != nil {
-		if errors.Is(err, proxy.ErrNodePort) {
-			cancel()
-			p.Close()
-			return err
-		}
-		log.Warn("upstream not reachable yet; node listeners open when metadata names them", "err", err)
-	}
+	err = p.Discover(dctx)
 	cancel()
+	switch {
+	case ctx.Err() != nil:
+		p.Close()
+		return stopped{drained: true}, nil
+	case errors.Is(err, proxy.ErrNodePort):
+		p.Close()
+		return stopped{}, err
+	case err != nil:
+		log.Warn("no upstream could be reached: clients will be disconnected until one answers; node listeners open when metadata names them",
+			"upstream", cfg.Upstreams, "err", err)
+	}
 	served := make(chan error, 1)
 	go func() { served <- p.Serve() }()
 	log.Info("proxy ready", "listen", p.Addr(), "upstream", cfg.Upstreams, "ordering", cfg.Ordering())
@@ -47,17 +65,21 @@ func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.
 	select {
 	case err := <-served:
 		p.Close()
-		return err
+		return stopped{}, err
 	case <-ctx.Done():
 	}
 	log.Info("shutting down", "grace", cfg.ShutdownGrace)
+	start := time.Now()
+	s := stopped{conns: p.Stats().Conns, drained: true}
 	sctx, scancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer scancel()
 	if err := p.Shutdown(sctx); err != nil {
+		s.drained = false
 		log.Warn("grace period over; closed remaining connections", "err", err)
 	}
+	s.took = time.Since(start)
 	if err := <-served; err != nil && !errors.Is(err, proxy.ErrClosed) {
-		return err
+		return s, err
 	}
-	return nil
+	return s, nil
 }

@@ -32,7 +32,11 @@ rewritten to those listeners.`,
 		if err != nil {
 			return err
 		}
-		return runProxy(c.Context(), p, cfg, log, c.OutOrStdout())
+		s, err := runProxy(c.Context(), p, cfg, log, c.OutOrStdout())
+		if err == nil {
+			logStopped(log, s)
+		}
+		return err
 	}
 	return c
 }

@@ -222,6 +222,13 @@ func FormatSize(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
+// SizeVar defines a size flag on fs, read by ParseSize and shown in
+// --help the way it is written (128MiB, not 134217728).
+func SizeVar(fs *pflag.FlagSet, p *int64, name string, value int64, usage string) {
+	*p = value
+	fs.Var((*sizeValue)(p), name, usage)
+}
+
 type sizeValue int64
 
 func (v *sizeValue) String() string { return FormatSize(int64(*v)) }

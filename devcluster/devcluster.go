@@ -1,12 +1,22 @@
 // Package devcluster runs the embedded Kafka-compatible backend of
 // `inorder dev`: a franz-go kfake cluster whose data lives in a directory,
-// so a restart keeps the records, and the API versions it serves, which
-// the proxy uses to forward nothing the fake would fail on.
+// so a restart keeps the records, bounded by a retention limit, and the API
+// versions it serves, which the proxy uses to forward nothing the fake
+// would fail on. It behaves like an Apache Kafka broker with its defaults
+// where clients notice: topics are created on first use, whatever the
+// Metadata version, with the same partition count for every client.
 package devcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -22,15 +32,61 @@ type Options struct {
 	// DataDir keeps the cluster's state across restarts; empty keeps it in
 	// memory only.
 	DataDir string
+	// Partitions is the partition count of a topic created on first use
+	// or by a CreateTopics request that leaves it to the broker, as Kafka's
+	// num.partitions. Zero means 1, Kafka's default.
+	Partitions int
+	// RetentionBytes bounds each partition's data, as Kafka's
+	// log.retention.bytes: past it the oldest records are deleted. Zero
+	// means no bound.
+	RetentionBytes int64
+	// RetentionTime deletes records older than it, as Kafka's
+	// log.retention.ms. Zero means no bound.
+	RetentionTime time.Duration
 	// Extra options passed to kfake after ours.
 	Extra []kfake.Opt
+}
+
+// ErrNotDataDir is returned by Reset for a directory that holds something
+// other than an embedded cluster's data.
+var ErrNotDataDir = errors.New("not an embedded cluster's data directory")
+
+// Reset deletes the cluster data kept in dir, so that the next Start
+// begins empty. A missing or empty directory is already reset; a directory
+// without the cluster's metadata file is refused, so that a mistyped path
+// never deletes anything else.
+func Reset(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(entries) == 0 {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "meta.json")); err != nil {
+		return fmt.Errorf("%s: %w (no meta.json); delete it by hand if that is what you want", dir, ErrNotDataDir)
+	}
+	return os.RemoveAll(dir)
 }
 
 // Cluster is a running embedded backend.
 type Cluster struct {
 	*kfake.Cluster
 	versions map[int16]int16
+	stop     chan struct{} // closed by Close; ends the retention loop
+	done     chan struct{} // closed when the retention loop returns
+	closed   sync.Once
 }
+
+// retentionInterval is how often retention runs, as Kafka's
+// log.retention.check.interval.ms (whose default is 5 minutes); shorter,
+// since a development machine is where a quick benchmark fills the disk.
+const retentionInterval = time.Minute
+
+// segmentBytes is the size at which a partition's data file rolls.
+// Retention deletes whole files, so a partition holds at most its bound
+// plus one file; kfake's default (100MiB) would make that slack large.
+const segmentBytes = 16 << 20
 
 // Start starts the cluster and learns the versions it serves.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
@@ -38,9 +94,24 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if n == 0 {
 		n = 3
 	}
+	parts := o.Partitions
+	if parts == 0 {
+		parts = 1
+	}
+	bcfg := map[string]string{"log.segment.bytes": strconv.Itoa(segmentBytes)}
+	if o.RetentionBytes > 0 {
+		bcfg["log.retention.bytes"] = strconv.FormatInt(o.RetentionBytes, 10)
+	}
+	if o.RetentionTime > 0 {
+		bcfg["log.retention.ms"] = strconv.FormatInt(o.RetentionTime.Milliseconds(), 10)
+	} else {
+		bcfg["log.retention.ms"] = "-1" // kfake's own default is Kafka's 7 days
+	}
 	opts := []kfake.Opt{
 		kfake.NumBrokers(n),
 		kfake.AllowAutoTopicCreation(),
+		kfake.DefaultNumPartitions(parts),
+		kfake.BrokerConfigs(bcfg),
 	}
 	if o.DataDir != "" {
 		opts = append(opts, kfake.DataDir(o.DataDir))
@@ -50,13 +121,77 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded cluster: %w", err)
 	}
-	versions, err := servedVersions(ctx, kc.ListenAddrs())
+	autoCreateForOldMetadata(kc)
+	c := &Cluster{Cluster: kc, stop: make(chan struct{}), done: make(chan struct{})}
+	if o.RetentionBytes > 0 || o.RetentionTime > 0 {
+		// Data kept from an earlier run is trimmed before clients come.
+		kc.ApplyRetention()
+		go c.retain()
+	} else {
+		close(c.done)
+	}
+	c.versions, err = servedVersions(ctx, kc.ListenAddrs())
 	if err != nil {
-		kc.Close()
+		c.Close()
 		return nil, err
 	}
-	return &Cluster{Cluster: kc, versions: versions}, nil
+	return c, nil
 }
+
+// Close stops the cluster, writing its state to the data directory.
+func (c *Cluster) Close() {
+	c.closed.Do(func() {
+		close(c.stop)
+		<-c.done
+		c.Cluster.Close()
+	})
+}
+
+// retain applies retention every retentionInterval until Close. kfake
+// applies broker-level retention only when asked, or for topics with
+// retention configs of their own.
+func (c *Cluster) retain() {
+	defer close(c.done)
+	t := time.NewTicker(retentionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.ApplyRetention()
+		}
+	}
+}
+
+// autoCreateForOldMetadata makes Metadata v0-v3 requests create missing
+// topics. Those versions have no AllowAutoTopicCreation field, and Kafka
+// treats them as asking for it (auto.create.topics.enable defaults to
+// true); kfake reads the absent field as false and answers
+// UNKNOWN_TOPIC_OR_PARTITION, so a client such as kafka-python, which
+// sends Metadata v1, waits for a topic that never comes.
+func autoCreateForOldMetadata(kc *kfake.Cluster) {
+	var seen atomic.Int64
+	var fix func(kmsg.Request) (kmsg.Response, error, bool)
+	fix = func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if m, ok := req.(*kmsg.MetadataRequest); ok && m.Version < 4 {
+			m.AllowAutoTopicCreation = true
+		}
+		// kfake keeps one entry per connection for every control
+		// function; replacing the function now and then bounds that
+		// table on a long-running cluster.
+		if seen.Add(1)%controlRenewEvery == 0 {
+			kc.DropControl()
+			kc.ControlKey(int16(kmsg.Metadata), fix)
+		}
+		return nil, nil, false
+	}
+	kc.ControlKey(int16(kmsg.Metadata), fix)
+}
+
+// controlRenewEvery is how many Metadata requests one control function
+// sees before it is replaced by a fresh one.
+const controlRenewEvery = 4096
 
 // Versions reports the highest version of key the cluster serves.
 func (c *Cluster) Versions(key int16) (int16, bool) {

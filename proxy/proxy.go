@@ -68,6 +68,7 @@ type Proxy struct {
 	nodes      nodeTable
 	nextUp     atomic.Uint32
 	health     health
+	dialFails  dialFailures
 
 	mu        sync.Mutex
 	closing   bool
@@ -323,8 +324,12 @@ func (p *Proxy) dialUpstream(addr string) (net.Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
+		if p.ctx.Err() == nil {
+			p.dialFails.failed(p.log, addr, err)
+		}
 		return nil, err
 	}
+	p.dialFails.succeeded(p.log, addr)
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}

@@ -1,0 +1,213 @@
+package cmd
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// run runs the CLI with args under ctx and returns its stdout, stderr and
+// error.
+func run(ctx context.Context, args ...string) (stdout, stderr string, err error) {
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	root := newRootCommand()
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	err = root.ExecuteContext(ctx)
+	return out.String(), errOut.String(), err
+}
+
+func produce(t *testing.T, addr, topic, value string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(value)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// topicExists asks addr whether topic exists, without creating it.
+func topicExists(t *testing.T, addr, topic string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0
+}
+
+// TestDevStopDuringStartUp stops dev at several points of its start-up, as
+// a SIGINT would: every stop is a normal one (no error, so exit 0), and
+// the data directory still opens and keeps what was written before.
+func TestDevStopDuringStartUp(t *testing.T) {
+	data := t.TempDir()
+	args := []string{"dev", "--listen", "127.0.0.1:0", "--data-dir", data, "--shutdown-grace", "2s"}
+	addr, stop := start(t, args...)
+	produce(t, addr, "before", "kept")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, stderr, err := run(canceled, args...)
+	if err != nil || !strings.Contains(stderr, "stopped during start-up") {
+		t.Fatalf("stopped before start-up: %v\n%s", err, stderr)
+	}
+	for _, after := range []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 200 * time.Millisecond} {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(after, cancel)
+		_, stderr, err := run(ctx, args...)
+		cancel()
+		if err != nil {
+			t.Fatalf("stopped %v into start-up: %v\n%s", after, err, stderr)
+		}
+		if !regexp.MustCompile(`msg="?stopped`).MatchString(stderr) {
+			t.Errorf("stopped %v into start-up: no final stopped line:\n%s", after, stderr)
+		}
+	}
+	addr, stop = start(t, args...)
+	defer stop()
+	if !topicExists(t, addr, "before") {
+		t.Fatal("the topic written before the interrupted start-ups is gone")
+	}
+}
+
+// TestDevPrintsBrokerAndLogsStop checks that dev prints the embedded
+// broker's own address, which a client can use directly, and that a stop
+// ends with a "stopped" line naming what was drained.
+func TestDevPrintsBrokerAndLogsStop(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	root := newRootCommand()
+	root.SetArgs([]string{"dev", "--listen", "127.0.0.1:0", "--data-dir", "", "--brokers", "1", "--shutdown-grace", "2s"})
+	root.SetOut(out)
+	root.SetErr(errOut)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	proxyRe := regexp.MustCompile(`clients connect to (\S+)`)
+	brokerRe := regexp.MustCompile(`embedded broker at (\S+) \(direct`)
+	deadline := time.Now().Add(20 * time.Second)
+	for !proxyRe.MatchString(out.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no address printed:\n%s\n%s", out.String(), errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	proxyAddr := proxyRe.FindStringSubmatch(out.String())[1]
+	m := brokerRe.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no embedded broker address printed:\n%s", out.String())
+	}
+	if m[1] == proxyAddr {
+		t.Fatalf("the direct address is the proxy's own: %s", m[1])
+	}
+	produce(t, m[1], "direct", "bypasses the proxy")
+	if !topicExists(t, proxyAddr, "direct") {
+		t.Fatal("a topic written directly is not seen through the proxy: the printed address is not the embedded broker")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	last := lines[len(lines)-1]
+	for _, want := range []string{"msg=stopped", "connections=", "drained=true", "took="} {
+		if !strings.Contains(last, want) {
+			t.Errorf("last log line %q lacks %q", last, want)
+		}
+	}
+}
+
+// TestDevReset checks that --reset starts from an empty data directory,
+// and that it refuses a directory that is not the broker's.
+func TestDevReset(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "dev")
+	args := []string{"dev", "--listen", "127.0.0.1:0", "--data-dir", data, "--shutdown-grace", "2s"}
+	addr, stop := start(t, args...)
+	produce(t, addr, "doomed", "x")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	addr, stop = start(t, append(args, "--reset")...)
+	if topicExists(t, addr, "doomed") {
+		t.Error("the topic survived --reset")
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	other := t.TempDir()
+	keep := filepath.Join(other, "notes.txt")
+	os.WriteFile(keep, []byte("mine"), 0o600)
+	_, _, err := run(context.Background(), "dev", "--listen", "127.0.0.1:0", "--data-dir", other, "--reset")
+	if err == nil || !strings.Contains(err.Error(), "not an embedded cluster's data directory") {
+		t.Fatalf("--reset on a foreign directory: %v", err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("--reset deleted a foreign file: %v", err)
+	}
+}
+
+// TestDevAutoCreatesForOldAndNewClients names a new topic through the
+// proxy with Metadata v1 (as kafka-python does) and with the newest
+// version: both are created, with --default-partitions partitions.
+func TestDevAutoCreatesForOldAndNewClients(t *testing.T) {
+	addr, stop := start(t, "dev", "--listen", "127.0.0.1:0", "--data-dir", "", "--default-partitions", "2")
+	defer stop()
+	for _, tc := range []struct {
+		topic string
+		opts  []kgo.Opt
+	}{
+		{"old-client", []kgo.Opt{kgo.MaxVersions(kversion.V0_10_0())}},
+		{"new-client", nil},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cl, err := kgo.NewClient(append(tc.opts, kgo.SeedBrokers(addr))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(tc.topic)
+		req.Topics = append(req.Topics, rt)
+		req.AllowAutoTopicCreation = true
+		resp, err := req.RequestWith(ctx, cl)
+		cl.Close()
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.opts != nil && resp.Version != 1 {
+			t.Fatalf("%s: Metadata sent at v%d, want v1", tc.topic, resp.Version)
+		}
+		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 2 {
+			t.Errorf("%s (Metadata v%d): %+v; want created with 2 partitions", tc.topic, resp.Version, resp.Topics)
+		}
+	}
+}
