@@ -99,6 +99,11 @@ type Config struct {
 	// AdminPprof mounts /debug/pprof/ on the admin endpoint. False leaves
 	// it out.
 	AdminPprof bool
+	// APIVersionCap caps the version of an API key advertised to clients
+	// (ApiVersions), for example Fetch at 15, whose responses cannot carry
+	// broker addresses and are streamed to the client unread. A cap below
+	// the upstream's minimum for a key hides the key. Nil caps nothing.
+	APIVersionCap VersionCaps
 }
 
 // Default returns the configuration used when nothing is set.

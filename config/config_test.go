@@ -305,3 +305,23 @@ func TestYAMLSyntaxErrorLine(t *testing.T) {
 		}
 	}
 }
+
+func TestAPIVersionCap(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	var c Config
+	BindFlags(fs, &c)
+	if err := fs.Parse([]string{"--api-version-cap", "fetch=15, Produce=9"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.APIVersionCap) != 2 || c.APIVersionCap[1] != 15 || c.APIVersionCap[0] != 9 {
+		t.Fatalf("caps %v", c.APIVersionCap)
+	}
+	if got := c.APIVersionCap.String(); got != "Produce=9,Fetch=15" {
+		t.Fatalf("String() = %q", got)
+	}
+	for _, bad := range []string{"Fetch", "Fetchh=15", "Fetch=-1", "Fetch=x"} {
+		if err := fs.Set("api-version-cap", bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

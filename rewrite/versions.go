@@ -32,3 +32,25 @@ func ClampVersions(resp *kmsg.ApiVersionsResponse, allow func(key int16) bool) {
 	clear(resp.ApiKeys[len(kept):])
 	resp.ApiKeys = kept
 }
+
+// CapVersions lowers MaxVersion of every key in caps to at most its cap,
+// after ClampVersions, so that clients pick an older version (Fetch below
+// v16 carries no broker addresses). A key whose range the cap empties is
+// dropped. Nil caps nothing.
+func CapVersions(resp *kmsg.ApiVersionsResponse, caps map[int16]int16) {
+	if len(caps) == 0 {
+		return
+	}
+	kept := resp.ApiKeys[:0]
+	for _, k := range resp.ApiKeys {
+		if c, ok := caps[k.ApiKey]; ok {
+			k.MaxVersion = min(k.MaxVersion, c)
+			if k.MinVersion > k.MaxVersion {
+				continue
+			}
+		}
+		kept = append(kept, k)
+	}
+	clear(resp.ApiKeys[len(kept):])
+	resp.ApiKeys = kept
+}

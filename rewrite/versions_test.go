@@ -84,3 +84,18 @@ func TestClampVersionsEmpty(t *testing.T) {
 		t.Errorf("got %v", apiKeys(resp))
 	}
 }
+
+func TestCapVersions(t *testing.T) {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{
+		{ApiKey: 0, MinVersion: 3, MaxVersion: 12},
+		{ApiKey: 1, MinVersion: 4, MaxVersion: 17},
+		{ApiKey: 3, MinVersion: 0, MaxVersion: 12},
+		{ApiKey: 18, MinVersion: 0, MaxVersion: 4},
+	}
+	CapVersions(resp, map[int16]int16{1: 15, 0: 2, 18: 9})
+	want := [][3]int16{{1, 4, 15}, {3, 0, 12}, {18, 0, 4}}
+	if got := apiKeys(resp); !slices.Equal(got, want) {
+		t.Fatalf("capped to %v, want %v", got, want)
+	}
+}
