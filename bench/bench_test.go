@@ -105,6 +105,7 @@ func TestRelayCarriesRecords(t *testing.T) {
 	o.Targets = []Target{{Name: "relay", Addr: rb.Addr()}}
 	o.Records = 500
 	o.Warmup = 0
+	o.KeepTopic = true // read back below
 	var out bytes.Buffer
 	res, err := Run(context.Background(), o, &out)
 	if err != nil {
@@ -226,5 +227,59 @@ func TestIdleAndChurn(t *testing.T) {
 	}
 	if rate <= 0 {
 		t.Fatalf("churn rate %v", rate)
+	}
+}
+
+// topics returns the topics a broker at addr has.
+func topics(t *testing.T, addr string) map[string]bool {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]bool)
+	for _, tp := range resp.Topics {
+		out[*tp.Topic] = true
+	}
+	return out
+}
+
+// TestRunDeletesOnlyTheTopicItCreated checks that a run deletes the topic
+// it created, keeps it with KeepTopic, and never deletes a topic that was
+// there before it.
+func TestRunDeletesOnlyTheTopicItCreated(t *testing.T) {
+	b, err := NewBroker(BrokerConfig{Kind: Plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	run := func(topic string, keep bool) {
+		t.Helper()
+		o := Default()
+		o.Targets = []Target{{Name: "plain", Addr: b.Addr()}}
+		o.Topic, o.KeepTopic = topic, keep
+		o.Records, o.Warmup = 50, 0
+		if _, err := Run(context.Background(), o, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("made-here", false)
+	if topics(t, b.Addr())["made-here"] {
+		t.Error("the topic the run created is still there")
+	}
+	run("kept", true)
+	if !topics(t, b.Addr())["kept"] {
+		t.Fatal("KeepTopic: the topic is gone")
+	}
+	run("kept", false)
+	if !topics(t, b.Addr())["kept"] {
+		t.Error("a run deleted a topic that existed before it")
 	}
 }

@@ -64,6 +64,11 @@ type Options struct {
 	Partitions int
 	// CreateTopic creates the topic when it is missing.
 	CreateTopic bool
+	// KeepTopic keeps a topic this run created. False, the zero value,
+	// deletes it from every target when the run ends, so that benchmarks
+	// do not fill a broker's disk; a topic that existed before is always
+	// kept.
+	KeepTopic bool
 
 	// Duration is how long each target is measured in each round, after
 	// Warmup. Ignored when Records is set.

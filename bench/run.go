@@ -84,14 +84,22 @@ type Result struct {
 // report to w. It returns the result measured so far along with the first
 // error, which includes failed produces: a benchmark that drops records
 // measures nothing.
-func Run(ctx context.Context, o Options, w io.Writer) (Result, error) {
+func Run(ctx context.Context, o Options, w io.Writer) (res Result, err error) {
 	if err := o.Validate(); err != nil {
 		return Result{}, err
 	}
 	o.fill()
-	res := Result{Options: o}
+	res = Result{Options: o}
 	for _, t := range o.Targets {
 		res.Targets = append(res.Targets, TargetResult{Target: t})
+	}
+	created := make([]bool, len(o.Targets))
+	if !o.KeepTopic {
+		defer func() {
+			if derr := deleteCreated(o, created); err == nil {
+				err = derr
+			}
+		}()
 	}
 	payload := newPayload(o.RecordBytes, o.Compressible)
 	for round := 0; round < o.Rounds; round++ {
@@ -100,7 +108,7 @@ func Run(ctx context.Context, o Options, w io.Writer) (Result, error) {
 		// after the heaviest path.
 		for k := range o.Targets {
 			i := (round + k) % len(o.Targets)
-			s, err := runOnce(ctx, o, o.Targets[i], payload, round)
+			s, err := runOnce(ctx, o, o.Targets[i], payload, round, &created[i])
 			if err != nil {
 				return res, fmt.Errorf("%s, round %d: %w", o.Targets[i].label(), round+1, err)
 			}
@@ -173,7 +181,9 @@ type inflight struct {
 	start time.Time
 }
 
-func runOnce(ctx context.Context, o Options, t Target, p *payload, round int) (Sample, error) {
+// runOnce runs the workload once against t; it sets *created when it
+// created the topic.
+func runOnce(ctx context.Context, o Options, t Target, p *payload, round int, created *bool) (Sample, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(splitAddrs(t.Addr)...),
 		kgo.DefaultProduceTopic(o.Topic),
@@ -202,7 +212,7 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int) (S
 	}
 	defer cl.Close()
 
-	if err := prepare(ctx, cl, o); err != nil {
+	if err := prepare(ctx, cl, o, created); err != nil {
 		return Sample{}, err
 	}
 	if o.Consume {
@@ -362,9 +372,10 @@ func consumeLoop(ctx context.Context, cl *kgo.Client, c *counters) {
 	}
 }
 
-// prepare creates the topic if asked and waits until the client knows its
-// leaders, so that connection set-up falls outside the measurement.
-func prepare(ctx context.Context, cl *kgo.Client, o Options) error {
+// prepare creates the topic if asked, setting *created when it did, and
+// waits until the client knows its leaders, so that connection set-up falls
+// outside the measurement.
+func prepare(ctx context.Context, cl *kgo.Client, o Options, created *bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for {
@@ -384,9 +395,11 @@ func prepare(ctx context.Context, cl *kgo.Client, o Options) error {
 		case err == nil && len(resp.Topics[0].Partitions) > 0:
 			return pingLeaders(ctx, cl, resp)
 		case errors.Is(err, kerr.UnknownTopicOrPartition) && o.CreateTopic:
-			if err := createTopic(ctx, cl, o); err != nil {
+			made, err := createTopic(ctx, cl, o)
+			if err != nil {
 				return err
 			}
+			*created = *created || made
 		case err != nil && !kerr.IsRetriable(err):
 			return fmt.Errorf("metadata for %s: %w", o.Topic, err)
 		}
@@ -396,7 +409,9 @@ func prepare(ctx context.Context, cl *kgo.Client, o Options) error {
 	}
 }
 
-func createTopic(ctx context.Context, cl *kgo.Client, o Options) error {
+// createTopic creates the topic and reports whether this call created it
+// (false when it already existed).
+func createTopic(ctx context.Context, cl *kgo.Client, o Options) (bool, error) {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic = o.Topic
@@ -406,11 +421,61 @@ func createTopic(ctx context.Context, cl *kgo.Client, o Options) error {
 	req.TimeoutMillis = 10000
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return fmt.Errorf("create topic: %w", err)
+		return false, fmt.Errorf("create topic: %w", err)
 	}
+	made := false
 	for _, t := range resp.Topics {
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("create topic %s: %w", t.Topic, err)
+		err := kerr.ErrorForCode(t.ErrorCode)
+		switch {
+		case err == nil:
+			made = true
+		case !errors.Is(err, kerr.TopicAlreadyExists):
+			return false, fmt.Errorf("create topic %s: %w", t.Topic, err)
+		}
+	}
+	return made, nil
+}
+
+// deleteCreated deletes the topic from every target where this run
+// created it, so that repeated benchmarks do not fill the broker's disk.
+// It runs after the measurement, even an interrupted one, with a time
+// bound of its own.
+func deleteCreated(o Options, created []bool) error {
+	var errs []error
+	for i, t := range o.Targets {
+		if !created[i] {
+			continue
+		}
+		if err := deleteTopic(t, o.Topic); err != nil {
+			errs = append(errs, fmt.Errorf("%s: deleting topic %s: %w", t.label(), o.Topic, err))
+		} else if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "%s: deleted topic %s, which this run created (--keep-topic keeps it)\n", t.label(), o.Topic)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func deleteTopic(t Target, topic string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(splitAddrs(t.Addr)...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	rt := kmsg.NewDeleteTopicsRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	req.TopicNames = []string{topic}
+	req.TimeoutMillis = 10000
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, r := range resp.Topics {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return err
 		}
 	}
 	return nil

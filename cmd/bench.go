@@ -30,7 +30,14 @@ the other in every round, and reports each figure as the median over rounds
 with the median per-round ratio to the compared addresses, so that a proxy
 can be measured against the broker it fronts on the same machine.
 
-Addresses may be named: --bootstrap inorder=127.0.0.1:9092 --compare direct=127.0.0.1:9093.`,
+Addresses may be named. To measure what the proxy costs in front of
+inorder dev, compare it with the embedded broker's own address, which dev
+prints next to the one clients use ("embedded broker at ..."):
+
+  inorder bench --bootstrap inorder=127.0.0.1:9092 --compare direct=<embedded broker address>
+
+A topic the run creates is deleted at the end (--keep-topic keeps it), so
+repeated runs do not fill the broker's disk.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts := o
@@ -69,6 +76,7 @@ Addresses may be named: --bootstrap inorder=127.0.0.1:9092 --compare direct=127.
 	f.StringVar(&o.Topic, "topic", "", "topic (default inorder-bench-p<partitions>)")
 	f.IntVar(&o.Partitions, "partitions", o.Partitions, "partitions of the topic when it is created")
 	f.BoolVar(&o.CreateTopic, "create-topic", o.CreateTopic, "create the topic when it is missing")
+	f.BoolVar(&o.KeepTopic, "keep-topic", o.KeepTopic, "keep a topic this run created (by default it is deleted at the end)")
 	f.DurationVar(&o.Duration, "duration", o.Duration, "measured time per target per round")
 	f.DurationVar(&o.Warmup, "warmup", o.Warmup, "unmeasured time before each measurement")
 	f.Int64Var(&o.Records, "records", 0, "produce exactly this many records per target per round instead of running for --duration")
