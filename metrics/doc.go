@@ -26,12 +26,12 @@
 //
 //	m.ConnAccepted(metrics.ListenerNode)
 //	m.ConnRejected(metrics.RejectLimit)           // closed before being served
-//	m.ConnClosed(metrics.CloseClientEOF)
+//	m.ConnClosed(metrics.CloseClientClosed)
 //	t := m.Now()                                  // when a request is read
 //	m.RequestRead(key)
 //	m.WriteWait(metrics.PhaseQueued, d)           // writes: read -> forwarded
 //	m.WriteWait(metrics.PhaseAccept, d)           // writes: forwarded -> order fixed
-//	m.ResponseWritten(key, t, upstreamShare)      // response written to the client
+//	m.ResponseWritten(key, now.Sub(t), upShare)   // response written to the client
 //	m.ReadPaused(metrics.PauseInFlight, d)        // time the client was not read
 //	m.UpstreamOutOfOrder()                        // a response overtook an earlier request
 //	m.UpstreamDialError(metrics.DialRefused)

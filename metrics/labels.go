@@ -22,8 +22,8 @@ type CloseReason string
 
 // Close reasons.
 const (
-	CloseClientEOF        CloseReason = "client_eof"        // the client closed
-	CloseClientError      CloseReason = "client_error"      // reading or writing the client failed (reset, broken pipe)
+	CloseClientClosed     CloseReason = "client_closed"     // the client closed, or its socket failed under a write
+	CloseClientError      CloseReason = "client_error"      // reading the client failed (reset)
 	CloseBadRequest       CloseReason = "bad_request"       // a frame the proxy cannot parse or must not forward
 	CloseIdle             CloseReason = "idle"              // idle timeout
 	CloseReadTimeout      CloseReason = "read_timeout"      // a frame did not arrive whole in time
@@ -38,7 +38,7 @@ const (
 )
 
 var closeReasons = []CloseReason{
-	CloseClientEOF, CloseClientError, CloseBadRequest, CloseIdle, CloseReadTimeout,
+	CloseClientClosed, CloseClientError, CloseBadRequest, CloseIdle, CloseReadTimeout,
 	CloseLimit, CloseUpstreamFailure, CloseUpstreamProtocol, CloseAcksZeroFailed,
 	CloseTLS, CloseSASL, CloseShutdown, CloseOther,
 }

@@ -228,15 +228,16 @@ func (m *Metrics) RequestRead(k int16) {
 }
 
 // ResponseWritten records a request of API key k whose response was
-// written to the client: read is when the request was read (from Now), and
-// upstream the time from forwarding it to reading its response (zero when
-// the proxy answered it itself, which is then not observed).
-func (m *Metrics) ResponseWritten(k int16, read time.Time, upstream time.Duration) {
-	if m == nil || read.IsZero() {
+// written to the client: took is the time from reading the request (its
+// first read after a stamp from Now) to writing its response, upstream the
+// time from forwarding it to reading the upstream's response (zero when the
+// proxy answered it itself, which is then not observed).
+func (m *Metrics) ResponseWritten(k int16, took, upstream time.Duration) {
+	if m == nil {
 		return
 	}
 	a := m.key(k)
-	a.latency.Observe(time.Since(read).Seconds())
+	a.latency.Observe(took.Seconds())
 	if upstream > 0 {
 		a.upstream.Observe(upstream.Seconds())
 	}

@@ -32,6 +32,7 @@ func (c *conn) readClient() error {
 			c.finishInFlight()
 			return err
 		}
+		c.requestRead(r)
 		c.submit(r)
 	}
 }
@@ -107,7 +108,7 @@ func (c *conn) clientReadError(err error) error {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
-	return fmt.Errorf("client read: %w", err)
+	return fmt.Errorf("%w: %w", errClientRead, err)
 }
 
 // waitCapacity blocks while the connection holds as much as it may: the
@@ -115,9 +116,11 @@ func (c *conn) clientReadError(err error) error {
 func (c *conn) waitCapacity() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	paused, why := c.pauseStartLocked()
 	for c.seq.Full() && !c.dead.Load() && !c.draining.Load() {
 		c.cond.Wait()
 	}
+	c.pauseEnd(paused, why)
 	if c.dead.Load() {
 		return c.reason
 	}

@@ -92,6 +92,8 @@ type conn struct {
 	reason   error // set once by die
 
 	dec *decoder // request bodies, used by the client reader only
+
+	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 }
 
 func newConn(p *Proxy, nc net.Conn, t target) *conn {
@@ -114,6 +116,7 @@ func (c *conn) serve() {
 	c.closeClient()
 	c.release()
 	c.logClose()
+	c.recordClose(c.cause())
 }
 
 func (c *conn) connect() error {

@@ -30,5 +30,9 @@ var (
 	ErrShutdown = errors.New("proxy shutting down")
 
 	errClientClosed = errors.New("client closed the connection")
-	errEOFDrain     = errors.New("requests sent before the client closed did not complete in time")
+	errClientRead   = errors.New("client read")
+	// Kinds of ErrUpstreamProtocol, told apart in metrics.
+	errUnknownCorrelation = errors.New("unexpected correlation id")
+	errUnsolicited        = errors.New("bytes with no request in flight")
+	errEOFDrain           = errors.New("requests sent before the client closed did not complete in time")
 )

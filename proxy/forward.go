@@ -98,11 +98,16 @@ func (c *conn) flush(byReader bool) {
 		}
 		frames, bufs = frames[:0], bufs[:0]
 		held, taken, stream := 0, 0, int64(0)
+		now, writes := c.p.metrics.Now(), 0
 		for _, r := range c.outq {
 			if r.stream > 0 && !byReader {
 				break
 			}
 			taken++
+			c.forwardedLocked(r, now)
+			if r.ord.Kind == ordering.Write {
+				writes++
+			}
 			frames = append(frames, r.frame)
 			wire.SetRequestCorrelation(r.frame.B, r.upCorr)
 			bufs = append(bufs, r.frame.B)
@@ -138,6 +143,9 @@ func (c *conn) flush(byReader bool) {
 		clear(bufs)
 		if err == nil && stream > 0 {
 			err = c.spliceBody(stream)
+		}
+		if err == nil {
+			c.forwardWritten(writes, now)
 		}
 		for _, f := range frames {
 			wire.Put(f)

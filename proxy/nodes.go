@@ -243,7 +243,9 @@ func (t *nodeTable) open(role string, n *node, port int) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s %d on port %d: %v", ErrNodePort, role, n.id, port, err)
 	}
-	if err := t.p.serveTarget(ln, t.target(n)); err != nil {
+	tg := t.target(n)
+	tg.controller = role == "controller"
+	if err := t.p.serveTarget(ln, tg); err != nil {
 		ln.Close()
 		return err
 	}

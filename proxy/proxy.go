@@ -171,8 +171,9 @@ func (p *Proxy) Serve() error {
 // target is where a listener's connections go: the bootstrap upstreams
 // (resolve nil), or one node whose address resolve returns.
 type target struct {
-	node    int32
-	resolve func() (string, error)
+	node       int32
+	controller bool // a controller's listener
+	resolve    func() (string, error)
 }
 
 // serveTarget starts the accept loop of a node or controller listener.
@@ -224,8 +225,10 @@ func (p *Proxy) acceptLoop(ln net.Listener, t target) error {
 		c := newConn(p, nc, t)
 		if !p.track(c) {
 			nc.Close()
+			p.metrics.ConnRejected(metrics.RejectShutdown)
 			return ErrClosed
 		}
+		p.metrics.ConnAccepted(t.listenerKind())
 		go c.serve()
 	}
 }
@@ -326,6 +329,7 @@ func (p *Proxy) dialUpstream(addr string) (net.Conn, error) {
 	if err != nil {
 		if p.ctx.Err() == nil {
 			p.dialFails.failed(p.log, addr, err)
+			p.dialFailed(err)
 		}
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,6 +39,10 @@ type request struct {
 	// stream is how much of the request is still in the client socket
 	// after frame, to be spliced upstream right behind it.
 	stream int
+
+	// Stamps for metrics, zero unless they are recorded (see metrics.go).
+	readAt, sentAt time.Time
+	upTook         time.Duration
 
 	noResp    bool  // the client expects no response (acks=0)
 	forcedAck bool  // acks=0 forwarded as acks=1 to learn when it is accepted

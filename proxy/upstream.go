@@ -65,7 +65,7 @@ func (c *conn) readUpstreamLoop() error {
 			if rd.Buffered() > 0 {
 				// Nothing is in flight, so these bytes answer
 				// nothing the proxy sent.
-				return fmt.Errorf("%w: %d bytes with no request in flight", ErrUpstreamProtocol, rd.Buffered())
+				return fmt.Errorf("%w: %d %w", ErrUpstreamProtocol, rd.Buffered(), errUnsolicited)
 			}
 			return nil
 		}
@@ -86,9 +86,10 @@ func (c *conn) readUpstreamLoop() error {
 		if ok {
 			r, _ = c.seq.Get(seq)
 		}
+		c.answeredLocked(r, corr)
 		c.mu.Unlock()
 		if r == nil || r.resp != nil || r.upCorr != corr {
-			return fmt.Errorf("%w: unexpected correlation id %d", ErrUpstreamProtocol, corr)
+			return fmt.Errorf("%w: %w %d", ErrUpstreamProtocol, errUnknownCorrelation, corr)
 		}
 		if c.streamable(r, size) {
 			streamed, err := c.streamResponse(r, rd, &head, size)
@@ -96,6 +97,7 @@ func (c *conn) readUpstreamLoop() error {
 				return err
 			}
 			if streamed {
+				c.streamed(r)
 				// Delivered already: the sequencer only has to
 				// learn it, and sends nothing more.
 				if err := c.complete(r, noResponse); err != nil {
@@ -126,7 +128,7 @@ func (c *conn) upstreamReadError(err error) error {
 		return c.cause()
 	}
 	if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrFrameTooSmall) {
-		return fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
+		return fmt.Errorf("%w: %w", ErrUpstreamProtocol, err)
 	}
 	return fmt.Errorf("%w: read: %v", ErrUpstreamFailed, err)
 }
@@ -199,6 +201,9 @@ func (c *conn) deliver() error {
 		w := c.outBufs
 		_, err := w.WriteTo(c.client)
 		clear(c.outBufs)
+		if err == nil {
+			c.delivered(c.ready)
+		}
 		c.mu.Lock()
 		c.seq.Free(held)
 		c.cond.Broadcast()

@@ -1,0 +1,94 @@
+package proxy_test
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/metrics"
+	"github.com/inorder-proxy/inorder/proxy"
+)
+
+// BenchmarkMetricsCost measures what recording metrics adds per request:
+// small Produce requests (one 100-byte record), 32 pipelined on one
+// connection, through the proxy with metrics off and on, in both ordering
+// modes. Small requests make the per-request cost visible; "direct" is the
+// broker alone.
+func BenchmarkMetricsCost(b *testing.B) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BlackholeProduce(), kfake.SeedTopics(1, "bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kc.Close()
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks = 1
+	req.TimeoutMillis = 5000
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = "bench"
+	part := kmsg.NewProduceRequestTopicPartition()
+	part.Records = largeBatch(100)
+	topic.Partitions = append(topic.Partitions, part)
+	req.Topics = append(req.Topics, topic)
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+
+	const depth = 32
+	pipelined := func(b *testing.B, addr string) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		window := make(chan struct{}, depth)
+		rd := bufio.NewReader(c)
+		resp := make([]byte, 64<<10)
+		b.ReportAllocs()
+		b.ResetTimer()
+		n := b.N
+		wrote := make(chan error, 1)
+		go func() {
+			for range n {
+				window <- struct{}{}
+				if _, err := c.Write(frame); err != nil {
+					wrote <- err
+					return
+				}
+			}
+			wrote <- nil
+		}()
+		for range n {
+			if _, err := io.ReadFull(rd, resp[:4]); err != nil {
+				b.Fatal(err)
+			}
+			size := binary.BigEndian.Uint32(resp)
+			if _, err := io.ReadFull(rd, resp[:size]); err != nil {
+				b.Fatal(err)
+			}
+			<-window
+		}
+		if err := <-wrote; err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("direct", func(b *testing.B) { pipelined(b, kc.ListenAddrs()[0]) })
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		for _, on := range []bool{false, true} {
+			name := string(mode) + "/metrics-off"
+			var opts []proxy.Option
+			if on {
+				name = string(mode) + "/metrics-on"
+				opts = append(opts, proxy.WithMetrics(metrics.New()))
+			}
+			b.Run(name, func(b *testing.B) {
+				p := startProxy(b, mode, kc.ListenAddrs(), nil, opts...)
+				pipelined(b, p.Addr())
+			})
+		}
+	}
+}
