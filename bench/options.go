@@ -69,6 +69,11 @@ type Options struct {
 	// do not fill a broker's disk; a topic that existed before is always
 	// kept.
 	KeepTopic bool
+	// Partitioner spreads produced records over the partitions: "sticky"
+	// (kgo's default: one partition per batch) or "round-robin" (each
+	// record to the next partition, so every request touches them all).
+	// Empty means sticky.
+	Partitioner string
 
 	// Duration is how long each target is measured in each round, after
 	// Warmup. Ignored when Records is set.
@@ -239,6 +244,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("bench: Linger %v is negative", o.Linger)
 	case o.FetchMaxBytes < 0:
 		return fmt.Errorf("bench: FetchMaxBytes %d is negative", o.FetchMaxBytes)
+	case o.Partitioner != "" && o.Partitioner != "sticky" && o.Partitioner != "round-robin":
+		return fmt.Errorf("bench: Partitioner %q is not sticky or round-robin", o.Partitioner)
 	case o.Format != "" && o.Format != "text" && o.Format != "markdown":
 		return fmt.Errorf("bench: Format %q is not text or markdown", o.Format)
 	}

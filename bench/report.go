@@ -34,6 +34,20 @@ func (t TargetResult) Median() Sample {
 	return m
 }
 
+// P99Spread is the range of the target's p99 over rounds (highest minus
+// lowest): its own run-to-run noise, beside which a difference in medians
+// is to be read.
+func (t TargetResult) P99Spread() time.Duration {
+	if len(t.Rounds) == 0 {
+		return 0
+	}
+	lo, hi := t.Rounds[0].P99, t.Rounds[0].P99
+	for _, s := range t.Rounds[1:] {
+		lo, hi = min(lo, s.P99), max(hi, s.P99)
+	}
+	return hi - lo
+}
+
 // Comparison is how one target fared against a reference, round by round:
 // each figure is the median over rounds of the per-round ratio or
 // difference, which cancels the drift a shared machine adds between rounds.
@@ -98,7 +112,7 @@ func (r Result) Write(w io.Writer, format string) error {
 	var head []string
 	head = append(head, "path")
 	if o.Produce {
-		head = append(head, "produce rec/s", "produce MB/s", "p50", "p99", "p99.9")
+		head = append(head, "produce rec/s", "produce MB/s", "p50", "p99", "p99.9", "p99 spread")
 	}
 	if o.Consume {
 		head = append(head, "consume rec/s", "consume MB/s")
@@ -123,7 +137,7 @@ func (r Result) Write(w io.Writer, format string) error {
 		row := []string{t.Target.label()}
 		if o.Produce {
 			row = append(row, fmt.Sprintf("%.0f", m.ProduceRate()), fmt.Sprintf("%.1f", m.ProduceMBps()),
-				fmtDur(m.P50), fmtDur(m.P99), fmtDur(m.P999))
+				fmtDur(m.P50), fmtDur(m.P99), fmtDur(m.P999), fmtDur(t.P99Spread()))
 		}
 		if o.Consume {
 			row = append(row, fmt.Sprintf("%.0f", m.ConsumeRate()), fmt.Sprintf("%.1f", m.ConsumeMBps()))

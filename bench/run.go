@@ -206,6 +206,9 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int, cr
 	if o.Consume {
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	}
+	if o.Partitioner == "round-robin" {
+		opts = append(opts, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return Sample{}, err

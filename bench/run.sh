@@ -13,10 +13,12 @@
 #   CHURN=3s                            connection churn time per path
 #   LATENCY_RATE                        records/s of the latency test (default: half the relay's saturating rate)
 #   SCALE_BENCH=1                       also run the in-process Go scale benchmark
+#   BENCHTIME=1s                        -benchtime of the hot-path Go benchmarks
 #   OUT=BENCHMARKS.md                   where to write the report
 #   PORT_BASE                           first of 40 loopback ports (default: random free range)
 #   GO=go                               the Go toolchain
 #   INORDER_BIN                         measure this inorder binary instead of building one
+#   KAFKA_PROXY_BIN                     also measure grepplabs/kafka-proxy, the nearest peer, from this binary
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -118,9 +120,13 @@ RELAYED=$((PORT_BASE + 1))      # broker that advertises the relay
 RELAY=$((PORT_BASE + 2))        # relay in front of it
 CONN=$((PORT_BASE + 10))        # inorder, connection mode; node 0 on +1
 NONE=$((PORT_BASE + 20))        # inorder, none mode; node 0 on +1
+CAPPED=$((PORT_BASE + 30))      # inorder, connection mode, --api-version-cap Fetch=15; node 0 on +1
+KPROXY=$((PORT_BASE + 35))      # grepplabs/kafka-proxy, if KAFKA_PROXY_BIN is set; its HTTP endpoint on +1
 
 PROXY_CONN_PID=
 PROXY_NONE_PID=
+PROXY_CAPPED_PID=
+KPROXY_PID=
 RELAY_PID=
 
 # child_of PID prints the process that timeout(1) started: its memory, not
@@ -154,9 +160,26 @@ start_stack() {
 		--upstream-ordering none --log-level warn --shutdown-grace 1s >"$WORK/inorder-none.log" 2>&1 &
 	PIDS+=($!)
 	PROXY_NONE_PID=$(child_of $!)
+	if [ -n "${KAFKA_PROXY_BIN:-}" ]; then
+		timeout "$LIFETIME" "$KAFKA_PROXY_BIN" server --bootstrap-server-mapping "127.0.0.1:$DIRECT,127.0.0.1:$KPROXY" \
+			--http-listen-address "127.0.0.1:$((KPROXY + 1))" --log-level warning >"$WORK/kafka-proxy.log" 2>&1 &
+		PIDS+=($!)
+		KPROXY_PID=$(child_of $!)
+		wait_port "$KPROXY"
+	fi
 	wait_port "$RELAY"
 	wait_port "$CONN"
 	wait_port "$NONE"
+}
+
+# start_capped starts inorder in connection mode with Fetch capped at v15,
+# whose responses carry no addresses and are streamed unread.
+start_capped() {
+	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$CAPPED" --upstream "127.0.0.1:$DIRECT" \
+		--upstream-ordering connection --api-version-cap Fetch=15 --log-level warn --shutdown-grace 1s >"$WORK/inorder-capped.log" 2>&1 &
+	PIDS+=($!)
+	PROXY_CAPPED_PID=$(child_of $!)
+	wait_port "$CAPPED"
 }
 
 PATHS=(
@@ -168,14 +191,24 @@ PATHS=(
 )
 
 # measure NAME ARGS... runs one workload over every path into $WORK/NAME.md.
+# EXTRA_PATHS adds paths to this workload only.
 measure() {
 	local name=$1
 	shift
-	log "workload $name: ${ROUNDS} rounds x 4 paths x ${DURATION}"
-	run "$BIN" bench "${PATHS[@]}" --rounds "$ROUNDS" --duration "$DURATION" --warmup "$WARMUP" \
-		--cpu-pid "relay=$RELAY_PID" --cpu-pid "inorder-connection=$PROXY_CONN_PID" --cpu-pid "inorder-none=$PROXY_NONE_PID" \
-		--format markdown "$@" >"$WORK/$name.md" 2>"$WORK/$name.progress"
+	local paths=("${PATHS[@]}" "${EXTRA_PATHS[@]}")
+	local cpu=(--cpu-pid "relay=$RELAY_PID" --cpu-pid "inorder-connection=$PROXY_CONN_PID" --cpu-pid "inorder-none=$PROXY_NONE_PID")
+	if [ -n "$KPROXY_PID" ]; then
+		paths+=(--compare "kafka-proxy=127.0.0.1:$KPROXY")
+		cpu+=(--cpu-pid "kafka-proxy=$KPROXY_PID")
+	fi
+	if [ -n "$PROXY_CAPPED_PID" ]; then
+		cpu+=(--cpu-pid "inorder-fetch15=$PROXY_CAPPED_PID")
+	fi
+	log "workload $name: ${ROUNDS} rounds x $(printf '%s\n' "${paths[@]}" | grep -c '127.0.0.1:') paths x ${DURATION}"
+	run "$BIN" bench "${paths[@]}" --rounds "$ROUNDS" --duration "$DURATION" --warmup "$WARMUP" \
+		"${cpu[@]}" --format markdown "$@" >"$WORK/$name.md" 2>"$WORK/$name.progress"
 }
+EXTRA_PATHS=()
 
 # cell FILE ROW COLUMN prints one cell of a Markdown table written by bench.
 cell() {
@@ -187,13 +220,18 @@ cell() {
 start_stack blackhole
 measure produce --partitions 1
 measure none12 --partitions 12
+measure none12rr --partitions 12 --partitioner round-robin
 sat=$(cell "$WORK/produce.md" relay "produce rec/s")
 half=${LATENCY_RATE:-$((${sat%.*} / 2))}
 measure latency --partitions 1 --rate "$half"
 cleanup
 
 start_stack synthetic
+start_capped
+EXTRA_PATHS=(--compare "inorder-fetch15=127.0.0.1:$CAPPED")
 measure consume --produce=false --consume --partitions 1
+EXTRA_PATHS=()
+PROXY_CAPPED_PID=
 cleanup
 
 # A fresh stack, so that the proxy's memory holds nothing from the
@@ -206,7 +244,7 @@ run "$BIN" bench conns -b "127.0.0.1:$DIRECT" --idle 0 --churn "$CHURN" >"$WORK/
 cleanup
 
 log "hot-path Go benchmarks"
-(cd "$ROOT" && run timeout 5m "$GO" test -run '^$' -bench . -benchmem ./wire ./ordering ./rewrite ./proxy) \
+(cd "$ROOT" && run timeout 5m "$GO" test -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1s}" ./wire ./ordering ./rewrite ./proxy) \
 	>"$WORK/hotpath.txt" 2>&1 || true
 
 if [ "$SCALE_BENCH" = 1 ]; then
@@ -230,6 +268,11 @@ cpu_ratio() { awk -v a="$(cell "$1" "$2" "path CPU s/GB")" -v b="$(cell "$1" rel
 prod_cpu=$(cpu_ratio "$WORK/produce.md" inorder-connection)
 cons_cpu=$(cpu_ratio "$WORK/consume.md" inorder-connection)
 none_cpu=$(cpu_ratio "$WORK/none12.md" inorder-none)
+cons15_rel=$(cell "$WORK/consume.md" inorder-fetch15 "consume ×relay")
+cons15_cpu=$(cpu_ratio "$WORK/consume.md" inorder-fetch15)
+rr_rel=$(cell "$WORK/none12rr.md" inorder-none "produce ×relay")
+rr_cpu=$(cpu_ratio "$WORK/none12rr.md" inorder-none)
+relay_spread=$(cell "$WORK/latency.md" relay "p99 spread")
 rss=$(sed -n 's/^idle: rss .* MiB before, \([0-9.]*\) MiB with.*/\1/p' "$WORK/scale-inorder.txt")
 rss_before=$(sed -n 's/^idle: rss \([0-9.]*\) MiB before.*/\1/p' "$WORK/scale-inorder.txt")
 # Where fewer than 10,000 connections fit, scale the growth linearly.
@@ -262,7 +305,7 @@ proxy share the same cores. The paths are: **direct** to the broker; **relay**,
 a plain TCP relay (\`inorder bench relay\`, one \`io.Copy\` per direction) in its
 own process in front of a broker that advertises the relay, the ceiling for
 any proxy here; **inorder-connection** and **inorder-none**, \`inorder serve\`
-with \`--upstream-ordering connection\` and \`none\`. Each round runs every path
+with \`--upstream-ordering connection\` and \`none\`$( [ -n "${KAFKA_PROXY_BIN:-}" ] && echo '; **kafka-proxy**, grepplabs/kafka-proxy (the nearest peer) from `KAFKA_PROXY_BIN`'). Each round runs every path
 back to back, starting with a different path each round; each figure is the
 median over $ROUNDS rounds of ${DURATION} after ${WARMUP} of warm-up, and each ratio
 (×direct, ×relay) or difference (Δp99) the median of the per-round ones.
@@ -278,10 +321,16 @@ competition for the cores, and it is where a proxy's cost shows first.
 | target | measured | goal | |
 | --- | --- | --- | --- |
 | produce, connection mode, ×relay | $prod_rel | ≥ 0.95 | $(met "$prod_rel" 0.95 ">=") |
-| consume, connection mode, ×relay | $cons_rel | ≥ 0.95 | $(met "$cons_rel" 0.95 ">=") |
+| produce, connection mode, CPU per GB ×relay | $prod_cpu | ≤ 1.05 | $(met "$prod_cpu" 1.05 "<=") |
+| consume, connection mode, ×relay | $cons_rel | ≥ 0.97 | $(met "$cons_rel" 0.97 ">=") |
+| consume, connection mode, CPU per GB ×relay | $cons_cpu | ≤ 1.10 | $(met "$cons_cpu" 1.10 "<=") |
+| consume, \`--api-version-cap Fetch=15\`, ×relay | $cons15_rel | ≥ 0.97 | $(met "$cons15_rel" 0.97 ">=") |
+| consume, \`--api-version-cap Fetch=15\`, CPU per GB ×relay | $cons15_cpu | ≤ 1.10 | $(met "$cons15_cpu" 1.10 "<=") |
 | none mode, 12 partitions, ×relay | $none_rel | ≥ 0.90 | $(met "$none_rel" 0.90 ">=") |
-| p99 at half the relay's saturating rate, connection mode, vs relay | $lat_rel | ≤ +0.3 ms | $(met "$lat_ms" 0.3 "<=") |
-| CPU per GB, ×relay: produce, consume (connection mode), 12 partitions (none mode) | $prod_cpu, $cons_cpu, $none_cpu | (none) | |
+| none mode, 12 partitions, CPU per GB ×relay | $none_cpu | ≤ 1.20 | $(met "$none_cpu" 1.20 "<=") |
+| none mode, 12 partitions round-robin (every write touches every partition), ×relay | $rr_rel | (none: one round trip per request) | |
+| none mode, 12 partitions round-robin, CPU per GB ×relay | $rr_cpu | (none) | |
+| p99 at half the relay's saturating rate, connection mode, vs relay (the relay's own p99 spread over rounds: $relay_spread) | $lat_rel | ≤ +0.3 ms | $(met "$lat_ms" 0.3 "<=") |
 | RSS with $SCALE_CONNS idle connections (${rss_before:-?} MiB before) | ${rss:-?} MiB | ≤ 150 MiB at 10,000 | $(met "$rss10k" 150 "<=") (${rss10k:-?} MiB at 10,000) |
 
 ## Produce: 1 KiB random records, 1 partition, acks=all, idempotent, pipelined (5 in flight), linger 0
@@ -294,6 +343,11 @@ $(cat "$WORK/produce.md")
 ## Consume: 1 MiB fetches of 1 KiB random records
 
 Synthetic-fetch broker (the same 1 MiB batch served from every offset).
+**inorder-fetch15** is connection mode with \`--api-version-cap Fetch=15\`:
+clients fetch at v15, whose responses carry no broker addresses, so the proxy
+streams them from socket to socket unread; the other inorder paths fetch at
+v16+ and read each response into a buffer, scan it for KIP-951 endpoints
+without decoding it, and forward the same buffer.
 
 $(cat "$WORK/consume.md")
 
@@ -303,6 +357,15 @@ As the first table, with the topic's 12 partitions filled by kgo's default
 sticky partitioner; this is the workload none mode can overlap.
 
 $(cat "$WORK/none12.md")
+
+## Produce over 12 partitions, round-robin
+
+As above, with kgo's round-robin partitioner: every record goes to the next
+partition, so every produce request touches all 12 and, in none mode, no two
+writes can overlap; each waits for the one before it to be acknowledged,
+one round trip per request.
+
+$(cat "$WORK/none12rr.md")
 
 ## Produce latency at half the relay's saturating rate ($half records/s)
 

@@ -77,6 +77,7 @@ repeated runs do not fill the broker's disk.`,
 	f.IntVar(&o.Partitions, "partitions", o.Partitions, "partitions of the topic when it is created")
 	f.BoolVar(&o.CreateTopic, "create-topic", o.CreateTopic, "create the topic when it is missing")
 	f.BoolVar(&o.KeepTopic, "keep-topic", o.KeepTopic, "keep a topic this run created (by default it is deleted at the end)")
+	f.StringVar(&o.Partitioner, "partitioner", "sticky", "sticky (one partition per batch) or round-robin (each record to the next partition)")
 	f.DurationVar(&o.Duration, "duration", o.Duration, "measured time per target per round")
 	f.DurationVar(&o.Warmup, "warmup", o.Warmup, "unmeasured time before each measurement")
 	f.Int64Var(&o.Records, "records", 0, "produce exactly this many records per target per round instead of running for --duration")
