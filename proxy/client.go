@@ -20,7 +20,7 @@ func (c *conn) readClient() error {
 		if err := c.waitCapacity(); err != nil {
 			return err
 		}
-		size, err := wire.ReadLength(c.client, &lenBuf, wire.MinRequestFrame, maxReq)
+		size, err := c.readPrefix(&lenBuf, maxReq)
 		if err != nil {
 			return c.clientReadError(err)
 		}
@@ -50,41 +50,55 @@ const (
 // it. readErr is an error reading the client; err a request the proxy
 // refuses.
 func (c *conn) readRequest(size int32, lenBuf *[4]byte) (r *request, readErr, err error) {
+	total := 4 + int(size)
 	if c.splice && size >= spliceMin {
-		head := wire.Get(4 + spliceHead)
-		copy(head.B, lenBuf[:])
-		if err := wire.ReadBody(c.client, head.B[4:]); err != nil {
-			wire.Put(head)
+		head, ch, err := c.readFrame(lenBuf[:], 4+spliceHead, total)
+		if err != nil {
 			return nil, err, nil
 		}
 		if r := c.spliceable(head, size); r != nil {
+			c.chargeFrame(r, ch)
 			return r, nil, nil
 		}
-		buf := wire.Get(4 + int(size))
-		copy(buf.B, head.B)
-		wire.Put(head)
-		if err := wire.ReadBody(c.client, buf.B[4+spliceHead:]); err != nil {
-			wire.Put(buf)
+		buf, ch, err := c.growFrame(head, ch, total)
+		if err != nil {
 			return nil, err, nil
 		}
-		return c.parseFrame(buf)
+		return c.parseFrame(buf, ch)
 	}
-	buf := wire.Get(4 + int(size))
-	copy(buf.B, lenBuf[:])
-	if err := wire.ReadBody(c.client, buf.B[4:]); err != nil {
-		wire.Put(buf)
+	buf, ch, err := c.readFrame(lenBuf[:], total, total)
+	if err != nil {
 		return nil, err, nil
 	}
-	return c.parseFrame(buf)
+	return c.parseFrame(buf, ch)
 }
 
-func (c *conn) parseFrame(buf *wire.Buf) (*request, error, error) {
+// parseFrame parses buf, which holds ch of the budget: the request takes
+// the charge, or it is released with the buffer.
+func (c *conn) parseFrame(buf *wire.Buf, ch charge) (*request, error, error) {
 	r, err := c.parseRequest(buf)
 	if err != nil {
 		wire.Put(buf)
+		ch.release(c.p.budget)
 		return nil, nil, err
 	}
+	if r.frame == nil {
+		// Answered by the proxy itself; buf is already back in its pool.
+		ch.release(c.p.budget)
+	} else {
+		c.chargeFrame(r, ch)
+	}
+	if err := c.reserveState(r); err != nil {
+		putRequest(r)
+		return nil, err, nil
+	}
 	return r, nil, nil
+}
+
+// chargeFrame makes r hold ch until its frame is written or freed.
+func (c *conn) chargeFrame(r *request, ch charge) {
+	r.bud = c.p.budget
+	r.frameCharge = ch
 }
 
 func (c *conn) clientReadError(err error) error {
@@ -102,6 +116,8 @@ func (c *conn) clientReadError(err error) error {
 		return errClientClosed
 	case errors.Is(err, net.ErrClosed):
 		return errClientClosed
+	case errors.Is(err, ErrReadTimeout), errors.Is(err, ErrIdleTimeout):
+		return err
 	case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, wire.ErrFrameTooSmall), errors.Is(err, wire.ErrTruncated):
 		c.finishInFlight()
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)

@@ -94,11 +94,17 @@ type conn struct {
 	dec *decoder // request bodies, used by the client reader only
 
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
+	// Bounds read at accept (limits.go).
+	lim      connLimits
+	accts    [2]frameAccount // small, bulk
+	halt     chan struct{}   // closed by die or drain: budget waits give up
+	haltOnce sync.Once
 }
 
 func newConn(p *Proxy, nc net.Conn, t target) *conn {
 	c := &conn{p: p, client: nc, target: t, node: t.node}
 	c.cond.L = &c.mu
+	c.initLimits()
 	c.seq = ordering.New[*request](p.mode, p.cfg.MaxInFlight, p.cfg.MaxBufferedBytes)
 	return c
 }
@@ -171,6 +177,7 @@ func (c *conn) die(reason error) {
 	if !c.dead.CompareAndSwap(false, true) {
 		return
 	}
+	c.stop()
 	c.mu.Lock()
 	c.reason = reason
 	c.cond.Broadcast()
@@ -211,6 +218,7 @@ func (c *conn) closeClient() {
 // in-flight responses and returns ErrShutdown.
 func (c *conn) drain() {
 	c.draining.Store(true)
+	c.stop()
 	c.client.SetReadDeadline(time.Now())
 	c.mu.Lock()
 	c.cond.Broadcast()

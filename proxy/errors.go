@@ -29,10 +29,21 @@ var (
 	// ErrShutdown closes a client when the proxy shuts down.
 	ErrShutdown = errors.New("proxy shutting down")
 
+	// ErrIdleTimeout closes a client connection that had nothing in
+	// flight and sent nothing for the idle timeout.
+	ErrIdleTimeout = errors.New("idle timeout")
+	// ErrReadTimeout closes a client whose request did not arrive whole
+	// within the read timeout after its first byte (a slow drip).
+	ErrReadTimeout = errors.New("read timeout")
+
 	errClientClosed = errors.New("client closed the connection")
 	errClientRead   = errors.New("client read")
 	// Kinds of ErrUpstreamProtocol, told apart in metrics.
 	errUnknownCorrelation = errors.New("unexpected correlation id")
 	errUnsolicited        = errors.New("bytes with no request in flight")
 	errEOFDrain           = errors.New("requests sent before the client closed did not complete in time")
+	errTooManyConns       = errors.New("max-connections reached")
+	// errUpstreamIdleClose: the upstream closed a connection that had
+	// nothing in flight; wrapped in ErrUpstreamFailed.
+	errUpstreamIdleClose = errors.New("the upstream closed the connection while it was idle")
 )

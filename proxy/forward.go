@@ -99,6 +99,7 @@ func (c *conn) flush(byReader bool) {
 		frames, bufs = frames[:0], bufs[:0]
 		held, taken, stream := 0, 0, int64(0)
 		now, writes := c.p.metrics.Now(), 0
+		var charged [2]charge // small, bulk: released once written
 		for _, r := range c.outq {
 			if r.stream > 0 && !byReader {
 				break
@@ -112,6 +113,15 @@ func (c *conn) flush(byReader bool) {
 			wire.SetRequestCorrelation(r.frame.B, r.upCorr)
 			bufs = append(bufs, r.frame.B)
 			stream = int64(r.stream)
+			if ch := &r.frameCharge; ch.n > 0 {
+				i := 0
+				if ch.bulk {
+					i = 1
+				}
+				charged[i].n += ch.n
+				charged[i].bulk = ch.bulk
+				*ch = charge{}
+			}
 			if r.upCorr == noCorrelation {
 				r.frame = nil
 				putRequest(r)
@@ -151,6 +161,8 @@ func (c *conn) flush(byReader bool) {
 			wire.Put(f)
 		}
 		clear(frames)
+		charged[0].release(c.p.budget)
+		charged[1].release(c.p.budget)
 		c.mu.Lock()
 		c.seq.Free(held)
 		c.cond.Broadcast()

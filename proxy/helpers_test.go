@@ -85,6 +85,11 @@ func startProxy(t testing.TB, mode config.Ordering, upstreams []string, mut func
 		if err := <-served; err != proxy.ErrClosed {
 			t.Errorf("Serve returned %v, want ErrClosed", err)
 		}
+		// Every connection has ended: whatever it reserved of the
+		// memory budget must be back.
+		if used := p.Stats().MemoryUsed; used != 0 {
+			t.Errorf("%d bytes of the memory budget still reserved after Close", used)
+		}
 	})
 	return &testProxy{Proxy: p, log: lb}
 }

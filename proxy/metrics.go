@@ -60,6 +60,7 @@ func (p *Proxy) gauges(g *metrics.Gauges) {
 		g.HeldBytes += c.seq.Bytes()
 		c.mu.Unlock()
 	}
+	g.MemoryUsed, g.MemoryLimit = p.budget.Used(), p.budget.Limit()
 	nodes, controllers := p.nodes.listening()
 	g.NodeListeners, g.ControllerListeners = int64(nodes), int64(controllers)
 }
@@ -197,7 +198,9 @@ func closeReason(err error) metrics.CloseReason {
 		return metrics.CloseClientClosed
 	case errors.Is(err, ErrShutdown), errors.Is(err, ErrClosed):
 		return metrics.CloseShutdown
-	case errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, ErrIdleTimeout):
+		return metrics.CloseIdle
+	case errors.Is(err, ErrReadTimeout), errors.Is(err, os.ErrDeadlineExceeded):
 		return metrics.CloseReadTimeout
 	case errors.Is(err, ErrBadRequest):
 		return metrics.CloseBadRequest

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/ordering"
 )
@@ -70,6 +71,10 @@ type Proxy struct {
 	health     health
 	dialFails  dialFailures
 
+	budget        *budget.Budget // memory across every connection
+	refused       atomic.Int64   // connections closed at the cap
+	refusedLogged atomic.Int64   // unix nanos of the last refusal logged
+
 	mu        sync.Mutex
 	closing   bool
 	listeners map[net.Listener]struct{}
@@ -98,6 +103,7 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 		conns:     make(map[*conn]struct{}),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.budget = budget.New(cfg.Memory())
 	if cfg.Ordering() == config.OrderingConnection {
 		p.mode = ordering.Connection
 	}
@@ -125,6 +131,8 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	p.boot = ln
 	p.listeners[ln] = struct{}{}
 	p.nodes.init(p, ln.Addr().(*net.TCPAddr).Port)
+	p.wg.Add(1)
+	go p.watchUpstreams()
 	return p, nil
 }
 
@@ -223,25 +231,33 @@ func (p *Proxy) acceptLoop(ln net.Listener, t target) error {
 		}
 		delay = 0
 		c := newConn(p, nc, t)
-		if !p.track(c) {
+		switch err := p.track(c); {
+		case errors.Is(err, errTooManyConns):
+			p.refuse(c)
+			continue
+		case err != nil:
 			nc.Close()
 			p.metrics.ConnRejected(metrics.RejectShutdown)
-			return ErrClosed
+			return err
 		}
 		p.metrics.ConnAccepted(t.listenerKind())
 		go c.serve()
 	}
 }
 
-func (p *Proxy) track(c *conn) bool {
+// track registers c, or refuses it when closing or at the connection cap.
+func (p *Proxy) track(c *conn) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closing {
-		return false
+		return ErrClosed
+	}
+	if !p.admitLocked() {
+		return errTooManyConns
 	}
 	p.conns[c] = struct{}{}
 	p.wg.Add(1)
-	return true
+	return nil
 }
 
 func (p *Proxy) untrack(c *conn) {
@@ -305,14 +321,26 @@ func (p *Proxy) Close() error {
 type Stats struct {
 	Conns int
 	Nodes int
+	// Refused counts connections closed at accept because max-connections
+	// was reached.
+	Refused int64
+	// MemoryUsed and MemoryLimit are the process-wide memory budget.
+	MemoryUsed, MemoryLimit int64
+	// MemoryWaits and MemoryWaited count reads held back for lack of
+	// memory and the time they waited in total.
+	MemoryWaits  int64
+	MemoryWaited time.Duration
 }
 
-// Stats returns how many client connections and node listeners are open.
+// Stats returns how many client connections and node listeners are open,
+// and the state of the memory budget.
 func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
 	n := len(p.conns)
 	p.mu.Unlock()
-	return Stats{Conns: n, Nodes: p.nodes.count()}
+	waits, waited := p.budget.Waited()
+	return Stats{Conns: n, Nodes: p.nodes.count(), Refused: p.refused.Load(),
+		MemoryUsed: p.budget.Used(), MemoryLimit: p.budget.Limit(), MemoryWaits: waits, MemoryWaited: waited}
 }
 
 // dialUpstream connects to addr, bounded by the dial timeout and by the

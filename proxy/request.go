@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -47,6 +48,11 @@ type request struct {
 	noResp    bool  // the client expects no response (acks=0)
 	forcedAck bool  // acks=0 forwarded as acks=1 to learn when it is accepted
 	failed    error // the upstream rejected a forced-ack produce
+
+	// Memory held in the process budget (limits.go), released by free or,
+	// for the frame, once it is written upstream.
+	bud                                  *budget.Budget
+	frameCharge, respCharge, stateCharge charge
 }
 
 var requestPool = sync.Pool{New: func() any { return new(request) }}
@@ -60,6 +66,9 @@ func (r *request) free() {
 		wire.Put(r.resp)
 	}
 	wire.Put(r.local)
+	r.frameCharge.release(r.bud)
+	r.respCharge.release(r.bud)
+	r.stateCharge.release(r.bud)
 	*r = request{}
 }
 

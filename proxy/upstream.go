@@ -106,17 +106,21 @@ func (c *conn) readUpstreamLoop() error {
 				continue
 			}
 		}
-		buf, err := wire.Start(head[:], 4+int(size), nil)
+		acct := c.account(4 + int(size))
+		buf, err := wire.Start(head[:], 4+int(size), acct)
 		if err == nil {
-			buf, err = wire.Grow(rd, buf, 4+int(size), nil)
+			buf, err = wire.Grow(rd, buf, 4+int(size), acct)
 		}
 		if err != nil {
 			return c.upstreamReadError(err)
 		}
+		ch := charge{n: int64(cap(buf.B)), bulk: acct.bulk}
 		resp, err := c.response(r, buf)
 		if err != nil {
+			ch.release(c.p.budget)
 			return err
 		}
+		r.bud, r.respCharge = c.p.budget, ch
 		if err := c.complete(r, resp); err != nil {
 			return err
 		}
@@ -140,10 +144,14 @@ func (c *conn) complete(r *request, resp *wire.Buf) error {
 	if err := c.seq.Complete(r.seq); err != nil {
 		c.mu.Unlock()
 		wire.Put(resp)
+		r.respCharge.release(c.p.budget)
 		return fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
 	}
+	// The sequencer dropped the request's key state at Complete.
+	r.stateCharge.release(c.p.budget)
 	if r.noResp {
 		wire.Put(resp)
+		r.respCharge.release(c.p.budget)
 		r.resp = noResponse
 		if r.failed != nil && c.poisoned == nil {
 			c.poison, c.poisoned = r.seq, r.failed

@@ -139,6 +139,12 @@ func ReadLength(r io.Reader, lenBuf *[4]byte, min, max int32) (int32, error) {
 		}
 		return 0, err
 	}
+	return CheckLength(lenBuf, min, max)
+}
+
+// CheckLength reads the length prefix in lenBuf and checks it against
+// [min, max].
+func CheckLength(lenBuf *[4]byte, min, max int32) (int32, error) {
 	size := int32(binary.BigEndian.Uint32(lenBuf[:]))
 	if size < 0 || size > max {
 		return 0, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, uint32(size), max)

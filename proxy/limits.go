@@ -1,0 +1,269 @@
+package proxy
+
+// This file holds the bounds that keep the proxy safe to expose: the
+// process-wide memory budget as the connections see it, the connection cap,
+// the idle and read timeouts, and the watch on idle upstream connections.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/inorder-proxy/inorder/internal/budget"
+	"github.com/inorder-proxy/inorder/metrics"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// bulkFrame is the frame size above which a frame's memory is reserved in
+// the budget's bulk class: large frames together may not take the reserve
+// kept for ordinary requests and responses (see package budget).
+const bulkFrame = 16 << 10
+
+// upstreamCheckEvery is how often idle upstream connections are checked
+// for a close by the upstream (a broker's own idle timeout, or a close
+// after a failed acks=0 write).
+const upstreamCheckEvery = 2 * time.Second
+
+// refusedLogEvery spaces the log lines about connections refused at the
+// cap; each line says how many were refused since the last.
+const refusedLogEvery = 10 * time.Second
+
+// connLimits are the bounds a connection takes from the configuration when
+// it is accepted; a configuration changed later applies to new connections.
+type connLimits struct {
+	idle time.Duration // 0: no idle timeout
+	read time.Duration // 0: no read timeout
+}
+
+// frameAccount charges one connection's frame buffers to the budget in one
+// class, giving up when the connection halts. Time spent waiting for memory
+// is recorded as a read pause.
+type frameAccount struct {
+	p    *Proxy
+	bulk bool
+	stop <-chan struct{}
+}
+
+func (a *frameAccount) Reserve(n int) error {
+	if a.p.budget.TryReserve(int64(n), a.bulk) {
+		return nil
+	}
+	start := a.p.metrics.Now()
+	err := a.p.budget.Reserve(int64(n), a.bulk, a.stop)
+	if !start.IsZero() {
+		a.p.metrics.ReadPaused(metrics.PauseMemory, time.Since(start))
+	}
+	return err
+}
+
+func (a *frameAccount) Release(n int) { a.p.budget.Release(int64(n), a.bulk) }
+
+// charge is memory reserved in the budget for one buffer or state.
+type charge struct {
+	n    int64
+	bulk bool
+}
+
+func (ch *charge) release(b *budget.Budget) {
+	b.Release(ch.n, ch.bulk)
+	*ch = charge{}
+}
+
+// account returns the account for a frame of total bytes.
+func (c *conn) account(total int) *frameAccount {
+	if total > bulkFrame {
+		return &c.accts[1]
+	}
+	return &c.accts[0]
+}
+
+// initLimits reads the connection's bounds; called once, at accept.
+func (c *conn) initLimits() {
+	c.halt = make(chan struct{})
+	c.lim = connLimits{idle: c.p.cfg.IdleTimeout, read: c.p.cfg.ReadTimeout}
+	c.accts = [2]frameAccount{{p: c.p, stop: c.halt}, {p: c.p, bulk: true, stop: c.halt}}
+}
+
+// stop wakes everything the connection waits for on the budget; called by
+// die and drain.
+func (c *conn) stop() {
+	c.haltOnce.Do(func() { close(c.halt) })
+}
+
+// setReadDeadline sets the client read deadline unless the connection is
+// draining or dying, whose own deadline (now) must stay in force.
+func (c *conn) setReadDeadline(d time.Duration) {
+	var t time.Time
+	if d > 0 {
+		t = time.Now().Add(d)
+	}
+	c.client.SetReadDeadline(t)
+	if c.draining.Load() || c.dead.Load() {
+		c.client.SetReadDeadline(time.Now())
+	}
+}
+
+// readPrefix reads a request's length prefix. While waiting for its first
+// byte the idle timeout applies, and ends the connection only if nothing is
+// in flight; from its first byte the whole frame has the read timeout.
+func (c *conn) readPrefix(lenBuf *[4]byte, maxReq int32) (int32, error) {
+	c.setReadDeadline(c.lim.idle)
+	n := 0
+	for n < 4 {
+		k, err := c.client.Read(lenBuf[n:])
+		if n == 0 && k > 0 {
+			c.setReadDeadline(c.lim.read)
+		}
+		n += k
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) || c.draining.Load() || c.dead.Load() {
+			if n > 0 && errors.Is(err, io.EOF) {
+				return 0, wire.ErrTruncated
+			}
+			return 0, err
+		}
+		if n > 0 {
+			return 0, fmt.Errorf("%w: a length prefix took over %s", ErrReadTimeout, c.lim.read)
+		}
+		if c.idleNow() {
+			return 0, fmt.Errorf("%w: nothing in flight and nothing received for %s", ErrIdleTimeout, c.lim.idle)
+		}
+		c.setReadDeadline(c.lim.idle)
+	}
+	return wire.CheckLength(lenBuf, wire.MinRequestFrame, maxReq)
+}
+
+// timedOut turns a deadline hit while reading a frame into ErrReadTimeout,
+// unless the deadline was the proxy's own (drain, teardown).
+func (c *conn) timedOut(err error) error {
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && !c.draining.Load() && !c.dead.Load() {
+		return fmt.Errorf("%w: a request did not arrive whole within %s", ErrReadTimeout, c.lim.read)
+	}
+	return err
+}
+
+// idleNow reports whether the connection has nothing in flight.
+func (c *conn) idleNow() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seq.Idle() && len(c.outq) == 0 && !c.flushing
+}
+
+// readFrame reads the rest of a request frame of total bytes whose first
+// bytes are head, growing its buffer as bytes arrive and charging it to the
+// budget. The returned charge is what the buffer holds.
+func (c *conn) readFrame(head []byte, upto, total int) (*wire.Buf, charge, error) {
+	acct := c.account(total)
+	b, err := wire.Start(head, total, acct)
+	if err != nil {
+		return nil, charge{}, err
+	}
+	ch := charge{n: int64(cap(b.B)), bulk: acct.bulk}
+	b, err = wire.Grow(c.client, b, upto, acct)
+	if err != nil {
+		return nil, charge{}, c.timedOut(err)
+	}
+	ch.n = int64(cap(b.B))
+	return b, ch, nil
+}
+
+// growFrame continues reading a frame started by readFrame up to total.
+func (c *conn) growFrame(b *wire.Buf, ch charge, total int) (*wire.Buf, charge, error) {
+	acct := c.account(total)
+	if acct.bulk != ch.bulk {
+		// The head was charged as small; move it to the frame's class.
+		if err := acct.Reserve(int(ch.n)); err != nil {
+			ch.release(c.p.budget)
+			wire.Put(b)
+			return nil, charge{}, err
+		}
+		c.p.budget.Release(ch.n, ch.bulk)
+		ch.bulk = acct.bulk
+	}
+	b, err := wire.Grow(c.client, b, total, acct)
+	if err != nil {
+		return nil, charge{}, c.timedOut(err)
+	}
+	ch.n = int64(cap(b.B))
+	return b, ch, nil
+}
+
+// reserveState charges the key state a request will hold in the sequencer.
+func (c *conn) reserveState(r *request) error {
+	n := c.seq.StateBytes(r.ord)
+	if n == 0 {
+		return nil
+	}
+	if err := c.accts[0].Reserve(n); err != nil {
+		return err
+	}
+	r.stateCharge = charge{n: int64(n)}
+	return nil
+}
+
+// admit counts a new connection against the cap; false closes it at once.
+// The caller holds p.mu.
+func (p *Proxy) admitLocked() bool {
+	return len(p.conns) < p.cfg.Connections()
+}
+
+// refuse closes a connection accepted past the cap, counts it, and logs
+// at most once per refusedLogEvery how many were refused.
+func (p *Proxy) refuse(c *conn) {
+	n := p.refused.Add(1)
+	c.client.Close()
+	p.metrics.ConnRejected(metrics.RejectLimit)
+	now := time.Now().UnixNano()
+	last := p.refusedLogged.Load()
+	if now-last < int64(refusedLogEvery) || !p.refusedLogged.CompareAndSwap(last, now) {
+		return
+	}
+	p.log.Warn("connection refused: max-connections reached", "client", c.client.RemoteAddr().String(),
+		"max_connections", p.cfg.Connections(), "refused_total", n)
+}
+
+// watchUpstreams closes, within upstreamCheckEvery, the client connections
+// whose idle upstream connection the upstream closed, so that the client
+// reconnects as it would with the broker itself, instead of a later request
+// failing for a close that happened long before.
+func (p *Proxy) watchUpstreams() {
+	defer p.wg.Done()
+	t := time.NewTicker(upstreamCheckEvery)
+	defer t.Stop()
+	var conns []*conn
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		conns = conns[:0]
+		for c := range p.conns {
+			conns = append(conns, c)
+		}
+		p.mu.Unlock()
+		for _, c := range conns {
+			if c.upstreamClosedWhileIdle() {
+				c.die(fmt.Errorf("%w: %w", ErrUpstreamFailed, errUpstreamIdleClose))
+			}
+		}
+		clear(conns)
+	}
+}
+
+// upstreamClosedWhileIdle reports whether the upstream closed this
+// connection while no upstream reader runs. The check holds mu, so no
+// reader starts during it, and only peeks: it consumes nothing.
+func (c *conn) upstreamClosedWhileIdle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reading || c.up == nil || c.dead.Load() {
+		return false
+	}
+	return peekClosed(c.up)
+}
