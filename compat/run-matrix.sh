@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Client compatibility matrix: every client workload through `inorder` in
-# front of each backend. Writes compat/MATRIX.md and per-row logs under
-# compat/results/. Exits non-zero when a row fails (a client's documented
-# limitation is reported as "pass, with limitations" and does not fail).
+# front of each backend. Writes the table and per-row logs under
+# compat/results/ (untracked); only -p (or COMPAT_PUBLISH=1) after a full run
+# copies the table to the tracked compat/MATRIX.md. Exits non-zero when a row
+# fails (a client's documented limitation is reported as "pass, with
+# limitations" and does not fail).
 #
 #   compat/run-matrix.sh                       # all clients x default backends
 #   compat/run-matrix.sh -c kgo -b dev         # one row: franz-go via inorder dev
@@ -17,8 +19,8 @@
 # Environment: COMPAT_CLIENTS, COMPAT_BACKENDS (comma lists), KAFKA_MODE
 # (cluster|single, default cluster), COMPAT_ROW_TIMEOUT (s, default 180),
 # COMPAT_BUDGET (s for the whole run, default 1380; later rows fail as not run),
-# COMPAT_MATRIX_FILE (default compat/MATRIX.md for a full run, else
-# compat/results/MATRIX-partial.md), INORDER_CACHE, KAFKA_VERSION.
+# COMPAT_MATRIX_FILE (default compat/results/MATRIX.md for a full run, else
+# compat/results/MATRIX-partial.md), COMPAT_PUBLISH, INORDER_CACHE, KAFKA_VERSION.
 set -uo pipefail
 
 COMPAT="$(cd "$(dirname "$0")" && pwd)"
@@ -35,23 +37,27 @@ BUDGET="${COMPAT_BUDGET:-1380}"
 # Clients with a known intermittent bug of their own get one more attempt;
 # the cell then says so (see compat/README.md).
 RETRY_CLIENTS="${COMPAT_RETRY_CLIENTS:-kafkapython}"
-MATRIX="${COMPAT_MATRIX_FILE:-$COMPAT/MATRIX.md}"
 RESULTS="$COMPAT/results"
+MATRIX="${COMPAT_MATRIX_FILE:-$RESULTS/MATRIX.md}"
+PUBLISH="${COMPAT_PUBLISH:-}"
 BIN="$COMPAT/go/bin"
 VENV="$INORDER_CACHE/venv-py311"
 
-while getopts "c:b:m:h" o; do
+while getopts "c:b:m:ph" o; do
   case "$o" in
     c) CLIENTS="${OPTARG//,/ }" ;;
     b) BACKENDS="${OPTARG//,/ }" ;;
     m) KAFKA_MODE="$OPTARG" ;;
-    *) sed -n "2,21p" "$0"; exit 2 ;;
+    p) PUBLISH=1 ;;
+    *) sed -n "2,23p" "$0"; exit 2 ;;
   esac
 done
 CLIENTS="${CLIENTS//,/ }"; BACKENDS="${BACKENDS//,/ }"
-# Only a full run (every client, the default backends) replaces compat/MATRIX.md.
-if [ -z "${COMPAT_MATRIX_FILE:-}" ] && { [ "$(echo $CLIENTS)" != "$ALL_CLIENTS" ] || [ "$(echo $BACKENDS)" != "kafka kafka-ordered dev" ] || [ "$KAFKA_MODE" != cluster ]; }; then
-  MATRIX="$RESULTS/MATRIX-partial.md"
+# Only a full run (every client, the default backends) may be published.
+FULL=1
+if [ "$(echo $CLIENTS)" != "$ALL_CLIENTS" ] || [ "$(echo $BACKENDS)" != "kafka kafka-ordered dev" ] || [ "$KAFKA_MODE" != cluster ]; then
+  FULL=""
+  [ -n "${COMPAT_MATRIX_FILE:-}" ] || MATRIX="$RESULTS/MATRIX-partial.md"
 fi
 for c in $CLIENTS; do case " $ALL_CLIENTS " in *" $c "*) ;; *) echo "unknown client $c"; exit 2 ;; esac; done
 for b in $BACKENDS; do case "$b" in kafka|kafka-ordered|dev|direct) ;; *) echo "unknown backend $b"; exit 2 ;; esac; done
@@ -162,7 +168,7 @@ start_backend() {
   local b=$1 port nodes n
   PROXYLOG="$RESULTS/proxy-$b.log"; : >"$PROXYLOG"
   # Leader moves (Java and Go workloads) need the 3-node Kafka cluster.
-  LEADER_MOVE=""
+  LEADER_MOVE=""; AUTO_CREATE=""
   case "$b" in kafka|kafka-ordered|direct) [ "$KAFKA_MODE" = cluster ] && LEADER_MOVE=1 ;; esac
   case "$b" in
     direct)
@@ -183,7 +189,8 @@ start_backend() {
       port=21200
       "$BIN/inorder" dev --listen "127.0.0.1:$port" --data-dir "" >"$PROXYLOG" 2>&1 &
       PROXY_PID=$!
-      BOOT="127.0.0.1:$port"; EXPECT="127.0.0.1:$port,127.0.0.1:$((port + 1))-$((port + 3))"; RF=1 ;;
+      BOOT="127.0.0.1:$port"; EXPECT="127.0.0.1:$port,127.0.0.1:$((port + 1))-$((port + 3))"; RF=1
+      AUTO_CREATE=1 ;; # dev's --default-partitions
   esac
   if [ -n "$PROXY_PID" ] && ! port_wait "${BOOT##*:}" 30 "$PROXY_PID"; then
     log "proxy for $b did not start; log $PROXYLOG:"; tail -n 20 "$PROXYLOG" >&2
@@ -236,7 +243,7 @@ attempt() { # CLIENT BACKEND LOG -> rc
   prefix="m$RUN_ID-$c-$b-$((++ATTEMPTS))"
   client_cmd "$c" "$BOOT" "$prefix" "$EXPECT"
   start_sampler "$logf.conns"
-  COMPAT_RF=$RF COMPAT_LEADER_MOVE=$LEADER_MOVE COMPAT_GO="$BIN/compat-go" timeout -k 10 "$ROW_TIMEOUT" "${CMD[@]}" >"$logf" 2>"$logf.stderr"
+  COMPAT_RF=$RF COMPAT_LEADER_MOVE=$LEADER_MOVE COMPAT_AUTO_CREATE=$AUTO_CREATE COMPAT_GO="$BIN/compat-go" timeout -k 10 "$ROW_TIMEOUT" "${CMD[@]}" >"$logf" 2>"$logf.stderr"
   rc=$?
   bad="$(stop_sampler "$logf.conns")"
   if [ -n "$bad" ]; then
@@ -398,6 +405,13 @@ cleanup
 TIMINGS+=("total: $((SECONDS - T0)) s")
 write_matrix
 log "wrote $MATRIX"
+if [ -n "$PUBLISH" ]; then
+  if [ -n "$FULL" ]; then
+    cp "$MATRIX" "$COMPAT/MATRIX.md" && log "published compat/MATRIX.md"
+  else
+    log "not published: only a full run (every client, backends kafka kafka-ordered dev, cluster mode) replaces compat/MATRIX.md"
+  fi
+fi
 cat "$MATRIX" | sed -n '/^| client/,/^$/p'
 if [ $FAILS -gt 0 ]; then
   log "$FAILS row(s) failed"

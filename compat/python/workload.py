@@ -5,7 +5,9 @@
 
 EXPECT: comma-separated host:port or host:lo-hi every broker address the
 client learns must fall in ("-" or absent: no check). COMPAT_RF sets the
-replication factor of the created topics (default 1). Steps and checks are
+replication factor of the created topics (default 1). COMPAT_AUTO_CREATE=N
+(kafka-python): produce to a topic never created and expect the backend to
+create it with N partitions. Steps and checks are
 those of compat/go (see compat/README.md).
 """
 import json
@@ -289,6 +291,21 @@ class KafkaPython:
             self.closers.append(self.prod)
         self._send(self.prod, topic, recs)
 
+    def auto_create(self, topic, recs):
+        """Produces to a topic nobody created, as an application does on a
+        broker with auto.create.topics.enable (kafka-python names it in a
+        Metadata v1 request), and returns its partition count."""
+        p = self.kafka.KafkaProducer(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython",
+                                     acks="all", linger_ms=2, max_block_ms=30000)
+        try:
+            fs = [p.send(topic, key=r.key, value=r.value) for r in recs]
+            p.flush(timeout=30)
+            for f in fs:
+                f.get(timeout=30)
+            return len(p.partitions_for(topic) or ())
+        finally:
+            p.close(timeout=10)
+
     def consumer(self, group, topic=None, **kw):
         c = self.kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython",
                                      group_id=group, enable_auto_commit=False, auto_offset_reset="earliest",
@@ -483,6 +500,16 @@ def main():
     if not r.step("create-topics", create):
         cl.close()
         r.finish()
+
+    auto_parts = os.environ.get("COMPAT_AUTO_CREATE")
+    if auto_parts and hasattr(cl, "auto_create"):
+        # The backend creates topics on first use (Kafka's default,
+        # auto.create.topics.enable=true) with this many partitions.
+        def auto_create():
+            got = cl.auto_create(prefix + "-auto", gen(0, 20, 1))
+            if got != int(auto_parts):
+                raise AssertionError("%s-auto was created with %d partitions, want %s" % (prefix, got, auto_parts))
+        r.step("auto-create", auto_create)
 
     sent = gen(0, N_MAIN, MAIN_PARTITIONS)
     produced = []
