@@ -58,6 +58,7 @@ func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.
 		log.Warn("no upstream could be reached: clients will be disconnected until one answers; node listeners open when metadata names them",
 			"upstream", cfg.Upstreams, "err", err)
 	}
+	reloadOnHangup(ctx, p, log)
 	served := make(chan error, 1)
 	go func() { served <- p.Serve() }()
 	log.Info("proxy ready", "listen", p.Addr(), "upstream", cfg.Upstreams, "ordering", cfg.Ordering())

@@ -104,6 +104,8 @@ type Config struct {
 	// broker addresses and are streamed to the client unread. A cap below
 	// the upstream's minimum for a key hides the key. Nil caps nothing.
 	APIVersionCap VersionCaps
+
+	Security
 }
 
 // Default returns the configuration used when nothing is set.
@@ -225,7 +227,7 @@ func (c *Config) Validate() error {
 			return invalid("admin-listen", c.AdminListen, "is not HOST:PORT")
 		}
 	}
-	return nil
+	return c.validateSecurity()
 }
 
 // Memory returns the effective MaxMemory.

@@ -41,6 +41,7 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.StringVar(&c.AdminListen, "admin-listen", c.AdminListen, "HOST:PORT of the admin endpoint (/metrics, /healthz, /readyz); empty: none")
 	fs.BoolVar(&c.AdminPprof, "admin-pprof", c.AdminPprof, "serve /debug/pprof/ on the admin endpoint")
 	fs.Var((*versionCapsValue)(&c.APIVersionCap), "api-version-cap", "highest versions advertised to clients, by Kafka name: KEY=VERSION[,KEY=VERSION...], e.g. Fetch=15")
+	bindSecurityFlags(fs, &c.Security)
 }
 
 // Resolve builds the effective configuration: base, then the YAML file named

@@ -32,8 +32,15 @@ func (c *conn) readClient() error {
 			c.finishInFlight()
 			return err
 		}
+		if err := c.beforeSubmit(); err != nil {
+			putRequest(r)
+			return err
+		}
 		c.requestRead(r)
 		c.submit(r)
+		if err := c.afterSubmit(); err != nil {
+			return err
+		}
 	}
 }
 

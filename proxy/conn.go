@@ -30,6 +30,7 @@ package proxy
 // waits for any running flusher before it flushes a streamed request itself.
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,7 @@ import (
 	"time"
 
 	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/upauth"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -91,7 +93,8 @@ type conn struct {
 	draining atomic.Bool
 	reason   error // set once by die
 
-	dec *decoder // request bodies, used by the client reader only
+	dec  *decoder // request bodies, used by the client reader only
+	sasl saslState
 
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).
@@ -113,7 +116,10 @@ func newConn(p *Proxy, nc net.Conn, t target) *conn {
 // until it stops, then tear down through die, the one teardown path.
 func (c *conn) serve() {
 	defer c.p.untrack(c)
-	err := c.connect()
+	err := c.p.handshake(c.p.ctx, c.client)
+	if err == nil {
+		err = c.connect()
+	}
 	if err == nil {
 		err = c.readClient()
 	}
@@ -127,23 +133,28 @@ func (c *conn) serve() {
 
 func (c *conn) connect() error {
 	var (
-		up  net.Conn
-		err error
+		up   net.Conn
+		addr string
+		sess upauth.Session
+		err  error
 	)
 	if c.target.resolve == nil {
-		up, _, err = c.p.bootstrapUpstream()
+		up, addr, sess, err = c.p.bootstrapUpstream()
 	} else {
-		var addr string
 		if addr, err = c.target.resolve(); err != nil {
 			return err
 		}
-		if up, err = c.p.dialUpstream(addr); err != nil {
-			err = fmt.Errorf("node %d at %s: %v", c.node, addr, err)
+		if up, sess, err = c.p.dialUpstream(addr); err != nil {
+			err = fmt.Errorf("node %d at %s: %w", c.node, addr, err)
 		}
+	}
+	if errors.Is(err, ErrUpstreamAuth) {
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUpstreamFailed, err)
 	}
+	c.startSession(addr, sess)
 	// die may run concurrently (the proxy closing): the upstream is
 	// published under the lock so that die closes it or never sees it.
 	c.mu.Lock()
@@ -189,12 +200,24 @@ func (c *conn) die(reason error) {
 	// Half-close so responses already written reach the client before the
 	// socket closes; closing with unread input would reset the connection
 	// and could drop them.
-	if tc, ok := c.client.(*net.TCPConn); ok && !errors.Is(reason, errClientClosed) {
-		tc.CloseWrite()
-		tc.SetReadDeadline(time.Now().Add(lingerTimeout))
+	if hc, ok := halfCloser(c.client); ok && !errors.Is(reason, errClientClosed) {
+		hc.CloseWrite()
+		c.client.SetReadDeadline(time.Now().Add(lingerTimeout))
 		return
 	}
 	c.client.Close()
+}
+
+// halfCloser returns nc's write-side close: a TCP socket's, or a TLS
+// session's (close_notify, then the socket's) once its handshake is done.
+func halfCloser(nc net.Conn) (interface{ CloseWrite() error }, bool) {
+	switch t := nc.(type) {
+	case *net.TCPConn:
+		return t, true
+	case *tls.Conn:
+		return t, t.ConnectionState().HandshakeComplete
+	}
+	return nil, false
 }
 
 // cause returns why the connection died, once die has run.
@@ -207,9 +230,9 @@ func (c *conn) cause() error {
 // closeClient drains what the client still sends until it closes or the
 // linger ends, then closes the socket.
 func (c *conn) closeClient() {
-	if tc, ok := c.client.(*net.TCPConn); ok && !errors.Is(c.cause(), errClientClosed) {
-		tc.SetReadDeadline(time.Now().Add(lingerTimeout))
-		io.Copy(io.Discard, io.LimitReader(tc, 1<<20))
+	if _, ok := halfCloser(c.client); ok && !errors.Is(c.cause(), errClientClosed) {
+		c.client.SetReadDeadline(time.Now().Add(lingerTimeout))
+		io.Copy(io.Discard, io.LimitReader(c.client, 1<<20))
 	}
 	c.client.Close()
 }
@@ -239,9 +262,10 @@ func (c *conn) logClose() {
 	reason := c.cause()
 	attrs := []any{"client", c.client.RemoteAddr().String(), "node", c.node}
 	switch {
-	case reason == nil, errors.Is(reason, errClientClosed), errors.Is(reason, ErrShutdown):
+	case reason == nil, errors.Is(reason, errClientClosed), errors.Is(reason, ErrShutdown),
+		errors.Is(reason, ErrTLSHandshake), errors.Is(reason, ErrUpstreamAuth): // logged, rate-limited, where they happen
 		c.p.log.Debug("connection closed", append(attrs, "reason", reason)...)
-	case errors.Is(reason, ErrBadRequest), errors.Is(reason, ErrUpstreamProtocol):
+	case errors.Is(reason, ErrBadRequest), errors.Is(reason, ErrUpstreamProtocol), errors.Is(reason, ErrClientSASL):
 		c.p.log.Warn("connection closed", append(attrs, "reason", reason.Error())...)
 	default:
 		c.p.log.Info("connection closed", append(attrs, "reason", reason.Error())...)

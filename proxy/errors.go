@@ -26,6 +26,16 @@ var (
 	// ErrAcksZeroFailed closes a client whose acks=0 produce failed
 	// upstream, as Kafka closes the connection in that case.
 	ErrAcksZeroFailed = errors.New("acks=0 produce failed")
+	// ErrTLSHandshake closes a client whose TLS handshake failed: it spoke
+	// plaintext on a TLS port, or its certificate did not verify.
+	ErrTLSHandshake = errors.New("tls handshake failed")
+	// ErrUpstreamAuth closes a client when the upstream refused the
+	// proxy's own SASL credentials, or while the proxy backs off after
+	// such a refusal.
+	ErrUpstreamAuth = errors.New("upstream authentication failed")
+	// ErrClientSASL closes a client whose SASL exchange the proxy cannot
+	// relay.
+	ErrClientSASL = errors.New("client SASL not relayed")
 	// ErrShutdown closes a client when the proxy shuts down.
 	ErrShutdown = errors.New("proxy shutting down")
 

@@ -54,6 +54,9 @@ func (p *Proxy) Ready() error {
 	if err := p.nodes.openErr(); err != nil {
 		return fmt.Errorf("%w: %v", ErrNotReady, err)
 	}
+	if err := p.sec.gate.err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
 	h := &p.health
 	h.mu.Lock()
 	defer h.mu.Unlock()

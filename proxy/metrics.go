@@ -202,7 +202,11 @@ func closeReason(err error) metrics.CloseReason {
 		return metrics.CloseIdle
 	case errors.Is(err, ErrReadTimeout), errors.Is(err, os.ErrDeadlineExceeded):
 		return metrics.CloseReadTimeout
-	case errors.Is(err, ErrBadRequest):
+	case errors.Is(err, ErrTLSHandshake):
+		return metrics.CloseTLS
+	case errors.Is(err, ErrUpstreamAuth):
+		return metrics.CloseSASL
+	case errors.Is(err, ErrBadRequest), errors.Is(err, ErrClientSASL):
 		return metrics.CloseBadRequest
 	case errors.Is(err, ErrUpstreamProtocol):
 		return metrics.CloseUpstreamProtocol

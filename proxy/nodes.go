@@ -239,7 +239,7 @@ func (t *nodeTable) listening() (nodes, controllers int) {
 // open listens on port (0: a free one) of the listen host and serves
 // connections to n there, setting n.port. The caller holds t.mu.
 func (t *nodeTable) open(role string, n *node, port int) error {
-	ln, err := net.Listen("tcp", net.JoinHostPort(t.p.listenHost, strconv.Itoa(port)))
+	ln, err := t.p.listen(net.JoinHostPort(t.p.listenHost, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("%w: %s %d on port %d: %v", ErrNodePort, role, n.id, port, err)
 	}
@@ -255,9 +255,9 @@ func (t *nodeTable) open(role string, n *node, port int) error {
 }
 
 // fetchBrokers asks the upstream for its brokers with a metadata request
-// that names no topics.
-func fetchBrokers(ctx context.Context, seeds []string, dialTimeout time.Duration) ([]kmsg.MetadataResponseBroker, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RequestRetries(2)}
+// that names no topics, on connections made by dial.
+func fetchBrokers(ctx context.Context, seeds []string, dialTimeout time.Duration, dial func(context.Context, string, string) (net.Conn, error)) ([]kmsg.MetadataResponseBroker, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RequestRetries(2), kgo.Dialer(dial)}
 	if dialTimeout > 0 {
 		opts = append(opts, kgo.DialTimeout(dialTimeout))
 	}

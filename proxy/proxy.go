@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/upauth"
 )
 
 // Option adjusts a Proxy beyond its Config.
@@ -70,6 +72,7 @@ type Proxy struct {
 	nextUp     atomic.Uint32
 	health     health
 	dialFails  dialFailures
+	sec        security
 
 	budget        *budget.Budget // memory across every connection
 	refused       atomic.Int64   // connections closed at the cap
@@ -124,8 +127,12 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 			p.advHost = name
 		}
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	if err := p.initSecurity(); err != nil {
+		return nil, err
+	}
+	ln, err := p.listen(cfg.Listen)
 	if err != nil {
+		p.closeSecurity()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
 	p.boot = ln
@@ -149,7 +156,7 @@ func (p *Proxy) Addr() string {
 // metadata first names them). A broker outside the allow-list is logged and
 // skipped.
 func (p *Proxy) Discover(ctx context.Context) error {
-	brokers, err := fetchBrokers(ctx, p.cfg.Upstreams, p.cfg.DialTimeout)
+	brokers, err := fetchBrokers(ctx, p.cfg.Upstreams, p.cfg.DialTimeout, p.dialDiscovery)
 	p.health.record(err)
 	if err != nil {
 		return err
@@ -272,6 +279,9 @@ func (p *Proxy) untrack(c *conn) {
 func (p *Proxy) stopAccepting() []*conn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.closing {
+		p.closeSecurity()
+	}
 	p.closing = true
 	p.cancel()
 	for ln := range p.listeners {
@@ -344,43 +354,37 @@ func (p *Proxy) Stats() Stats {
 }
 
 // dialUpstream connects to addr, bounded by the dial timeout and by the
-// proxy closing.
-func (p *Proxy) dialUpstream(addr string) (net.Conn, error) {
-	ctx := p.ctx
-	if p.cfg.DialTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.cfg.DialTimeout)
-		defer cancel()
-	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		if p.ctx.Err() == nil {
-			p.dialFails.failed(p.log, addr, err)
-			p.dialFailed(err)
-		}
-		return nil, err
-	}
-	p.dialFails.succeeded(p.log, addr)
-	if tc, ok := nc.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
-	return nc, nil
+// proxy closing, and makes the connection ready for requests (see
+// dialSecure).
+func (p *Proxy) dialUpstream(addr string) (net.Conn, upauth.Session, error) {
+	return p.dialSecure(p.ctx, addr, slices.Contains(p.cfg.Upstreams, addr))
+}
+
+// dialDiscovery is the start-up discovery's dialer: the same TLS and SASL
+// as every other upstream connection.
+func (p *Proxy) dialDiscovery(ctx context.Context, _, addr string) (net.Conn, error) {
+	nc, _, err := p.dialSecure(ctx, addr, slices.Contains(p.cfg.Upstreams, addr))
+	return nc, err
 }
 
 // bootstrapUpstream dials the configured upstreams, starting at a rotating
-// index so bootstrap load spreads, and returns the first that answers.
-func (p *Proxy) bootstrapUpstream() (net.Conn, string, error) {
+// index so bootstrap load spreads, and returns the first that answers. A
+// refusal of the proxy's credentials ends the search: every upstream would
+// refuse them.
+func (p *Proxy) bootstrapUpstream() (net.Conn, string, upauth.Session, error) {
 	ups := p.cfg.Upstreams
 	start := int(p.nextUp.Add(1))
 	var errs []error
 	for i := range ups {
 		addr := ups[(start+i)%len(ups)]
-		nc, err := p.dialUpstream(addr)
+		nc, sess, err := p.dialUpstream(addr)
 		if err == nil {
-			return nc, addr, nil
+			return nc, addr, sess, nil
+		}
+		if errors.Is(err, ErrUpstreamAuth) {
+			return nil, "", upauth.Session{}, err
 		}
 		errs = append(errs, err)
 	}
-	return nil, "", errors.Join(errs...)
+	return nil, "", upauth.Session{}, errors.Join(errs...)
 }

@@ -128,6 +128,8 @@ func (c *conn) parseRequest(buf *wire.Buf) (*request, error) {
 		err = c.classifyCommit(r)
 	case keyApiVersions:
 		err = c.prepareApiVersions(r)
+	case keySaslHandshake, keySaslAuthenticate:
+		err = c.prepareSASL(r)
 	}
 	if err != nil {
 		r.frame = nil

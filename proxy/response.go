@@ -18,6 +18,9 @@ import (
 func (c *conn) response(r *request, buf *wire.Buf) (*wire.Buf, error) {
 	wire.SetResponseCorrelation(buf.B, r.hdr.Correlation)
 	key, version := r.hdr.Key, r.hdr.Version
+	if key == keySaslHandshake {
+		c.noteHandshakeResponse(r, buf.B)
+	}
 	if r.forcedAck {
 		r.failed = produceError(buf.B, r.hdr)
 		return buf, nil

@@ -40,6 +40,7 @@ func (c *conn) idle() bool {
 		return false
 	}
 	c.reading = false
+	c.cond.Broadcast() // for waitQuiet
 	return true
 }
 

@@ -1,0 +1,247 @@
+package proxy
+
+// SASL on a connection, in its two modes.
+//
+// Passed through (the default): a client's SaslHandshake and
+// SaslAuthenticate are requests like any other, forwarded in order on its
+// own upstream connection, so KIP-368 re-authentication works unchanged.
+// The legacy flow is the exception: after a SaslHandshake v0 that the
+// upstream accepts, the next frames in both directions are raw
+// length-prefixed SASL tokens with no Kafka header. The client reader waits
+// until the handshake's response is delivered and nothing is in flight,
+// relays the mechanism's rounds token by token, and then returns to Kafka
+// framing.
+//
+// From the proxy (upstream-sasl-mechanism): every upstream connection is
+// authenticated when it is dialled (dialSecure), before any request is
+// forwarded. Before the session the broker announced runs out, the client
+// reader, holding the next request, waits until nothing is in flight and
+// runs the exchange again on the idle connection: a barrier whose
+// responses the proxy consumes, so nothing is reordered or lost in either
+// ordering mode. A client's own SaslHandshake or SaslAuthenticate is
+// answered by the proxy with an error.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/upauth"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+const (
+	keySaslHandshake    = 17
+	keySaslAuthenticate = 36
+)
+
+// maxSASLToken bounds a raw SASL token, as Kafka's
+// sasl.server.max.receive.size does.
+const maxSASLToken = 512 << 10
+
+// reauthTimeout bounds a re-authentication exchange.
+const reauthTimeout = 30 * time.Second
+
+// saslState is a connection's SASL bookkeeping. The zero value has no
+// session to renew and no legacy handshake pending.
+type saslState struct {
+	// reauthAt is when the proxy's own session on the upstream connection
+	// must be renewed; zero: never. Client reader only.
+	reauthAt time.Time
+	// upHost is the upstream's host, for mechanisms bound to it.
+	upHost string
+	// v0Mech is the mechanism of a SaslHandshake v0 the client sent and
+	// whose raw tokens follow its response. Client reader only.
+	v0Mech string
+	// v0Accepted is set by the upstream reader when the upstream accepted
+	// that handshake.
+	v0Accepted atomic.Bool
+}
+
+// startSession records the proxy's session on a new upstream connection.
+func (c *conn) startSession(addr string, s upauth.Session) {
+	c.sasl.upHost, _, _ = net.SplitHostPort(addr)
+	c.sasl.reauthAt = s.ReauthAt
+}
+
+// prepareSASL handles a client's SaslHandshake or SaslAuthenticate at
+// parse time: answered with an error when the proxy authenticates for the
+// client; otherwise forwarded, remembering a v0 handshake's mechanism.
+func (c *conn) prepareSASL(r *request) error {
+	if c.p.sec.auth != nil {
+		c.refuseClientSASL(r)
+		return nil
+	}
+	if r.hdr.Key != keySaslHandshake || r.hdr.Version != 0 {
+		return nil
+	}
+	req := kmsg.NewPtrSASLHandshakeRequest()
+	req.Version = 0
+	if err := req.ReadFrom(r.frame.B[r.hdr.Body:]); err != nil {
+		return err
+	}
+	c.sasl.v0Mech = req.Mechanism
+	return nil
+}
+
+// refuseClientSASL answers r in sequence with an error that says the proxy
+// authenticates for the client: a handshake lists no mechanism, an
+// authenticate fails with a message.
+func (c *conn) refuseClientSASL(r *request) {
+	const msg = "this inorder proxy authenticates to the upstream itself (upstream-sasl-mechanism); connect without SASL"
+	var out []byte
+	if r.hdr.Key == keySaslHandshake {
+		resp := kmsg.NewSASLHandshakeResponse()
+		resp.Version = r.hdr.Version
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		resp.SupportedMechanisms = []string{}
+		out = wire.AppendResponse(nil, r.hdr.Correlation, false, resp.AppendTo)
+	} else {
+		resp := kmsg.NewSASLAuthenticateResponse()
+		resp.Version = r.hdr.Version
+		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		m := msg
+		resp.ErrorMessage = &m
+		out = wire.AppendResponse(nil, r.hdr.Correlation, r.hdr.ResponseFlexible(), resp.AppendTo)
+	}
+	wire.Put(r.frame)
+	r.frame = nil
+	r.local = &wire.Buf{B: out}
+	if skipped, ok := c.p.sec.failures.allow("client-sasl", time.Now()); ok {
+		c.p.log.Warn("client sent SASL while the proxy authenticates for it; answered with an error",
+			"client", c.client.RemoteAddr().String(), "request", kmsg.NameForKey(r.hdr.Key), "similar_not_logged", skipped)
+	}
+}
+
+// noteHandshakeResponse records whether the upstream accepted a
+// SaslHandshake v0, whose raw tokens follow. Its response header is v0 and
+// its body starts with the error code.
+func (c *conn) noteHandshakeResponse(r *request, frame []byte) {
+	if r.hdr.Version != 0 || len(frame) < 10 {
+		return
+	}
+	c.sasl.v0Accepted.Store(binary.BigEndian.Uint16(frame[8:]) == 0)
+}
+
+// beforeSubmit renews the proxy's session on the upstream connection when
+// it is due, before the next request goes out.
+func (c *conn) beforeSubmit() error {
+	if c.sasl.reauthAt.IsZero() || time.Now().Before(c.sasl.reauthAt) {
+		return nil
+	}
+	if err := c.waitQuiet(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.p.ctx, reauthTimeout)
+	defer cancel()
+	s, err := c.p.authenticate(ctx, c.up, c.sasl.upHost)
+	if err != nil {
+		return fmt.Errorf("re-authentication: %w", err)
+	}
+	c.sasl.reauthAt = s.ReauthAt
+	return nil
+}
+
+// afterSubmit relays the raw tokens of a legacy SASL exchange, when the
+// request just submitted was a SaslHandshake v0.
+func (c *conn) afterSubmit() error {
+	mech := c.sasl.v0Mech
+	if mech == "" {
+		return nil
+	}
+	c.sasl.v0Mech = ""
+	if err := c.waitQuiet(); err != nil {
+		return err
+	}
+	if !c.sasl.v0Accepted.Swap(false) {
+		// Refused mechanism: the client goes on in Kafka framing.
+		return nil
+	}
+	return c.relayRawSASL(mech)
+}
+
+// rawRounds is how many client token, server token rounds a mechanism
+// takes in the legacy flow: the proxy must know where the tokens end.
+func rawRounds(mech string) int {
+	switch mech {
+	case config.MechanismPlain, config.MechanismOAuthBearer:
+		return 1
+	case config.MechanismScramSHA256, config.MechanismScramSHA512:
+		return 2
+	}
+	return 0
+}
+
+// relayRawSASL copies the legacy flow's tokens, client first, each round
+// one token each way. Nothing else is in flight, and wmu keeps any late
+// deliverer off the client socket. A broker that refuses the credentials
+// closes the connection, which ends the client's too.
+func (c *conn) relayRawSASL(mech string) error {
+	rounds := rawRounds(mech)
+	if rounds == 0 {
+		return fmt.Errorf("%w: %s after SaslHandshake v0; only PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are relayed there (SaslHandshake v1 relays every mechanism)", ErrClientSASL, mech)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for i := 0; i < rounds; i++ {
+		tok, err := readToken(c.client)
+		if err != nil {
+			return fmt.Errorf("%w: client SASL token: %v", ErrBadRequest, err)
+		}
+		if _, err := c.up.Write(tok); err != nil {
+			return fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err)
+		}
+		resp, err := readToken(c.up)
+		if err != nil {
+			return fmt.Errorf("%w: SASL token (a broker refusing the credentials closes the connection): %v", ErrUpstreamFailed, err)
+		}
+		if _, err := c.client.Write(resp); err != nil {
+			return fmt.Errorf("%w: client write: %v", errClientClosed, err)
+		}
+		if mech == config.MechanismOAuthBearer && i == 0 && len(resp) > 4 {
+			// A non-empty answer is the server's error (RFC 7628
+			// 3.2.2); the client acknowledges it with one more token.
+			rounds = 2
+		}
+	}
+	return nil
+}
+
+// readToken reads one length-prefixed raw SASL token and returns it with
+// its prefix, ready to forward.
+func readToken(r io.Reader) ([]byte, error) {
+	var lenBuf [4]byte
+	n, err := wire.ReadLength(r, &lenBuf, 0, maxSASLToken)
+	if err != nil {
+		return nil, err
+	}
+	tok := make([]byte, 4+int(n))
+	copy(tok, lenBuf[:])
+	if err := wire.ReadBody(r, tok[4:]); err != nil {
+		return nil, err
+	}
+	return tok, nil
+}
+
+// waitQuiet waits until no request is queued, in flight or undelivered and
+// neither the upstream reader nor a flusher runs: the upstream connection
+// then carries nothing, and the client reader alone may use it.
+func (c *conn) waitQuiet() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !c.dead.Load() && (!c.seq.Idle() || c.reading || c.flushing || len(c.outq) > 0) {
+		c.cond.Wait()
+	}
+	if c.dead.Load() {
+		return c.reason
+	}
+	return nil
+}

@@ -1,0 +1,264 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/inorder-proxy/inorder/metrics"
+	"github.com/inorder-proxy/inorder/tlsconf"
+	"github.com/inorder-proxy/inorder/upauth"
+)
+
+// security is the proxy's TLS and SASL state. Its zero value speaks
+// plaintext on both sides and passes clients' SASL through.
+type security struct {
+	listener *tlsconf.Server       // nil: plaintext listeners
+	upTLS    *tls.Config           // nil: plaintext upstream
+	upName   string                // verified name of the configured upstreams; empty: their host
+	auth     *upauth.Authenticator // nil: clients' SASL passes through
+	gate     authGate
+	failures rateLog // TLS handshakes and refused authentications
+}
+
+// handshakeTimeout bounds a client's TLS handshake, so a peer that opens a
+// TLS port and sends nothing holds no connection for long.
+const handshakeTimeout = 10 * time.Second
+
+// initSecurity builds TLS and SASL from the configuration.
+func (p *Proxy) initSecurity() error {
+	s := &p.cfg.Security
+	if s.ListenerTLS() {
+		srv, err := tlsconf.NewServer(s.TLSCert, s.TLSKey, s.TLSClientCA, p.log)
+		if err != nil {
+			return err
+		}
+		srv.Watch(tlsconf.PollInterval)
+		p.sec.listener = srv
+	}
+	if s.UpstreamTLSEnabled() {
+		cfg, err := tlsconf.Upstream(tlsconf.UpstreamOptions{
+			CA: s.UpstreamTLSCA, Cert: s.UpstreamTLSCert, Key: s.UpstreamTLSKey,
+			InsecureSkipVerify: s.UpstreamTLSInsecureSkipVerify,
+		})
+		if err != nil {
+			p.closeSecurity()
+			return err
+		}
+		if s.UpstreamTLSInsecureSkipVerify {
+			p.log.Warn("upstream-tls-insecure-skip-verify is set: the upstream's certificate is not verified, and anyone on the path can read and change the traffic")
+		}
+		p.sec.upTLS, p.sec.upName = cfg, s.UpstreamTLSServerName
+	}
+	if o, ok := upauth.FromConfig(*s); ok {
+		a, err := upauth.New(o)
+		if err != nil {
+			p.closeSecurity()
+			return err
+		}
+		p.sec.auth = a
+		if p.sec.upTLS == nil {
+			p.log.Warn("the proxy authenticates upstream without TLS: the exchange can be read on the path", "mechanism", a.Mechanism())
+		}
+	}
+	return nil
+}
+
+// closeSecurity stops the certificate watcher.
+func (p *Proxy) closeSecurity() {
+	if p.sec.listener != nil {
+		p.sec.listener.Close()
+	}
+}
+
+// ReloadCertificates re-reads the listeners' certificate and key now, as
+// on SIGHUP. A pair that does not load keeps the current one and is
+// returned as the error. Without TLS listeners it does nothing.
+func (p *Proxy) ReloadCertificates() error {
+	if p.sec.listener == nil {
+		return nil
+	}
+	return p.sec.listener.Reload()
+}
+
+// listen opens a listener on addr, speaking TLS when configured.
+func (p *Proxy) listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil || p.sec.listener == nil {
+		return ln, err
+	}
+	return tls.NewListener(ln, p.sec.listener.Config()), nil
+}
+
+// handshake completes a client's TLS handshake, if the listener speaks TLS,
+// before anything is dialled for it. A failure is logged, rate-limited,
+// with its reason, and closes only this connection.
+func (p *Proxy) handshake(ctx context.Context, nc net.Conn) error {
+	tc, ok := nc.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	err := tc.HandshakeContext(hctx)
+	if err == nil {
+		return nil
+	}
+	kind, reason := tlsFailure(err)
+	p.metrics.TLSHandshakeFailure(metrics.SideClient, kind)
+	if skipped, ok := p.sec.failures.allow(string(kind), time.Now()); ok {
+		p.log.Warn("tls handshake failed; connection closed", "client", nc.RemoteAddr().String(), "reason", reason, "similar_failures_not_logged", skipped)
+	}
+	return fmt.Errorf("%w: %s", ErrTLSHandshake, reason)
+}
+
+// tlsFailure names why a handshake failed, and its kind for metrics and
+// rate limiting.
+func tlsFailure(err error) (kind metrics.TLSFailure, reason string) {
+	var rec tls.RecordHeaderError
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	switch {
+	case errors.As(err, &rec):
+		return metrics.TLSPlaintext, "the client did not speak TLS (a plaintext client on a TLS port?): " + err.Error()
+	case errors.As(err, &unknown):
+		return metrics.TLSUnknownAuthority, "the client certificate does not verify: " + err.Error()
+	case errors.As(err, &verify):
+		return metrics.TLSBadCertificate, "the client certificate does not verify: " + err.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return metrics.TLSTimeout, fmt.Sprintf("no handshake within %v", handshakeTimeout)
+	case errors.Is(err, io.EOF):
+		return metrics.TLSEOF, "the client closed the connection during the handshake"
+	}
+	return metrics.TLSOther, err.Error()
+}
+
+// dialSecure makes an upstream connection ready for requests: TCP, then
+// TLS when configured, then SASL when the proxy authenticates. configured
+// says addr is one of the upstream addresses given to the proxy, which may
+// be verified by another name; addresses learned from metadata are
+// verified by their own host.
+func (p *Proxy) dialSecure(ctx context.Context, addr string, configured bool) (net.Conn, upauth.Session, error) {
+	if err := p.sec.gate.check(); err != nil {
+		return nil, upauth.Session{}, err
+	}
+	if p.cfg.DialTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.cfg.DialTimeout)
+		defer cancel()
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if p.ctx.Err() == nil {
+			p.dialFails.failed(p.log, addr, err)
+			p.dialFailed(err)
+		}
+		return nil, upauth.Session{}, err
+	}
+	p.dialFails.succeeded(p.log, addr)
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if p.sec.upTLS != nil {
+		name := host
+		if configured && p.sec.upName != "" {
+			name = p.sec.upName
+		}
+		tc := tls.Client(nc, tlsconf.ForHost(p.sec.upTLS, name))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			kind, _ := tlsFailure(err)
+			p.metrics.TLSHandshakeFailure(metrics.SideUpstream, kind)
+			p.metrics.UpstreamDialError(metrics.DialTLS)
+			nc.Close()
+			return nil, upauth.Session{}, fmt.Errorf("tls to %s (verified as %s): %w", addr, name, err)
+		}
+		nc = tc
+	}
+	if p.sec.auth == nil {
+		return nc, upauth.Session{}, nil
+	}
+	sess, err := p.authenticate(ctx, nc, host)
+	if err != nil {
+		nc.Close()
+		return nil, upauth.Session{}, err
+	}
+	return nc, sess, nil
+}
+
+// authenticate runs the proxy's SASL exchange on nc, records the outcome
+// for the back-off and readiness, and logs a refusal (rate-limited) with
+// the mechanism and user.
+func (p *Proxy) authenticate(ctx context.Context, nc net.Conn, host string) (upauth.Session, error) {
+	sess, err := p.sec.auth.Authenticate(ctx, nc, host)
+	switch {
+	case err == nil:
+		p.sec.gate.succeeded()
+		p.metrics.SASLAuthentication(p.sec.auth.Mechanism(), metrics.ResultSuccess)
+	case errors.Is(err, upauth.ErrRefused), errors.Is(err, upauth.ErrNoSecret):
+		p.metrics.SASLAuthentication(p.sec.auth.Mechanism(), metrics.ResultFailure)
+		p.metrics.UpstreamDialError(metrics.DialSASL)
+		wait := p.sec.gate.failed(err)
+		if skipped, ok := p.sec.failures.allow("sasl", time.Now()); ok {
+			p.log.Error("upstream authentication failed", "mechanism", p.sec.auth.Mechanism(), "user", p.sec.auth.User(),
+				"err", err, "retry_in", wait, "similar_failures_not_logged", skipped)
+		}
+		err = fmt.Errorf("%w: %v", ErrUpstreamAuth, err)
+	}
+	return sess, err
+}
+
+// authGate backs off after the upstream refuses the proxy's credentials:
+// while it is closed no connection is dialled, so clients retrying cannot
+// hammer the broker, and the password or token file can be fixed in the
+// meantime. The zero value is open.
+type authGate struct {
+	mu    sync.Mutex
+	wait  time.Duration
+	until time.Time
+	last  error
+}
+
+const (
+	authBackoffMin = time.Second
+	authBackoffMax = 30 * time.Second
+)
+
+func (g *authGate) check() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last == nil || !time.Now().Before(g.until) {
+		return nil
+	}
+	return fmt.Errorf("%w: backing off until %s after: %v", ErrUpstreamAuth, g.until.Format(time.TimeOnly), g.last)
+}
+
+func (g *authGate) failed(err error) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.wait = min(max(2*g.wait, authBackoffMin), authBackoffMax)
+	g.until, g.last = time.Now().Add(g.wait), err
+	return g.wait
+}
+
+func (g *authGate) succeeded() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.wait, g.last = 0, nil
+}
+
+func (g *authGate) err() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %v", ErrUpstreamAuth, g.last)
+}

@@ -1,0 +1,182 @@
+package upauth
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+)
+
+func cluster(t *testing.T, opts ...kfake.Opt) string {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()[0]
+}
+
+func secretFile(t *testing.T, secret string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(p, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// authenticate dials addr, authenticates, and proves the session works with
+// a metadata request on the same connection.
+func authenticate(t *testing.T, a *Authenticator, addr string) (Session, error) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := a.Authenticate(ctx, nc, "127.0.0.1")
+	if err != nil {
+		return s, err
+	}
+	c := &authConn{nc: nc, corr: 100}
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 4 // a non-flexible response header
+	resp := kmsg.NewPtrMetadataResponse()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := c.roundTrip(req, resp); err != nil {
+		t.Fatalf("metadata after authentication: %v", err)
+	}
+	if len(resp.Brokers) != 1 {
+		t.Fatalf("metadata after authentication: %d brokers", len(resp.Brokers))
+	}
+	return s, nil
+}
+
+func TestMechanisms(t *testing.T) {
+	for _, mech := range []string{config.MechanismPlain, config.MechanismScramSHA256, config.MechanismScramSHA512} {
+		t.Run(mech, func(t *testing.T) {
+			addr := cluster(t, kfake.EnableSASL(), kfake.Superuser(mech, "proxy", "s3cret"),
+				kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "60000"}))
+			a, err := New(Options{Mechanism: mech, Username: "proxy", PasswordFile: secretFile(t, "s3cret")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := authenticate(t, a, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Lifetime != time.Minute {
+				t.Errorf("lifetime %v, want the broker's 1m", s.Lifetime)
+			}
+			if left := time.Until(s.ReauthAt); left <= 50*time.Second || left > time.Minute {
+				t.Errorf("re-authentication due in %v, want a little under 1m", left)
+			}
+		})
+	}
+}
+
+func TestPasswordFromEnvironment(t *testing.T) {
+	addr := cluster(t, kfake.EnableSASL(), kfake.Superuser(config.MechanismPlain, "proxy", "fromenv"))
+	env := map[string]string{config.EnvUpstreamSASLPassword: "fromenv"}
+	a, err := New(Options{Mechanism: config.MechanismPlain, Username: "proxy", Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := authenticate(t, a, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Lifetime != 0 || !s.ReauthAt.IsZero() {
+		t.Errorf("a broker without a session lifetime gave %+v", s)
+	}
+}
+
+func TestWrongPasswordIsRefusedWithoutTheSecret(t *testing.T) {
+	for _, mech := range []string{config.MechanismPlain, config.MechanismScramSHA256} {
+		t.Run(mech, func(t *testing.T) {
+			addr := cluster(t, kfake.EnableSASL(), kfake.Superuser(mech, "proxy", "right"))
+			a, err := New(Options{Mechanism: mech, Username: "proxy", PasswordFile: secretFile(t, "wrong-secret")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = authenticate(t, a, addr)
+			if !errors.Is(err, ErrRefused) {
+				t.Fatalf("got %v, want ErrRefused", err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, mech) || !strings.Contains(msg, "proxy") || strings.Contains(msg, "wrong-secret") {
+				t.Errorf("error %q must name the mechanism and user and never the password", msg)
+			}
+		})
+	}
+}
+
+func TestUnknownMechanismUpstream(t *testing.T) {
+	addr := cluster(t, kfake.EnableSASL(), kfake.Superuser(config.MechanismPlain, "proxy", "x"))
+	a, err := New(Options{Mechanism: config.MechanismOAuthBearer, TokenFile: secretFile(t, "tok")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = authenticate(t, a, addr)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "PLAIN") {
+		t.Fatalf("got %v, want a refusal listing what the upstream offers", err)
+	}
+}
+
+func TestSecretReadAtEachAuthentication(t *testing.T) {
+	addr := cluster(t, kfake.EnableSASL(), kfake.Superuser(config.MechanismScramSHA512, "proxy", "second"))
+	file := secretFile(t, "first")
+	a, err := New(Options{Mechanism: config.MechanismScramSHA512, Username: "proxy", PasswordFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := authenticate(t, a, addr); !errors.Is(err, ErrRefused) {
+		t.Fatalf("old password: got %v, want ErrRefused", err)
+	}
+	if err := os.WriteFile(file, []byte("second"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := authenticate(t, a, addr); err != nil {
+		t.Fatalf("rotated password: %v", err)
+	}
+}
+
+func TestMissingSecret(t *testing.T) {
+	none := func(string) string { return "" }
+	cases := []Options{
+		{Mechanism: config.MechanismPlain, Username: "u", Getenv: none},
+		{Mechanism: config.MechanismScramSHA256, Username: "u", PasswordFile: filepath.Join(t.TempDir(), "absent")},
+		{Mechanism: config.MechanismOAuthBearer, TokenFile: secretFile(t, "")},
+	}
+	for _, o := range cases {
+		if _, err := New(o); !errors.Is(err, ErrNoSecret) {
+			t.Errorf("%+v: got %v, want ErrNoSecret", o, err)
+		}
+	}
+}
+
+func TestReauthMargin(t *testing.T) {
+	cases := []struct{ lifetime, latency, want time.Duration }{
+		{time.Hour, time.Millisecond, 3 * time.Minute},
+		{10 * time.Second, time.Millisecond, time.Second},
+		{10 * time.Second, 2 * time.Second, 2200 * time.Millisecond},
+		{500 * time.Millisecond, time.Millisecond, 500 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		if got := reauthMargin(tc.lifetime, tc.latency); got != tc.want {
+			t.Errorf("margin(%v, %v) = %v, want %v", tc.lifetime, tc.latency, got, tc.want)
+		}
+	}
+}
