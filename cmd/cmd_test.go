@@ -44,9 +44,16 @@ func start(t *testing.T, args ...string) (addr string, stop func() error) {
 // startOutput is start that also returns what the CLI prints on stdout.
 func startOutput(t *testing.T, args ...string) (addr string, out *syncBuffer, stop func() error) {
 	t.Helper()
+	addr, out, _, stop = startStreams(t, args...)
+	return addr, out, stop
+}
+
+// startStreams is start that also returns what the CLI prints on stdout
+// and stderr.
+func startStreams(t *testing.T, args ...string) (addr string, out, errOut *syncBuffer, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out = &syncBuffer{}
-	errOut := &syncBuffer{}
+	out, errOut = &syncBuffer{}, &syncBuffer{}
 	root := newRootCommand()
 	root.SetArgs(args)
 	root.SetOut(out)
@@ -72,7 +79,7 @@ func startOutput(t *testing.T, args ...string) (addr string, out *syncBuffer, st
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return addr, out, func() error {
+	return addr, out, errOut, func() error {
 		cancel()
 		select {
 		case err := <-done:

@@ -71,7 +71,7 @@ partition keeps at most --retention-bytes and nothing older than
 		if *retentionTime < 0 {
 			return &config.FieldError{Field: "--retention-time", Value: retentionTime.String(), Reason: "must not be negative"}
 		}
-		log := newLogger(c.ErrOrStderr(), cfg)
+		log, level := newLogger(c.ErrOrStderr(), cfg)
 		if *reset && *dataDir != "" {
 			if err := devcluster.Reset(*dataDir); err != nil {
 				return err
@@ -108,7 +108,12 @@ partition keeps at most --retention-bytes and nothing older than
 		}
 		fmt.Fprintf(c.OutOrStdout(), "inorder: embedded broker at %s (direct, bypassing the proxy: for comparisons only)\n",
 			strings.Join(kc.ListenAddrs(), ","))
-		s, err := runProxy(ctx, p, cfg, log, c.OutOrStdout())
+		adminListen := cfg.AdminListen
+		s, err := runProxy(ctx, p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: config.Default(), level: level,
+			adjust: func(next *config.Config) {
+				next.Upstreams = kc.ListenAddrs()
+				next.AdminListen = adminListen
+			}})
 		if err != nil {
 			kc.Close()
 			return err

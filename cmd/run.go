@@ -8,17 +8,38 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/proxy"
 )
 
-func newLogger(w io.Writer, cfg config.Config) *slog.Logger {
-	level, _ := cfg.SlogLevel()
+// newLogger returns the logger cfg asks for and its level, which a reload
+// changes in place.
+func newLogger(w io.Writer, cfg config.Config) (*slog.Logger, *slog.LevelVar) {
+	level := new(slog.LevelVar)
+	if l, err := cfg.SlogLevel(); err == nil {
+		level.Set(l)
+	}
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(slog.NewJSONHandler(w, opts)), level
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(slog.NewTextHandler(w, opts)), level
+}
+
+// reloadSource is where a command's configuration came from, so that a
+// reload can read it again the same way.
+type reloadSource struct {
+	flags *pflag.FlagSet
+	base  config.Config
+	// adjust applies what the command applied to the configuration at
+	// start; nil changes nothing.
+	adjust func(*config.Config)
+	level  *slog.LevelVar
+	// hooks run on every reload, for what is re-read from files of its
+	// own (certificates).
+	hooks []func() error
 }
 
 // stopped is what a stop drained, for the last log line.
@@ -37,13 +58,25 @@ func logStopped(log *slog.Logger, s stopped, extra ...any) {
 
 // runProxy serves until ctx ends (SIGINT or SIGTERM), then drains for the
 // grace period. A signal before the proxy serves is a normal stop too.
-func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.Logger, out io.Writer) (stopped, error) {
+func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.Logger, out io.Writer, src reloadSource) (stopped, error) {
 	stopAdmin, err := startAdmin(cfg, p, log, out)
 	if err != nil {
 		p.Close()
 		return stopped{}, err
 	}
 	defer stopAdmin()
+	rl := &reloader{flags: src.flags, base: src.base, adjust: src.adjust, apply: p.Reload, level: src.level,
+		log: log, m: p.Metrics(), hooks: src.hooks, running: cfg}
+	rctx, stopReload := context.WithCancel(ctx)
+	reloading := make(chan struct{})
+	go func() {
+		defer close(reloading)
+		rl.run(rctx)
+	}()
+	defer func() {
+		stopReload()
+		<-reloading
+	}()
 	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout+5*time.Second)
 	err = p.Discover(dctx)
 	cancel()
@@ -69,10 +102,11 @@ func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.
 		return stopped{}, err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "grace", cfg.ShutdownGrace)
+	grace := rl.current().ShutdownGrace
+	log.Info("shutting down", "grace", grace)
 	start := time.Now()
 	s := stopped{conns: p.Stats().Conns, drained: true}
-	sctx, scancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	sctx, scancel := context.WithTimeout(context.Background(), grace)
 	defer scancel()
 	if err := p.Shutdown(sctx); err != nil {
 		s.drained = false

@@ -27,12 +27,12 @@ rewritten to those listeners.`,
 		if err != nil {
 			return err
 		}
-		log := newLogger(c.ErrOrStderr(), cfg)
+		log, level := newLogger(c.ErrOrStderr(), cfg)
 		p, err := proxy.New(cfg, log, proxy.WithMetrics(newMetrics(cfg)))
 		if err != nil {
 			return err
 		}
-		s, err := runProxy(c.Context(), p, cfg, log, c.OutOrStdout())
+		s, err := runProxy(c.Context(), p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: config.Default(), level: level})
 		if err == nil {
 			logStopped(log, s)
 		}

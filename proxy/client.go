@@ -15,7 +15,7 @@ import (
 // forwards each. It returns why it stopped.
 func (c *conn) readClient() error {
 	var lenBuf [4]byte
-	maxReq := c.p.cfg.MaxRequestSize
+	maxReq := c.cfg.MaxRequestSize
 	for {
 		if err := c.waitCapacity(); err != nil {
 			return err

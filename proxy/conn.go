@@ -39,6 +39,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/upauth"
 	"github.com/inorder-proxy/inorder/wire"
@@ -59,6 +60,8 @@ const noCorrelation = -1
 // conn is one client connection and its own upstream connection.
 type conn struct {
 	p      *Proxy
+	cfg    *config.Config // as it was when the connection was accepted; see Proxy.Reload
+	mode   ordering.Mode  // cfg's
 	client net.Conn
 	up     net.Conn
 	target target
@@ -105,10 +108,11 @@ type conn struct {
 }
 
 func newConn(p *Proxy, nc net.Conn, t target) *conn {
-	c := &conn{p: p, client: nc, target: t, node: t.node}
+	cfg := p.current()
+	c := &conn{p: p, cfg: cfg, mode: modeOf(cfg), client: nc, target: t, node: t.node}
 	c.cond.L = &c.mu
 	c.initLimits()
-	c.seq = ordering.New[*request](p.mode, p.cfg.MaxInFlight, p.cfg.MaxBufferedBytes)
+	c.seq = ordering.New[*request](c.mode, cfg.MaxInFlight, cfg.MaxBufferedBytes)
 	return c
 }
 
@@ -177,7 +181,7 @@ func (c *conn) connect() error {
 func (c *conn) enableSplice() {
 	_, clientTCP := c.client.(*net.TCPConn)
 	_, upTCP := c.up.(*net.TCPConn)
-	c.splice = c.p.mode == ordering.Connection && clientTCP && upTCP && !c.p.noSplice
+	c.splice = c.mode == ordering.Connection && clientTCP && upTCP && !c.p.noSplice
 	c.streamResp = clientTCP && upTCP && !c.p.noSplice
 }
 

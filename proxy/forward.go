@@ -13,7 +13,7 @@ import (
 func (c *conn) submit(r *request) {
 	local := false
 	c.mu.Lock()
-	if r.noResp && c.p.mode == ordering.Connection {
+	if r.noResp && c.mode == ordering.Connection {
 		// A request without a response leaves no state behind: it
 		// only has to be written in order.
 		r.upCorr = noCorrelation

@@ -82,7 +82,7 @@ func (c *conn) account(total int) *frameAccount {
 // initLimits reads the connection's bounds; called once, at accept.
 func (c *conn) initLimits() {
 	c.halt = make(chan struct{})
-	c.lim = connLimits{idle: c.p.cfg.IdleTimeout, read: c.p.cfg.ReadTimeout}
+	c.lim = connLimits{idle: c.cfg.IdleTimeout, read: c.cfg.ReadTimeout}
 	c.accts = [2]frameAccount{{p: c.p, stop: c.halt}, {p: c.p, bulk: true, stop: c.halt}}
 }
 
@@ -208,7 +208,7 @@ func (c *conn) reserveState(r *request) error {
 // admit counts a new connection against the cap; false closes it at once.
 // The caller holds p.mu.
 func (p *Proxy) admitLocked() bool {
-	return len(p.conns) < p.cfg.Connections()
+	return len(p.conns) < p.current().Connections()
 }
 
 // refuse closes a connection accepted past the cap, counts it, and logs
@@ -223,7 +223,7 @@ func (p *Proxy) refuse(c *conn) {
 		return
 	}
 	p.log.Warn("connection refused: max-connections reached", "client", c.client.RemoteAddr().String(),
-		"max_connections", p.cfg.Connections(), "refused_total", n)
+		"max_connections", p.current().Connections(), "refused_total", n)
 }
 
 // watchUpstreams closes, within upstreamCheckEvery, the client connections

@@ -96,7 +96,7 @@ func (c *conn) forwardedLocked(r *request, now time.Time) {
 // written.
 func (c *conn) forwardWritten(writes int, since time.Time) {
 	m := c.p.metrics
-	if m == nil || writes == 0 || c.p.mode != ordering.Connection {
+	if m == nil || writes == 0 || c.mode != ordering.Connection {
 		return
 	}
 	d := time.Since(since)
@@ -115,7 +115,7 @@ func (c *conn) answeredLocked(r *request, corr int32) {
 	}
 	if !r.sentAt.IsZero() {
 		r.upTook = time.Since(r.sentAt)
-		if r.ord.Kind == ordering.Write && c.p.mode == ordering.None {
+		if r.ord.Kind == ordering.Write && c.mode == ordering.None {
 			m.WriteWait(metrics.PhaseAccept, r.upTook)
 		}
 	}
@@ -152,7 +152,7 @@ func (c *conn) pauseStartLocked() (time.Time, metrics.PauseReason) {
 	if c.p.metrics == nil || !c.seq.Full() {
 		return time.Time{}, ""
 	}
-	if c.seq.Len() >= c.p.cfg.MaxInFlight {
+	if c.seq.Len() >= c.cfg.MaxInFlight {
 		return time.Now(), metrics.PauseInFlight
 	}
 	return time.Now(), metrics.PauseBytes

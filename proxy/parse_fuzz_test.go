@@ -50,12 +50,13 @@ func FuzzClientStream(f *testing.F) {
 	av.NodeID = 3
 	add(av)
 	f.Fuzz(func(t *testing.T, data []byte, split uint, connectionMode bool) {
-		p := &Proxy{cfg: config.Default()}
+		cfg := config.Default()
+		p := &Proxy{cfg: cfg}
+		c := &conn{p: p, cfg: &cfg, node: -1}
 		if connectionMode {
-			p.mode = ordering.Connection
+			c.mode = ordering.Connection
 		}
-		c := &conn{p: p, node: -1}
-		c.seq = ordering.New[*request](p.mode, 64, 1<<20)
+		c.seq = ordering.New[*request](c.mode, 64, 1<<20)
 		at := int(split % uint(len(data)+1))
 		r := io.MultiReader(bytes.NewReader(data[:at]), bytes.NewReader(data[at:]))
 		var lb [4]byte
@@ -72,7 +73,7 @@ func FuzzClientStream(f *testing.F) {
 			if req.local == nil && (req.frame == nil || len(req.frame.B) < wire.MinRequestFrame+4) {
 				t.Fatalf("accepted request lost its frame")
 			}
-			if req.noResp && c.p.mode == ordering.Connection {
+			if req.noResp && c.mode == ordering.Connection {
 				putRequest(req)
 				continue
 			}

@@ -17,7 +17,6 @@ import (
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/metrics"
-	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/upauth"
 )
 
@@ -57,9 +56,12 @@ func WithoutSplice() Option {
 // Proxy is one inorder instance: a bootstrap listener, a listener per
 // upstream node, and the connections they accept.
 type Proxy struct {
+	// cfg is the configuration the proxy started with: the settings read
+	// only at start come from it. live is the one new connections and
+	// dials use, swapped by Reload.
 	cfg      config.Config
+	live     atomic.Pointer[config.Config]
 	log      *slog.Logger
-	mode     ordering.Mode
 	versions func(int16) (int16, bool)
 	fixup    Fixup
 	noSplice bool
@@ -107,9 +109,7 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.budget = budget.New(cfg.Memory())
-	if cfg.Ordering() == config.OrderingConnection {
-		p.mode = ordering.Connection
-	}
+	p.live.Store(&cfg)
 	for _, o := range opts {
 		o(p)
 	}
@@ -156,7 +156,8 @@ func (p *Proxy) Addr() string {
 // metadata first names them). A broker outside the allow-list is logged and
 // skipped.
 func (p *Proxy) Discover(ctx context.Context) error {
-	brokers, err := fetchBrokers(ctx, p.cfg.Upstreams, p.cfg.DialTimeout, p.dialDiscovery)
+	cfg := p.current()
+	brokers, err := fetchBrokers(ctx, cfg.Upstreams, cfg.DialTimeout, p.dialDiscovery)
 	p.health.record(err)
 	if err != nil {
 		return err
@@ -357,13 +358,13 @@ func (p *Proxy) Stats() Stats {
 // proxy closing, and makes the connection ready for requests (see
 // dialSecure).
 func (p *Proxy) dialUpstream(addr string) (net.Conn, upauth.Session, error) {
-	return p.dialSecure(p.ctx, addr, slices.Contains(p.cfg.Upstreams, addr))
+	return p.dialSecure(p.ctx, addr, slices.Contains(p.current().Upstreams, addr))
 }
 
 // dialDiscovery is the start-up discovery's dialer: the same TLS and SASL
 // as every other upstream connection.
 func (p *Proxy) dialDiscovery(ctx context.Context, _, addr string) (net.Conn, error) {
-	nc, _, err := p.dialSecure(ctx, addr, slices.Contains(p.cfg.Upstreams, addr))
+	nc, _, err := p.dialSecure(ctx, addr, slices.Contains(p.current().Upstreams, addr))
 	return nc, err
 }
 
@@ -372,7 +373,7 @@ func (p *Proxy) dialDiscovery(ctx context.Context, _, addr string) (net.Conn, er
 // refusal of the proxy's credentials ends the search: every upstream would
 // refuse them.
 func (p *Proxy) bootstrapUpstream() (net.Conn, string, upauth.Session, error) {
-	ups := p.cfg.Upstreams
+	ups := p.current().Upstreams
 	start := int(p.nextUp.Add(1))
 	var errs []error
 	for i := range ups {

@@ -170,7 +170,7 @@ func (c *conn) classifyProduce(r *request) error {
 	}
 	r.noResp = acks == 0
 	r.ord = ordering.Request{Kind: ordering.Write, NoResponse: r.noResp}
-	if c.p.mode == ordering.Connection {
+	if c.mode == ordering.Connection {
 		return nil
 	}
 	if r.noResp {
@@ -242,7 +242,7 @@ func produceAcks(body []byte, version int16, flexible bool) (acks int16, off int
 // classifyCommit finds, in None mode, the group partitions committed.
 func (c *conn) classifyCommit(r *request) error {
 	r.ord = ordering.Request{Kind: ordering.Write}
-	if c.p.mode == ordering.Connection {
+	if c.mode == ordering.Connection {
 		return nil
 	}
 	body := r.frame.B[r.hdr.Body:]

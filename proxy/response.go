@@ -102,7 +102,7 @@ func (c *conn) apiVersionsResponse(r *request, buf *wire.Buf) (*wire.Buf, error)
 		return nil, fmt.Errorf("%w: ApiVersions v%d response: %v", ErrUpstreamProtocol, resp.Version, err)
 	}
 	rewrite.ClampVersions(resp, c.p.allowKey)
-	rewrite.CapVersions(resp, c.p.cfg.APIVersionCap)
+	rewrite.CapVersions(resp, c.cfg.APIVersionCap)
 	if c.p.versions != nil {
 		for i := range resp.ApiKeys {
 			k := &resp.ApiKeys[i]

@@ -148,9 +148,9 @@ func (p *Proxy) dialSecure(ctx context.Context, addr string, configured bool) (n
 	if err := p.sec.gate.check(); err != nil {
 		return nil, upauth.Session{}, err
 	}
-	if p.cfg.DialTimeout > 0 {
+	if timeout := p.current().DialTimeout; timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.cfg.DialTimeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	var d net.Dialer

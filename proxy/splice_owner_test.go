@@ -22,7 +22,7 @@ func TestFlusherLeavesStreamedRequestToReader(t *testing.T) {
 		got <- int(n)
 	}()
 
-	c := &conn{p: &Proxy{mode: ordering.Connection}, up: up}
+	c := &conn{p: &Proxy{}, mode: ordering.Connection, up: up}
 	c.cond.L = &c.mu
 	c.seq = ordering.New[*request](ordering.Connection, 8, 1<<20)
 	frame := func(n int) *wire.Buf {

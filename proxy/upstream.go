@@ -54,7 +54,7 @@ func (c *conn) readUpstreamLoop() error {
 		lenBuf [4]byte
 		head   [8]byte // length prefix and correlation id
 	)
-	maxResp := c.p.cfg.MaxResponseSize
+	maxResp := c.cfg.MaxResponseSize
 	rd := upstreamReaders.Get().(*bufio.Reader)
 	rd.Reset(c.up)
 	defer func() {
@@ -164,7 +164,7 @@ func (c *conn) complete(r *request, resp *wire.Buf) error {
 	c.dispatchLocked()
 	// In Connection mode every request is released when it is pushed and
 	// the client reader writes it; a completion releases nothing.
-	async := c.p.mode == ordering.None && !c.flushing && len(c.outq) > 0
+	async := c.mode == ordering.None && !c.flushing && len(c.outq) > 0
 	if async {
 		c.flushing = true
 		c.wg.Add(1)

@@ -1,0 +1,225 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/spf13/pflag"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/metrics"
+	"github.com/inorder-proxy/inorder/proxy"
+)
+
+// settleTime gathers the burst of events one save makes (an editor's
+// write, rename and chmod; a ConfigMap's symlink swap) into one reload.
+const settleTime = 250 * time.Millisecond
+
+// reloader re-reads the configuration on SIGHUP and when the --config file
+// changes: the settings in proxy.ReloadableSettings apply to new
+// connections, the log level and shutdown grace at once; a change to any
+// other setting is refused with a log line and the running value kept; an
+// invalid configuration keeps the running one whole. Connections already
+// open are never touched. Every reload is counted by result.
+type reloader struct {
+	flags *pflag.FlagSet
+	base  config.Config
+	// adjust applies to each re-read configuration what the command
+	// applied at start (dev's embedded upstream). Nil changes nothing.
+	adjust func(*config.Config)
+	apply  func(config.Config) error // the proxy's Reload
+	level  *slog.LevelVar
+	log    *slog.Logger
+	m      *metrics.Metrics
+	// hooks run after every reload, valid or not, for what is re-read
+	// from files of its own (certificates). Their errors are logged.
+	hooks []func() error
+
+	mu      sync.Mutex
+	running config.Config
+	file    []byte // the config file's content at the last reload
+}
+
+// cmdReloadable are the settings applied outside the proxy.
+var cmdReloadable = []string{"log-level", "shutdown-grace"}
+
+func reloadable(name string) bool {
+	return slices.Contains(proxy.ReloadableSettings, name) || slices.Contains(cmdReloadable, name)
+}
+
+// current returns the running configuration.
+func (r *reloader) current() config.Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running
+}
+
+// reload re-reads the configuration and applies what it may.
+func (r *reloader) reload(trigger string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	defer r.runHooks()
+	next, err := config.Resolve(r.flags, r.base)
+	if err == nil && r.adjust != nil {
+		r.adjust(&next)
+	}
+	if err != nil {
+		r.log.Error("configuration not reloaded: keeping the running one", "trigger", trigger, "err", err)
+		r.m.ConfigReload(metrics.ReloadFailure)
+		return
+	}
+	var applied, refused []string
+	for _, name := range config.Changed(r.running, next) {
+		if reloadable(name) {
+			applied = append(applied, name)
+			continue
+		}
+		refused = append(refused, name)
+		running, _ := config.Get(r.running, name)
+		wanted, _ := config.Get(next, name)
+		r.log.Warn("setting needs a restart: keeping the running value", "trigger", trigger, "setting", name, "running", running, "new", wanted)
+	}
+	if err := config.Keep(&next, r.running, refused); err != nil {
+		r.log.Error("configuration not reloaded: keeping the running one", "trigger", trigger, "err", err)
+		r.m.ConfigReload(metrics.ReloadFailure)
+		return
+	}
+	if err := r.apply(next); err != nil {
+		r.log.Error("configuration not reloaded: keeping the running one", "trigger", trigger, "err", err)
+		r.m.ConfigReload(metrics.ReloadFailure)
+		return
+	}
+	if lv, err := next.SlogLevel(); err == nil {
+		r.level.Set(lv)
+	}
+	r.running = next
+	result := metrics.ReloadSuccess
+	if len(refused) > 0 {
+		result = metrics.ReloadPartial
+	}
+	r.m.ConfigReload(result)
+	r.log.Info("configuration reloaded", "trigger", trigger, "applied", applied, "refused", refused)
+}
+
+func (r *reloader) runHooks() {
+	for _, h := range r.hooks {
+		if err := h(); err != nil {
+			r.log.Warn("reload hook failed", "err", err)
+		}
+	}
+}
+
+// run reloads on SIGHUP and on changes to the --config file until ctx
+// ends. A file that cannot be watched is logged; SIGHUP still works.
+func (r *reloader) run(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var changed <-chan struct{}
+	if f := r.flags.Lookup(config.FlagConfig); f != nil && f.Value.String() != "" {
+		path := f.Value.String()
+		r.mu.Lock()
+		r.file, _ = os.ReadFile(path)
+		r.mu.Unlock()
+		ch, stop, err := watchFile(path, r.log)
+		if err != nil {
+			r.log.Warn("config file not watched; reload with SIGHUP", "file", path, "err", err)
+		} else {
+			defer stop()
+			changed = ch
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			r.reload("SIGHUP")
+		case <-changed:
+			if r.fileChanged() {
+				r.reload("file changed")
+			}
+		}
+	}
+}
+
+// fileChanged reports whether the config file's content differs from the
+// last one read, so that a touch or a chmod reloads nothing.
+func (r *reloader) fileChanged() bool {
+	path := r.flags.Lookup(config.FlagConfig).Value.String()
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		// Between a remove and the rename that follows it; the
+		// rename brings another event.
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil && bytes.Equal(raw, r.file) {
+		return false
+	}
+	r.file = raw
+	return true
+}
+
+// watchFile watches the directory holding path, not the file itself:
+// editors and Kubernetes ConfigMap mounts replace the file by renaming
+// another into place (a ConfigMap swaps a "..data" symlink), which a watch
+// on the old file would never see. Any event in the directory, once events
+// settle, is sent on the channel; the caller compares contents.
+func watchFile(path string, log *slog.Logger) (<-chan struct{}, func(), error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := w.Add(filepath.Dir(path)); err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	out := make(chan struct{}, 1)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		settle := time.NewTimer(time.Hour)
+		settle.Stop()
+		for {
+			select {
+			case <-done:
+				settle.Stop()
+				return
+			case _, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				settle.Reset(settleTime)
+			case err, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				log.Warn("config file watch", "err", err)
+			case <-settle.C:
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return out, func() {
+		close(done)
+		w.Close()
+		wg.Wait()
+	}, nil
+}
