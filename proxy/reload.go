@@ -18,11 +18,12 @@ import (
 var ReloadableSettings = []string{
 	"upstream", "upstream-ordering", "max-in-flight", "max-buffered-bytes",
 	"max-request-size", "max-response-size", "dial-timeout", "api-version-cap",
+	"idle-timeout", "read-timeout", "max-connections",
 }
 
 // startOnly are settings the proxy reads only in New; Reload refuses a
 // change to them.
-var startOnly = []string{"listen", "advertised-host", "node-port-base", "expose-controllers", "allow-upstream"}
+var startOnly = []string{"listen", "advertised-host", "node-port-base", "expose-controllers", "allow-upstream", "max-memory"}
 
 // ErrRestartRequired is returned by Reload for a change to a setting that
 // only a restart applies.
