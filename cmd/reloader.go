@@ -42,7 +42,8 @@ type reloader struct {
 	log    *slog.Logger
 	m      *metrics.Metrics
 	// hooks run after every reload, valid or not, for what is re-read
-	// from files of its own (certificates). Their errors are logged.
+	// from files of its own (the listeners' certificates). Their errors
+	// are logged.
 	hooks []func() error
 
 	mu      sync.Mutex
@@ -114,7 +115,7 @@ func (r *reloader) reload(trigger string) {
 func (r *reloader) runHooks() {
 	for _, h := range r.hooks {
 		if err := h(); err != nil {
-			r.log.Warn("reload hook failed", "err", err)
+			r.log.Warn("reload: kept the previous files", "err", err)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -66,7 +67,7 @@ func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.
 	}
 	defer stopAdmin()
 	rl := &reloader{flags: src.flags, base: src.base, adjust: src.adjust, apply: p.Reload, level: src.level,
-		log: log, m: p.Metrics(), hooks: src.hooks, running: cfg}
+		log: log, m: p.Metrics(), hooks: append(slices.Clone(src.hooks), p.ReloadCertificates), running: cfg}
 	rctx, stopReload := context.WithCancel(ctx)
 	reloading := make(chan struct{})
 	go func() {
@@ -91,7 +92,6 @@ func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.
 		log.Warn("no upstream could be reached: clients will be disconnected until one answers; node listeners open when metadata names them",
 			"upstream", cfg.Upstreams, "err", err)
 	}
-	reloadOnHangup(ctx, p, log)
 	served := make(chan error, 1)
 	go func() { served <- p.Serve() }()
 	log.Info("proxy ready", "listen", p.Addr(), "upstream", cfg.Upstreams, "ordering", cfg.Ordering())
