@@ -51,8 +51,11 @@ func TestAcksZeroFailureClosesConnection(t *testing.T) {
 }
 
 // oneRecordBatch returns a v2 record batch holding one record.
-func oneRecordBatch() []byte {
-	rec := kmsg.Record{Value: []byte("v")}
+func oneRecordBatch() []byte { return recordBatch([]byte("v")) }
+
+// recordBatch returns a v2 record batch holding one record of value.
+func recordBatch(value []byte) []byte {
+	rec := kmsg.Record{Value: value}
 	recBytes := rec.AppendTo(nil)
 	b := kmsg.RecordBatch{
 		Magic:                2,

@@ -22,13 +22,16 @@ func (c *conn) readClient() error {
 		}
 		size, err := c.readPrefix(&lenBuf, maxReq)
 		if err != nil {
+			c.endFrame()
 			return c.clientReadError(err)
 		}
 		r, readErr, err := c.readRequest(size, &lenBuf)
 		if readErr != nil {
+			c.endFrame()
 			return c.clientReadError(readErr)
 		}
 		if err != nil {
+			c.endFrame()
 			c.finishInFlight()
 			return err
 		}
@@ -38,6 +41,7 @@ func (c *conn) readClient() error {
 		}
 		c.requestRead(r)
 		c.submit(r)
+		c.endFrame()
 		if err := c.afterSubmit(); err != nil {
 			return err
 		}

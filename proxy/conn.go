@@ -103,7 +103,8 @@ type conn struct {
 	// Bounds read at accept (limits.go).
 	lim      connLimits
 	accts    [2]frameAccount // small, bulk
-	halt     chan struct{}   // closed by die or drain: budget waits give up
+	halt     chan struct{}   // closed by die: budget waits give up
+	inFrame  atomic.Bool     // the client reader is inside a frame; see drain
 	haltOnce sync.Once
 }
 
@@ -186,8 +187,11 @@ func (c *conn) enableSplice() {
 }
 
 // die records why the connection ends and unblocks every goroutine: the
-// upstream closes, the client's write side closes after what was delivered,
-// and the client reader wakes. Only the first call has an effect.
+// upstream closes, the client reader wakes, and a write to the client still
+// under way gets the linger to finish. The client's socket itself is closed
+// by closeClient once every writer is done, so that a response being
+// written when the last request completed is never cut. Only the first call
+// has an effect.
 func (c *conn) die(reason error) {
 	if !c.dead.CompareAndSwap(false, true) {
 		return
@@ -201,15 +205,12 @@ func (c *conn) die(reason error) {
 	if up != nil {
 		up.Close()
 	}
-	// Half-close so responses already written reach the client before the
-	// socket closes; closing with unread input would reset the connection
-	// and could drop them.
-	if hc, ok := halfCloser(c.client); ok && !errors.Is(reason, errClientClosed) {
-		hc.CloseWrite()
-		c.client.SetReadDeadline(time.Now().Add(lingerTimeout))
+	if errors.Is(reason, errClientClosed) {
+		c.client.Close()
 		return
 	}
-	c.client.Close()
+	c.client.SetReadDeadline(time.Now())
+	c.client.SetWriteDeadline(time.Now().Add(lingerTimeout))
 }
 
 // halfCloser returns nc's write-side close: a TCP socket's, or a TLS
@@ -231,10 +232,14 @@ func (c *conn) cause() error {
 	return c.reason
 }
 
-// closeClient drains what the client still sends until it closes or the
-// linger ends, then closes the socket.
+// closeClient runs once every writer is done. It half-closes, so that the
+// responses already written reach the client before the socket closes
+// (closing with unread input would reset the connection and could drop
+// them), drains what the client still sends until it closes or the linger
+// ends, then closes the socket.
 func (c *conn) closeClient() {
-	if _, ok := halfCloser(c.client); ok && !errors.Is(c.cause(), errClientClosed) {
+	if hc, ok := halfCloser(c.client); ok && !errors.Is(c.cause(), errClientClosed) {
+		hc.CloseWrite()
 		c.client.SetReadDeadline(time.Now().Add(lingerTimeout))
 		io.Copy(io.Discard, io.LimitReader(c.client, 1<<20))
 	}
@@ -242,11 +247,16 @@ func (c *conn) closeClient() {
 }
 
 // drain stops reading new requests; readClient then waits for the
-// in-flight responses and returns ErrShutdown.
+// in-flight responses and returns ErrShutdown. A frame whose first byte has
+// arrived is read (or spliced) to its end first: cutting it would leave the
+// upstream mid-frame and lose the responses before it. The reader sets
+// inFrame before it extends its deadline and clears it before it checks
+// draining, so one of the two always stops the next read.
 func (c *conn) drain() {
 	c.draining.Store(true)
-	c.stop()
-	c.client.SetReadDeadline(time.Now())
+	if !c.inFrame.Load() {
+		c.client.SetReadDeadline(time.Now())
+	}
 	c.mu.Lock()
 	c.cond.Broadcast()
 	c.mu.Unlock()

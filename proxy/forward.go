@@ -53,6 +53,11 @@ func (c *conn) submit(r *request) {
 // queue; requests the proxy answers itself complete at once, and then it
 // reports true.
 func (c *conn) dispatchLocked() (local bool) {
+	if c.poisoned != nil {
+		// A failed acks=0 write ends the connection, and Kafka
+		// processes nothing after it: what is queued stays queued.
+		return false
+	}
 	start := len(c.outq)
 	c.outq = c.seq.Dispatch(c.outq)
 	kept := c.outq[:start]

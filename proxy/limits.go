@@ -87,7 +87,7 @@ func (c *conn) initLimits() {
 }
 
 // stop wakes everything the connection waits for on the budget; called by
-// die and drain.
+// die.
 func (c *conn) stop() {
 	c.haltOnce.Do(func() { close(c.halt) })
 }
@@ -114,7 +114,7 @@ func (c *conn) readPrefix(lenBuf *[4]byte, maxReq int32) (int32, error) {
 	for n < 4 {
 		k, err := c.client.Read(lenBuf[n:])
 		if n == 0 && k > 0 {
-			c.setReadDeadline(c.lim.read)
+			c.startFrame()
 		}
 		n += k
 		if err == nil {
@@ -136,6 +136,24 @@ func (c *conn) readPrefix(lenBuf *[4]byte, maxReq int32) (int32, error) {
 	}
 	return wire.CheckLength(lenBuf, wire.MinRequestFrame, maxReq)
 }
+
+// startFrame gives the frame whose first byte has arrived the read
+// timeout; a drain no longer interrupts it (see drain), a teardown does.
+func (c *conn) startFrame() {
+	c.inFrame.Store(true)
+	var t time.Time
+	if c.lim.read > 0 {
+		t = time.Now().Add(c.lim.read)
+	}
+	c.client.SetReadDeadline(t)
+	if c.dead.Load() {
+		c.client.SetReadDeadline(time.Now())
+	}
+}
+
+// endFrame marks the frame read and forwarded; the next read may be
+// interrupted by a drain again.
+func (c *conn) endFrame() { c.inFrame.Store(false) }
 
 // timedOut turns a deadline hit while reading a frame into ErrReadTimeout,
 // unless the deadline was the proxy's own (drain, teardown).

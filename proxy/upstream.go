@@ -88,8 +88,13 @@ func (c *conn) readUpstreamLoop() error {
 			r, _ = c.seq.Get(seq)
 		}
 		c.answeredLocked(r, corr)
+		// Checked under the lock: a request already answered (a
+		// duplicate id) may be delivered and recycled by another
+		// goroutine the moment the lock is released. One that is not
+		// answered stays live until this reader completes it.
+		known := r != nil && r.resp == nil && r.upCorr == corr
 		c.mu.Unlock()
-		if r == nil || r.resp != nil || r.upCorr != corr {
+		if !known {
 			return fmt.Errorf("%w: %w %d", ErrUpstreamProtocol, errUnknownCorrelation, corr)
 		}
 		if c.streamable(r, size) {
