@@ -28,6 +28,13 @@ SINGLE_BROKER_PORT=19092
 SINGLE_CONTROLLER_PORT=19093
 CLUSTER_BROKER_BASE=29091     # node N -> 29091+N
 CLUSTER_CONTROLLER_BASE=29191 # node N -> 29191+N
+# KAFKA_RELAYED_LISTENER=1 adds, in cluster mode, a second client listener
+# RELAYED on 29291+N that advertises 29391+N: a relay of the caller's own
+# listens there and forwards to 29291+N, so that every connection of a
+# client of that listener crosses the relay (testenv/faults resets it).
+CLUSTER_RELAYED_BASE=29291    # node N -> 29291+N (the broker's RELAYED listener)
+CLUSTER_RELAY_BASE=29391      # node N -> 29391+N (advertised; the relay listens)
+KAFKA_RELAYED_LISTENER="${KAFKA_RELAYED_LISTENER:-}"
 SECURE_BASE=23091             # secure: node N -> SASL_SSL 23091+N, controller +100, inter-broker +200
 SECURE_CLUSTER_BASE=24091     # secure-cluster: the same layout from 24091+N
 
@@ -67,11 +74,14 @@ controller_port() { # mode node
     secure-cluster) echo $((SECURE_CLUSTER_BASE + 100 + $2)) ;;
   esac
 }
-# The plaintext inter-broker listener of the secure modes (none otherwise).
+# The plaintext inter-broker listener of the secure modes, and the
+# RELAYED listener of the cluster when KAFKA_RELAYED_LISTENER is set (none
+# otherwise).
 internal_port() { # mode node
   case "$1" in
     secure) echo $((SECURE_BASE + 200 + $2)) ;;
     secure-cluster) echo $((SECURE_CLUSTER_BASE + 200 + $2)) ;;
+    cluster) [ -z "$KAFKA_RELAYED_LISTENER" ] || echo $((CLUSTER_RELAYED_BASE + $2)) ;;
   esac
 }
 # Every port a node listens on.
@@ -126,6 +136,14 @@ write_node_config() { # mode node dir
   if mode_secure "$mode"; then
     secure_listeners "$mode" "$n" "$(dirname "$dir")/secrets"
   else
+  elif [ "$mode" = cluster ] && [ -n "$KAFKA_RELAYED_LISTENER" ]; then
+    cat <<EOF
+listeners=PLAINTEXT://127.0.0.1:$(broker_port "$mode" "$n"),CONTROLLER://127.0.0.1:$(controller_port "$mode" "$n"),RELAYED://127.0.0.1:$((CLUSTER_RELAYED_BASE + n))
+advertised.listeners=PLAINTEXT://127.0.0.1:$(broker_port "$mode" "$n"),RELAYED://127.0.0.1:$((CLUSTER_RELAY_BASE + n))
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,RELAYED:PLAINTEXT
+EOF
+  else
     cat <<EOF
 listeners=PLAINTEXT://127.0.0.1:$(broker_port "$mode" "$n"),CONTROLLER://127.0.0.1:$(controller_port "$mode" "$n")
 advertised.listeners=PLAINTEXT://127.0.0.1:$(broker_port "$mode" "$n")
@@ -173,6 +191,18 @@ logger.request.level = WARN
 logger.state.name = state.change.logger
 logger.state.level = WARN
 EOF
+}
+
+# Starts one formatted node in the background and writes its pid file.
+launch_node() { # mode node
+  local d="$KAFKA_RUN_DIR/$1/node$2"
+  # setsid: the broker must not get the caller's terminal signals; stop.sh stops it.
+  setsid java $KAFKA_HEAP -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData \
+    -Djava.awt.headless=true -Dlog4j2.configurationFile="$d/log4j2.properties" \
+    -cp "$KAFKA_LIBS/*" kafka.Kafka "$d/server.properties" \
+    >>"$d/logs/stdout.log" 2>&1 </dev/null &
+  echo $! >"$d/pid"
+  klog "node $2 started (pid $!), logs in $d/logs"
 }
 
 kjava() { # runs java with Kafka's classpath

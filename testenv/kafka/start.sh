@@ -45,16 +45,7 @@ for n in $nodes; do
   fi
 done
 
-for n in $nodes; do
-  d="$base/node$n"
-  # setsid: the broker must not get the caller's terminal signals; stop.sh stops it.
-  setsid java $KAFKA_HEAP -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData \
-    -Djava.awt.headless=true -Dlog4j2.configurationFile="$d/log4j2.properties" \
-    -cp "$KAFKA_LIBS/*" kafka.Kafka "$d/server.properties" \
-    >"$d/logs/stdout.log" 2>&1 </dev/null &
-  echo $! >"$d/pid"
-  klog "node $n started (pid $!), logs in $d/logs"
-done
+for n in $nodes; do launch_node "$mode" "$n"; done
 
 count=$(echo $nodes | wc -w)
 deadline=$((SECONDS + KAFKA_START_TIMEOUT))

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// soakFaults are injected in turn during the soak. The proxy is never
+// restarted there: a restart would reset the very figures the soak watches.
+var soakFaults = []string{"broker-kill", "upstream-reset", "broker-stall", "broker-restart", "upstream-stall"}
+
+type soakResult struct {
+	duration time.Duration
+	samples  []Usage
+	loadEnd  time.Time
+	faults   []string
+	rows     []Row
+	svg      string
+}
+
+// runSoak runs the workloads for the soak duration at a steady rate with a
+// fault every soakEvery, sampling the proxy every 2 s, then checks the data
+// of the whole stretch, that the proxy went back to its idle baseline, and
+// that its memory did not grow.
+func (r *runner) runSoak(ctx context.Context) {
+	o := r.opts
+	res := &soakResult{duration: o.soak}
+	r.soak = res
+	r.logf("soak for %v, a fault every %v", o.soak, o.soakEvery)
+	fail := func(err error) {
+		res.rows = append(res.rows, Row{Fault: "soak", Mode: "none", Workload: "soak", Tally: Tally{Violations: []string{trimErr(err)}}})
+		r.logf("soak failed: %v", err)
+	}
+	if err := healthy(ctx, 120*time.Second); err != nil {
+		fail(err)
+		return
+	}
+	wls, watch, err := r.workloads(ctx, "s"+r.runID)
+	if err != nil {
+		fail(err)
+		return
+	}
+	wctx, cancelWatch := context.WithCancel(ctx)
+	defer cancelWatch()
+	go watch.run(wctx, time.Second)
+
+	var smu sync.Mutex
+	sctx, cancelSample := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			if u, err := r.proxy.sample(); err == nil {
+				smu.Lock()
+				res.samples = append(res.samples, u)
+				smu.Unlock()
+			}
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	defer func() {
+		cancelSample()
+		<-sampled
+	}()
+
+	for _, w := range wls {
+		defer w.Close()
+		if err := w.Start(ctx); err != nil {
+			fail(fmt.Errorf("start %s: %w", w.Name(), err))
+			return
+		}
+	}
+	start := time.Now()
+	end := start.Add(o.soak)
+	next := start.Add(o.soakEvery / 2)
+	for i := 0; ctx.Err() == nil && time.Now().Before(end); {
+		if time.Now().After(next) && time.Until(end) > 20*time.Second {
+			f, _ := faultByName(soakFaults[i%len(soakFaults)])
+			i++
+			at := time.Now()
+			if err := f.inject(ctx, r); err != nil {
+				fail(fmt.Errorf("inject %s: %w", f.name, err))
+			}
+			res.faults = append(res.faults, fmt.Sprintf("%s at +%v", f.name, at.Sub(start).Round(time.Second)))
+			r.logf("soak: %s at +%v", f.name, at.Sub(start).Round(time.Second))
+			next = time.Now().Add(o.soakEvery)
+			continue
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	res.loadEnd = time.Now()
+	stopErrs := r.stopAll(ctx, wls)
+	cancelWatch()
+	for _, w := range wls {
+		w.Close()
+	}
+	for i, w := range wls {
+		t := w.Verify(ctx, start, res.loadEnd)
+		if stopErrs[i] != nil {
+			t.violate("stopping: %s", trimErr(stopErrs[i]))
+		}
+		res.rows = append(res.rows, Row{Fault: "soak", Mode: "none", Workload: w.Name(), Tally: t})
+		r.logf("  soak %-29s sent %6d acked %6d found %6d lost %d dup %d reordered %d longest stall %v %s",
+			w.Name(), t.Sent, t.Acked, t.Found, t.Lost, t.Duplicated, t.Reordered, t.Recovery.Round(100*time.Millisecond), verdict(t))
+		for _, v := range t.Violations {
+			r.logf("    violation: %s", v)
+		}
+	}
+	base := r.checkBaseline()
+	// a few idle samples after the load, so the plot shows the return
+	time.Sleep(4 * time.Second)
+	cancelSample()
+	<-sampled
+	smu.Lock()
+	samples := append([]Usage(nil), res.samples...)
+	smu.Unlock()
+	growth(samples, res.loadEnd, &base)
+	res.rows = append(res.rows, Row{Fault: "soak", Mode: "none", Workload: "proxy resources", Tally: base})
+	res.samples = samples
+	svg := filepath.Join(r.opts.root, "testenv/faults/soak.svg")
+	if err := os.WriteFile(svg, []byte(plotSVG(samples, start, res.loadEnd)), 0o644); err != nil {
+		fail(err)
+	}
+	res.svg = "testenv/faults/soak.svg"
+}
+
+// growth fails t when the proxy's memory under load kept growing: the
+// largest RSS of the last third of the loaded stretch may not exceed twice
+// the largest of the first third plus 32 MiB, nor may the descriptors
+// exceed the first third's largest by more than 64.
+func growth(samples []Usage, loadEnd time.Time, t *Tally) {
+	var loaded []Usage
+	for _, s := range samples {
+		if s.At.Before(loadEnd) {
+			loaded = append(loaded, s)
+		}
+	}
+	if len(loaded) < 9 {
+		t.violate("only %d samples under load: too short to judge growth", len(loaded))
+		return
+	}
+	third := len(loaded) / 3
+	peak := func(us []Usage) Usage {
+		var m Usage
+		for _, u := range us {
+			m.RSSKiB = max(m.RSSKiB, u.RSSKiB)
+			m.FDs = max(m.FDs, u.FDs)
+			m.Goroutines = max(m.Goroutines, u.Goroutines)
+		}
+		return m
+	}
+	first, last := peak(loaded[:third]), peak(loaded[len(loaded)-third:])
+	if last.RSSKiB > 2*first.RSSKiB+32<<10 {
+		t.violate("RSS grew under steady load: peak %.1f MiB in the first third, %.1f MiB in the last", float64(first.RSSKiB)/1024, float64(last.RSSKiB)/1024)
+	}
+	if last.FDs > first.FDs+64 {
+		t.violate("descriptors grew under steady load: peak %d in the first third, %d in the last", first.FDs, last.FDs)
+	}
+	if first.Goroutines > 0 && last.Goroutines > 2*first.Goroutines+64 {
+		t.violate("goroutines grew under steady load: peak %d in the first third, %d in the last", first.Goroutines, last.Goroutines)
+	}
+	t.Notes = append(t.Notes, fmt.Sprintf("peaks under load, first third: RSS %.1f MiB, fds %d; last third: RSS %.1f MiB, fds %d",
+		float64(first.RSSKiB)/1024, first.FDs, float64(last.RSSKiB)/1024, last.FDs))
+}
