@@ -74,15 +74,22 @@ var allFaults = []fault{
 		}},
 	{name: "proxy-term", desc: "SIGTERM of the proxy (it drains for up to its 5 s grace) and a new proxy on the same ports, as a rolling deploy does", proxy: true,
 		inject: func(ctx context.Context, r *runner) error {
+			t0 := time.Now()
 			if err := r.proxy.stop(syscall.SIGTERM, 30*time.Second); err != nil {
 				return err
 			}
-			return r.startProxy()
+			t1 := time.Now()
+			err := r.startProxy()
+			r.logf("proxy exited %v after SIGTERM; the new one listened %v later", t1.Sub(t0).Round(10*time.Millisecond), time.Since(t1).Round(10*time.Millisecond))
+			return err
 		}},
 	{name: "proxy-kill", desc: "SIGKILL of the proxy and a new proxy on the same ports", proxy: true,
 		inject: func(ctx context.Context, r *runner) error {
 			r.proxy.stop(syscall.SIGKILL, 10*time.Second)
-			return r.startProxy()
+			t1 := time.Now()
+			err := r.startProxy()
+			r.logf("the new proxy listened %v after the SIGKILL", time.Since(t1).Round(10*time.Millisecond))
+			return err
 		}},
 	{name: "upstream-reset", desc: "every connection between proxy and brokers reset (RST both ways) by the relay, three times 2 s apart",
 		inject: func(ctx context.Context, r *runner) error {

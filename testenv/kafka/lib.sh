@@ -135,7 +135,6 @@ write_node_config() { # mode node dir
   mkdir -p "$dir/data" "$dir/logs"
   if mode_secure "$mode"; then
     secure_listeners "$mode" "$n" "$(dirname "$dir")/secrets"
-  else
   elif [ "$mode" = cluster ] && [ -n "$KAFKA_RELAYED_LISTENER" ]; then
     cat <<EOF
 listeners=PLAINTEXT://127.0.0.1:$(broker_port "$mode" "$n"),CONTROLLER://127.0.0.1:$(controller_port "$mode" "$n"),RELAYED://127.0.0.1:$((CLUSTER_RELAYED_BASE + n))
