@@ -35,8 +35,12 @@ type Tally struct {
 	// are consumed again.
 	DupAllowed bool
 	Recovery   time.Duration
-	Violations []string // any other broken invariant, one line each
-	Notes      []string // facts that are not failures
+	// LastProgress is the last acknowledgement (committed transaction,
+	// consumed record): a workload that made none after the fault ended
+	// never recovered, whatever else its log shows.
+	LastProgress time.Time
+	Violations   []string // any other broken invariant, one line each
+	Notes        []string // facts that are not failures
 }
 
 // Failed says whether the tally breaks a guarantee.
@@ -306,6 +310,32 @@ func CheckGroup(ends map[int32]int64, consumed []Consumed, resumes []Resume, com
 		t.violate("committed offsets moved back %d times in all", back)
 	}
 	return t
+}
+
+// CheckProgress fails t if the workload made no progress after the fault
+// ended.
+func CheckProgress(t *Tally, faultEnd time.Time) {
+	if t.LastProgress.Before(faultEnd) {
+		t.violate("no progress after the fault ended (last at %s)", stamp(t.LastProgress))
+	}
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.Format("15:04:05.000")
+}
+
+// Latest is the latest of events.
+func Latest(events []time.Time) time.Time {
+	var l time.Time
+	for _, e := range events {
+		if e.After(l) {
+			l = e
+		}
+	}
+	return l
 }
 
 // Recovery is the longest stretch without progress (an acknowledgement, a

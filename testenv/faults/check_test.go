@@ -118,3 +118,23 @@ func TestRecovery(t *testing.T) {
 		t.Fatalf("no progress at all: %v, want the whole 3 s", got)
 	}
 }
+
+func TestCheckProgress(t *testing.T) {
+	end := time.Unix(100, 0)
+	var tl Tally
+	tl.LastProgress = Latest([]time.Time{end.Add(-time.Second), end.Add(time.Second)})
+	CheckProgress(&tl, end)
+	if tl.Failed() {
+		t.Fatalf("progress after the fault failed: %v", tl.Violations)
+	}
+	tl = Tally{LastProgress: Latest([]time.Time{end.Add(-time.Second)})}
+	CheckProgress(&tl, end)
+	if !tl.Failed() {
+		t.Fatal("no progress after the fault passed")
+	}
+	tl = Tally{}
+	CheckProgress(&tl, end)
+	if !tl.Failed() {
+		t.Fatal("no progress at all passed")
+	}
+}

@@ -79,7 +79,7 @@ var allFaults = []fault{
 				return err
 			}
 			t1 := time.Now()
-			err := r.startProxy()
+			err := r.startProxy(false)
 			r.logf("proxy exited %v after SIGTERM; the new one listened %v later", t1.Sub(t0).Round(10*time.Millisecond), time.Since(t1).Round(10*time.Millisecond))
 			return err
 		}},
@@ -87,7 +87,7 @@ var allFaults = []fault{
 		inject: func(ctx context.Context, r *runner) error {
 			r.proxy.stop(syscall.SIGKILL, 10*time.Second)
 			t1 := time.Now()
-			err := r.startProxy()
+			err := r.startProxy(false)
 			r.logf("the new proxy listened %v after the SIGKILL", time.Since(t1).Round(10*time.Millisecond))
 			return err
 		}},

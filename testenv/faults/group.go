@@ -43,7 +43,16 @@ func newGroupWorkload(bootstrap, topic, group string, parts int32, members, rate
 	}
 }
 
-func (w *groupWorkload) Name() string { return fmt.Sprintf("consumer group (kgo, %d members)", w.members) }
+func (w *groupWorkload) Name() string {
+	return fmt.Sprintf("consumer group (kgo, %d members)", w.members)
+}
+
+// Progress counts records consumed.
+func (w *groupWorkload) Progress() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.consumed)
+}
 
 func (w *groupWorkload) Start(ctx context.Context) error {
 	ctx, w.cancel = context.WithCancel(ctx)
@@ -289,5 +298,6 @@ func (w *groupWorkload) Verify(ctx context.Context, faultAt, loadEnd time.Time) 
 		ts[i] = c.At
 	}
 	t.Recovery = Recovery(ts, faultAt, loadEnd)
+	t.LastProgress = Latest(ts)
 	return t
 }

@@ -119,7 +119,7 @@ func run(o options) int {
 	defer r.stopProxy()
 	for _, mode := range o.modes {
 		r.proxy = &proxy{bin: o.bin, mode: mode, logPath: filepath.Join(results, "proxy-"+mode+".log"), admin: adminAddr(o.bin)}
-		if err := r.startProxy(); err != nil {
+		if err := r.startProxy(true); err != nil {
 			slog.Error("proxy", "mode", mode, "err", err)
 			return 1
 		}
@@ -134,7 +134,7 @@ func run(o options) int {
 	}
 	if o.soak > 0 && ctx.Err() == nil {
 		r.proxy = &proxy{bin: o.bin, mode: "none", logPath: filepath.Join(results, "proxy-soak.log"), admin: adminAddr(o.bin)}
-		if err := r.startProxy(); err != nil {
+		if err := r.startProxy(true); err != nil {
 			slog.Error("proxy", "mode", "soak", "err", err)
 			return 1
 		}

@@ -26,6 +26,9 @@ type workload interface {
 	Start(ctx context.Context) error
 	// Stop ends the load and waits, bounded, for what was sent.
 	Stop(ctx context.Context) error
+	// Progress counts acknowledgements (committed transactions, consumed
+	// records) so far.
+	Progress() int
 	// Verify reads the log directly from the brokers and checks it.
 	Verify(ctx context.Context, faultAt, loadEnd time.Time) Tally
 	Close()
@@ -73,6 +76,12 @@ func newKgoProducer(name, bootstrap, topic string, parts int32, rate int) *kgoPr
 }
 
 func (w *kgoProducer) Name() string { return w.name }
+
+func (w *kgoProducer) Progress() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acks)
+}
 
 func (w *kgoProducer) Start(ctx context.Context) error {
 	cl, err := kgo.NewClient(clientOpts(w.bootstrap, w.dials,
@@ -165,6 +174,7 @@ func (w *kgoProducer) Verify(ctx context.Context, faultAt, loadEnd time.Time) Ta
 	}
 	w.dials.check(&t)
 	t.Recovery = Recovery(ackTimes(acks), faultAt, loadEnd)
+	t.LastProgress = Latest(ackTimes(acks))
 	return t
 }
 
@@ -199,10 +209,21 @@ type javaProducer struct {
 
 func (w *javaProducer) Name() string { return "idempotent (java)" }
 
+func (w *javaProducer) Progress() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acks)
+}
+
 func (w *javaProducer) Start(ctx context.Context) error {
 	props := filepath.Join(w.workDir, "verifiable-producer.properties")
 	conf := fmt.Sprintf("enable.idempotence=true\nacks=all\nmax.in.flight.requests.per.connection=5\nretries=2147483647\nrequest.timeout.ms=%d\ndelivery.timeout.ms=300000\nlinger.ms=5\n", requestTimeout.Milliseconds())
 	if err := os.WriteFile(props, []byte(conf), 0o644); err != nil {
+		return err
+	}
+	// the client's own log (connections, retries, metadata) goes to stderr
+	logConf := filepath.Join(w.workDir, "verifiable-producer-log4j2.properties")
+	if err := os.WriteFile(logConf, []byte(javaLogConfig), 0o644); err != nil {
 		return err
 	}
 	w.stderrPath = filepath.Join(w.workDir, "verifiable-producer-"+w.topic+".stderr")
@@ -211,7 +232,7 @@ func (w *javaProducer) Start(ctx context.Context) error {
 		return err
 	}
 	w.stderr = stderr
-	w.cmd = exec.Command("java", "-Xmx192m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+	w.cmd = exec.Command("java", "-Xmx192m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Dlog4j2.configurationFile="+logConf,
 		"-cp", filepath.Join(w.libs, "*"), "org.apache.kafka.tools.VerifiableProducer",
 		"--bootstrap-server", w.bootstrap, "--topic", w.topic,
 		"--throughput", strconv.Itoa(w.rate), "--repeating-keys", "60", "--producer.config", props)
@@ -313,8 +334,25 @@ func (w *javaProducer) Verify(ctx context.Context, faultAt, loadEnd time.Time) T
 	}
 	w.watch.check(&t)
 	t.Recovery = Recovery(ackTimes(acks), faultAt, loadEnd)
+	t.LastProgress = Latest(ackTimes(acks))
 	return t
 }
+
+// javaLogConfig logs kafka-clients at INFO (WARN for the configuration
+// dumps) to stderr.
+const javaLogConfig = `status = warn
+appender.err.type = Console
+appender.err.name = ERR
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d{HH:mm:ss.SSS}] %p %m (%c{1})%n
+rootLogger.level = INFO
+rootLogger.appenderRef.err.ref = ERR
+logger.config.name = org.apache.kafka.common.config.AbstractConfig
+logger.config.level = WARN
+logger.appinfo.name = org.apache.kafka.common.utils.AppInfoParser
+logger.appinfo.level = WARN
+`
 
 // readTopic reads topic directly from the brokers, from the start. With
 // readCommitted it reads with read_committed until done says it has all it

@@ -51,7 +51,8 @@ func (r *runner) writeReport() error {
 	w("- **idempotent (java)**: Kafka's own `VerifiableProducer` (kafka-clients %s: idempotent, `acks=all`, 5 in flight), 6 partitions;\n", kafkaVersion())
 	w("- **transactional (kgo)**: franz-go transactions of %d records over 3 partitions, every fifth aborted on purpose, with two `read_committed` consumers reading through the proxy meanwhile;\n", txnSize)
 	w("- **consumer group (kgo, 3 members)**: a group reading 6 partitions fed by a franz-go idempotent producer; members commit after every poll and on revocation.\n\n")
-	w("The clients' request timeout is %v. Each round: %v of load, the fault, %v more load, then the\n", requestTimeout, o.warm, o.after)
+	w("The clients' request timeout is %v. Each round: the workloads start, and once each has made progress, %v more of load,\n", requestTimeout, o.warm)
+	w("the fault, %v more load, then the\n", o.after)
 	w("producers stop and flush and the consumers catch up. The faults, one per round:\n\n")
 	w("| fault | what happens |\n|---|---|\n")
 	for _, name := range o.faults {

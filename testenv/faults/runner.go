@@ -33,8 +33,9 @@ type runner struct {
 	baseline    Usage
 	leaderTopic string
 
-	rows []Row
-	soak *soakResult
+	rows    []Row
+	nRounds int
+	soak    *soakResult
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -51,9 +52,16 @@ func adminAddr(bin string) string {
 	return ""
 }
 
-func (r *runner) startProxy() error {
+// startProxy starts the proxy; with idle (no clients yet) it samples the
+// baseline that later samples are held to. A proxy started again under
+// load keeps the baseline of the first: a fresh process of the same binary
+// and flags holds the same descriptors and goroutines when idle.
+func (r *runner) startProxy(idle bool) error {
 	if err := r.proxy.start(); err != nil {
 		return err
+	}
+	if !idle {
+		return nil
 	}
 	// let start-up discovery settle before the idle sample
 	time.Sleep(time.Second)
@@ -205,7 +213,8 @@ func (r *runner) round(ctx context.Context, mode string, f fault) {
 		fail(err)
 		return
 	}
-	wls, watch, err := r.workloads(ctx, fmt.Sprintf("f%s-%s-%s", r.runID, mode[:4], f.name))
+	r.nRounds++
+	wls, watch, err := r.workloads(ctx, fmt.Sprintf("f%s-%d-%s-%s", r.runID, r.nRounds, mode[:4], f.name))
 	if err != nil {
 		fail(err)
 		return
@@ -220,13 +229,18 @@ func (r *runner) round(ctx context.Context, mode string, f fault) {
 			return
 		}
 	}
+	if err := running(ctx, wls, 90*time.Second); err != nil {
+		fail(err)
+		return
+	}
 	time.Sleep(r.opts.warm)
 	faultAt := time.Now()
 	ferr := f.inject(ctx, r)
 	if ferr != nil {
 		fail(fmt.Errorf("inject %s: %w", f.name, ferr))
 	}
-	r.logf("fault %s over after %v", f.name, time.Since(faultAt).Round(100*time.Millisecond))
+	faultEnd := time.Now()
+	r.logf("fault %s over after %v", f.name, faultEnd.Sub(faultAt).Round(100*time.Millisecond))
 	time.Sleep(r.opts.after)
 	loadEnd := time.Now()
 	stopErrs := r.stopAll(ctx, wls)
@@ -236,6 +250,7 @@ func (r *runner) round(ctx context.Context, mode string, f fault) {
 	}
 	for i, w := range wls {
 		t := w.Verify(ctx, faultAt, loadEnd)
+		CheckProgress(&t, faultEnd)
 		if stopErrs[i] != nil {
 			t.violate("stopping: %s", trimErr(stopErrs[i]))
 		}
@@ -247,6 +262,27 @@ func (r *runner) round(ctx context.Context, mode string, f fault) {
 		}
 	}
 	r.rows = append(r.rows, Row{Fault: f.name, Mode: mode, Workload: "proxy resources", Tally: r.checkBaseline()})
+}
+
+// running waits, bounded, until every workload has made progress, so that
+// the fault hits clients that are running rather than starting.
+func running(ctx context.Context, wls []workload, d time.Duration) error {
+	end := time.Now().Add(d)
+	for {
+		var idle []string
+		for _, w := range wls {
+			if w.Progress() == 0 {
+				idle = append(idle, w.Name())
+			}
+		}
+		if len(idle) == 0 {
+			return nil
+		}
+		if time.Now().After(end) || ctx.Err() != nil {
+			return fmt.Errorf("no progress within %v of the start: %s", d, strings.Join(idle, ", "))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // stopAll stops the workloads at once and waits for all of them.

@@ -80,7 +80,12 @@ func (r *runner) runSoak(ctx context.Context) {
 			return
 		}
 	}
+	if err := running(ctx, wls, 90*time.Second); err != nil {
+		fail(err)
+		return
+	}
 	start := time.Now()
+	lastFaultEnd := start
 	end := start.Add(o.soak)
 	next := start.Add(o.soakEvery / 2)
 	for i := 0; ctx.Err() == nil && time.Now().Before(end); {
@@ -93,7 +98,8 @@ func (r *runner) runSoak(ctx context.Context) {
 			}
 			res.faults = append(res.faults, fmt.Sprintf("%s at +%v", f.name, at.Sub(start).Round(time.Second)))
 			r.logf("soak: %s at +%v", f.name, at.Sub(start).Round(time.Second))
-			next = time.Now().Add(o.soakEvery)
+			lastFaultEnd = time.Now()
+			next = lastFaultEnd.Add(o.soakEvery)
 			continue
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -106,6 +112,7 @@ func (r *runner) runSoak(ctx context.Context) {
 	}
 	for i, w := range wls {
 		t := w.Verify(ctx, start, res.loadEnd)
+		CheckProgress(&t, lastFaultEnd)
 		if stopErrs[i] != nil {
 			t.violate("stopping: %s", trimErr(stopErrs[i]))
 		}

@@ -39,6 +39,19 @@ func newTxnWorkload(bootstrap, topic, txnID string, parts int32, rate int) *txnW
 
 func (w *txnWorkload) Name() string { return "transactional (kgo)" }
 
+// Progress counts committed transactions.
+func (w *txnWorkload) Progress() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, x := range w.txns {
+		if x.Outcome == TxnCommitted {
+			n++
+		}
+	}
+	return n
+}
+
 func (w *txnWorkload) Start(ctx context.Context) error {
 	for i := range 2 {
 		c := &viewConsumer{name: fmt.Sprintf("read_committed consumer %d", i+1), dials: w.dials}
@@ -236,6 +249,7 @@ func (w *txnWorkload) Verify(ctx context.Context, faultAt, loadEnd time.Time) Ta
 		}
 	}
 	t.Recovery = Recovery(ends, faultAt, loadEnd)
+	t.LastProgress = Latest(ends)
 	return t
 }
 

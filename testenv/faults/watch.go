@@ -132,7 +132,9 @@ func (w *connWatch) check(t *Tally) {
 // scrapeGauge reads one unlabelled gauge from a Prometheus text endpoint;
 // -1 when it cannot.
 func scrapeGauge(url, name string) int64 {
-	c := http.Client{Timeout: 2 * time.Second}
+	// no keep-alive: an idle connection left open would count as one of
+	// the proxy's descriptors and goroutines
+	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := c.Get(url)
 	if err != nil {
 		return -1
