@@ -33,6 +33,28 @@ func echoServer(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// echoRelay starts a relay in front of a fresh echo server, closed at the
+// end of the test.
+func echoRelay(t *testing.T) *Relay {
+	t.Helper()
+	r, err := NewRelay("127.0.0.1:0", echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func dialLines(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
+}
+
 func echoOnce(t *testing.T, c net.Conn, r *bufio.Reader, line string) (string, error) {
 	t.Helper()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
@@ -47,33 +69,20 @@ func echoOnce(t *testing.T, c net.Conn, r *bufio.Reader, line string) (string, e
 }
 
 func TestRelayCutResetsAndKeepsServing(t *testing.T) {
-	r, err := NewRelay("127.0.0.1:0", echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	c, err := net.Dial("tcp", r.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
+	r := echoRelay(t)
+	c, br := dialLines(t, r.Addr())
 	if got, err := echoOnce(t, c, br, "one"); err != nil || got != "one" {
 		t.Fatalf("echo through the relay: %q, %v", got, err)
 	}
 	if n := r.Cut(); n != 1 {
 		t.Fatalf("Cut cut %d connections, want 1", n)
 	}
-	_, err = echoOnce(t, c, br, "two")
+	_, err := echoOnce(t, c, br, "two")
 	if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.EPIPE) {
 		t.Fatalf("after Cut the connection answered (err %v), want a reset", err)
 	}
-	c2, err := net.Dial("tcp", r.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	if got, err := echoOnce(t, c2, bufio.NewReader(c2), "three"); err != nil || got != "three" {
+	c2, br2 := dialLines(t, r.Addr())
+	if got, err := echoOnce(t, c2, br2, "three"); err != nil || got != "three" {
 		t.Fatalf("a new connection after Cut: %q, %v", got, err)
 	}
 	if st := r.Stats(); st.Accepted != 2 || st.Cut != 1 {
@@ -82,17 +91,8 @@ func TestRelayCutResetsAndKeepsServing(t *testing.T) {
 }
 
 func TestRelayHoldStallsUntilReleased(t *testing.T) {
-	r, err := NewRelay("127.0.0.1:0", echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	c, err := net.Dial("tcp", r.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
+	r := echoRelay(t)
+	c, br := dialLines(t, r.Addr())
 	release := r.Hold()
 	c.Write([]byte("held\n"))
 	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
@@ -108,16 +108,9 @@ func TestRelayHoldStallsUntilReleased(t *testing.T) {
 }
 
 func TestRelayCloseEndsEveryConnection(t *testing.T) {
-	r, err := NewRelay("127.0.0.1:0", echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("tcp", r.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if got, err := echoOnce(t, c, bufio.NewReader(c), "x"); err != nil || got != "x" {
+	r := echoRelay(t)
+	c, br := dialLines(t, r.Addr())
+	if got, err := echoOnce(t, c, br, "x"); err != nil || got != "x" {
 		t.Fatalf("echo: %q, %v", got, err)
 	}
 	r.Hold()

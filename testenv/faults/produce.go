@@ -164,17 +164,25 @@ func (w *kgoProducer) Verify(ctx context.Context, faultAt, loadEnd time.Time) Ta
 	acks := append([]Ack(nil), w.acks...)
 	sent, errs, firstErr := w.sent, w.errs, w.firstErr
 	w.mu.Unlock()
-	found, err := readTopic(ctx, w.topic, false, nil)
-	t := CheckProducer(sent, acks, found)
-	if err != nil {
-		t.violate("reading %s back: %v", w.topic, err)
-	}
+	t := verifyProducer(ctx, w.topic, sent, acks, faultAt, loadEnd)
 	if errs > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d sends failed (first: %v)", errs, firstErr))
 	}
 	w.dials.check(&t)
-	t.Recovery = Recovery(ackTimes(acks), faultAt, loadEnd)
-	t.LastProgress = Latest(ackTimes(acks))
+	return t
+}
+
+// verifyProducer reads a producer's topic back and checks it against what
+// the producer sent and saw acknowledged.
+func verifyProducer(ctx context.Context, topic string, sent int64, acks []Ack, faultAt, loadEnd time.Time) Tally {
+	found, err := readTopic(ctx, topic, false, nil)
+	t := CheckProducer(sent, acks, found)
+	if err != nil {
+		t.violate("reading %s back: %v", topic, err)
+	}
+	times := ackTimes(acks)
+	t.Recovery = Recovery(times, faultAt, loadEnd)
+	t.LastProgress = Latest(times)
 	return t
 }
 
@@ -321,11 +329,7 @@ func (w *javaProducer) Verify(ctx context.Context, faultAt, loadEnd time.Time) T
 	sent := max(w.sent, w.reports)
 	errs, lastErr := w.errs, w.lastErr
 	w.mu.Unlock()
-	found, err := readTopic(ctx, w.topic, false, nil)
-	t := CheckProducer(sent, acks, found)
-	if err != nil {
-		t.violate("reading %s back: %v", w.topic, err)
-	}
+	t := verifyProducer(ctx, w.topic, sent, acks, faultAt, loadEnd)
 	if errs > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d sends failed (last: %s)", errs, lastErr))
 	}
@@ -333,8 +337,6 @@ func (w *javaProducer) Verify(ctx context.Context, faultAt, loadEnd time.Time) T
 		t.violate("VerifiableProducer reported nothing (stderr in %s)", w.stderrPath)
 	}
 	w.watch.check(&t)
-	t.Recovery = Recovery(ackTimes(acks), faultAt, loadEnd)
-	t.LastProgress = Latest(ackTimes(acks))
 	return t
 }
 

@@ -222,14 +222,8 @@ func (r *runner) round(ctx context.Context, mode string, f fault) {
 	wctx, cancelWatch := context.WithCancel(ctx)
 	go watch.run(wctx, 300*time.Millisecond)
 	defer cancelWatch()
-	for _, w := range wls {
-		defer w.Close()
-		if err := w.Start(ctx); err != nil {
-			fail(fmt.Errorf("start %s: %w", w.Name(), err))
-			return
-		}
-	}
-	if err := running(ctx, wls, 90*time.Second); err != nil {
+	defer closeAll(wls)
+	if err := startAll(ctx, wls); err != nil {
 		fail(err)
 		return
 	}
@@ -243,24 +237,8 @@ func (r *runner) round(ctx context.Context, mode string, f fault) {
 	r.logf("fault %s over after %v", f.name, faultEnd.Sub(faultAt).Round(100*time.Millisecond))
 	time.Sleep(r.opts.after)
 	loadEnd := time.Now()
-	stopErrs := r.stopAll(ctx, wls)
 	cancelWatch()
-	for _, w := range wls {
-		w.Close()
-	}
-	for i, w := range wls {
-		t := w.Verify(ctx, faultAt, loadEnd)
-		CheckProgress(&t, faultEnd)
-		if stopErrs[i] != nil {
-			t.violate("stopping: %s", trimErr(stopErrs[i]))
-		}
-		r.rows = append(r.rows, Row{Fault: f.name, Mode: mode, Workload: w.Name(), Tally: t})
-		r.logf("  %-34s sent %6d acked %6d found %6d lost %d dup %d reordered %d recovery %v %s",
-			w.Name(), t.Sent, t.Acked, t.Found, t.Lost, t.Duplicated, t.Reordered, t.Recovery.Round(100*time.Millisecond), verdict(t))
-		for _, v := range t.Violations {
-			r.logf("    violation: %s", v)
-		}
-	}
+	r.rows = append(r.rows, r.finish(ctx, wls, f.name, mode, faultAt, faultEnd, loadEnd)...)
 	r.rows = append(r.rows, Row{Fault: f.name, Mode: mode, Workload: "proxy resources", Tally: r.checkBaseline()})
 }
 
@@ -285,8 +263,26 @@ func running(ctx context.Context, wls []workload, d time.Duration) error {
 	}
 }
 
-// stopAll stops the workloads at once and waits for all of them.
-func (r *runner) stopAll(ctx context.Context, wls []workload) []error {
+// startAll starts the workloads and waits until each made progress.
+func startAll(ctx context.Context, wls []workload) error {
+	for _, w := range wls {
+		if err := w.Start(ctx); err != nil {
+			return fmt.Errorf("start %s: %w", w.Name(), err)
+		}
+	}
+	return running(ctx, wls, 90*time.Second)
+}
+
+func closeAll(wls []workload) {
+	for _, w := range wls {
+		w.Close()
+	}
+}
+
+// finish stops the workloads at once, closes them (so that the proxy can
+// go back to idle) and checks each: its data, and that it made progress
+// after the last fault ended. Recovery is measured from faultAt to loadEnd.
+func (r *runner) finish(ctx context.Context, wls []workload, fault, mode string, faultAt, faultEnd, loadEnd time.Time) []Row {
 	errs := make([]error, len(wls))
 	var wg sync.WaitGroup
 	for i, w := range wls {
@@ -297,7 +293,22 @@ func (r *runner) stopAll(ctx context.Context, wls []workload) []error {
 		}()
 	}
 	wg.Wait()
-	return errs
+	closeAll(wls)
+	var rows []Row
+	for i, w := range wls {
+		t := w.Verify(ctx, faultAt, loadEnd)
+		CheckProgress(&t, faultEnd)
+		if errs[i] != nil {
+			t.violate("stopping: %s", trimErr(errs[i]))
+		}
+		rows = append(rows, Row{Fault: fault, Mode: mode, Workload: w.Name(), Tally: t})
+		r.logf("  %-34s sent %6d acked %6d found %6d lost %d dup %d reordered %d recovery %v %s",
+			w.Name(), t.Sent, t.Acked, t.Found, t.Lost, t.Duplicated, t.Reordered, t.Recovery.Round(100*time.Millisecond), verdict(t))
+		for _, v := range t.Violations {
+			r.logf("    violation: %s", v)
+		}
+	}
+	return rows
 }
 
 // checkBaseline waits, bounded, until the proxy holds no more descriptors

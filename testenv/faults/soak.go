@@ -73,14 +73,8 @@ func (r *runner) runSoak(ctx context.Context) {
 		<-sampled
 	}()
 
-	for _, w := range wls {
-		defer w.Close()
-		if err := w.Start(ctx); err != nil {
-			fail(fmt.Errorf("start %s: %w", w.Name(), err))
-			return
-		}
-	}
-	if err := running(ctx, wls, 90*time.Second); err != nil {
+	defer closeAll(wls)
+	if err := startAll(ctx, wls); err != nil {
 		fail(err)
 		return
 	}
@@ -105,24 +99,8 @@ func (r *runner) runSoak(ctx context.Context) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	res.loadEnd = time.Now()
-	stopErrs := r.stopAll(ctx, wls)
 	cancelWatch()
-	for _, w := range wls {
-		w.Close()
-	}
-	for i, w := range wls {
-		t := w.Verify(ctx, start, res.loadEnd)
-		CheckProgress(&t, lastFaultEnd)
-		if stopErrs[i] != nil {
-			t.violate("stopping: %s", trimErr(stopErrs[i]))
-		}
-		res.rows = append(res.rows, Row{Fault: "soak", Mode: "none", Workload: w.Name(), Tally: t})
-		r.logf("  soak %-29s sent %6d acked %6d found %6d lost %d dup %d reordered %d longest stall %v %s",
-			w.Name(), t.Sent, t.Acked, t.Found, t.Lost, t.Duplicated, t.Reordered, t.Recovery.Round(100*time.Millisecond), verdict(t))
-		for _, v := range t.Violations {
-			r.logf("    violation: %s", v)
-		}
-	}
+	res.rows = append(res.rows, r.finish(ctx, wls, "soak", "none", start, lastFaultEnd, res.loadEnd)...)
 	base := r.checkBaseline()
 	// a few idle samples after the load, so the plot shows the return
 	time.Sleep(4 * time.Second)
