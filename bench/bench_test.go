@@ -42,9 +42,8 @@ func TestHistQuantiles(t *testing.T) {
 	}
 }
 
-// metadataAddrs returns every broker address a client bootstrapped at addr
-// is told about.
-func metadataAddrs(t *testing.T, addr string) []string {
+// metadata asks the broker at addr for every topic and broker.
+func metadata(t *testing.T, addr string) *kmsg.MetadataResponse {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -57,6 +56,14 @@ func metadataAddrs(t *testing.T, addr string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp
+}
+
+// metadataAddrs returns every broker address a client bootstrapped at addr
+// is told about.
+func metadataAddrs(t *testing.T, addr string) []string {
+	t.Helper()
+	resp := metadata(t, addr)
 	var out []string
 	for _, b := range resp.Brokers {
 		out = append(out, net.JoinHostPort(b.Host, fmt.Sprint(b.Port)))
@@ -233,19 +240,8 @@ func TestIdleAndChurn(t *testing.T) {
 // topics returns the topics a broker at addr has.
 func topics(t *testing.T, addr string) map[string]bool {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := make(map[string]bool)
-	for _, tp := range resp.Topics {
+	for _, tp := range metadata(t, addr).Topics {
 		out[*tp.Topic] = true
 	}
 	return out
