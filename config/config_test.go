@@ -216,7 +216,7 @@ func TestFileValueErrors(t *testing.T) {
 		{"a-list: [a, [b]]", `a-list: line 1: list items must be plain values`},
 	} {
 		file := writeFile(t, tc.yaml+"\n")
-		_, err := loadFile(file, fs)
+		_, err := loadFile(file, fs, nil)
 		want := "config file " + file + ": " + tc.want
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s:\n got %v\nwant %s", tc.yaml, err, want)
@@ -323,5 +323,43 @@ func TestAPIVersionCap(t *testing.T) {
 		if err := fs.Set("api-version-cap", bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// TestFileSetsCommandFlags checks that a key naming one of the command's
+// own flags (not a Config field) is set from the file, that the command
+// line still wins, and that a bad value names the file and the key.
+func TestFileSetsCommandFlags(t *testing.T) {
+	file := writeFile(t, "data-dir: /from/file\nbrokers: 5\nmax-in-flight: 7\n")
+	c := Default()
+	fs := flags(&c)
+	dataDir := fs.String("data-dir", "default", "")
+	brokers := fs.Int("brokers", 3, "")
+	if err := fs.Parse([]string{"--config", file, "--brokers", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Resolve(fs, Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *dataDir != "/from/file" || *brokers != 2 || got.MaxInFlight != 7 {
+		t.Errorf("data-dir %q (want /from/file), brokers %d (want 2, the flag), max-in-flight %d (want 7)", *dataDir, *brokers, got.MaxInFlight)
+	}
+
+	file = writeFile(t, "brokers: many\n")
+	c = Default()
+	fs = flags(&c)
+	fs.Int("brokers", 3, "")
+	fs.Parse([]string{"--config", file})
+	if _, err := Resolve(fs, Default()); err == nil || err.Error() != "config file "+file+`: brokers: "many" is not a whole number` {
+		t.Errorf("bad command flag value in the file: %v", err)
+	}
+
+	file = writeFile(t, "config: other.yaml\n")
+	c = Default()
+	fs = flags(&c)
+	fs.Parse([]string{"--config", file})
+	if _, err := Resolve(fs, Default()); err == nil || !strings.Contains(err.Error(), `unknown key "config"`) {
+		t.Errorf("a file naming another file: %v", err)
 	}
 }

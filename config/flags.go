@@ -60,7 +60,7 @@ func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
 	if file != "" {
 		into := pflag.NewFlagSet("file", pflag.ContinueOnError)
 		BindFlags(into, &cfg)
-		keys, err := loadFile(file, into)
+		keys, err := loadFile(file, into, fs)
 		if err != nil {
 			return Config{}, err
 		}
@@ -99,8 +99,10 @@ func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
 }
 
 // loadFile sets the flags of into from the YAML file at path and returns
-// the keys it set.
-func loadFile(path string, into *pflag.FlagSet) ([]string, error) {
+// the keys it set. A key that is none of into's flags may name one of the
+// command's own flags in cmdFlags (dev's data-dir, say), which it sets
+// unless the command line already did, so that every flag has its key.
+func loadFile(path string, into, cmdFlags *pflag.FlagSet) ([]string, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
@@ -116,7 +118,11 @@ func loadFile(path string, into *pflag.FlagSet) ([]string, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		node := doc[k]
+		set := into
 		f := into.Lookup(k)
+		if f == nil && cmdFlags != nil && k != FlagConfig {
+			set, f = cmdFlags, cmdFlags.Lookup(k)
+		}
 		if f == nil {
 			return nil, fmt.Errorf("config file %s: line %d: unknown key %q", path, node.Line, k)
 		}
@@ -124,7 +130,10 @@ func loadFile(path string, into *pflag.FlagSet) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config file %s: %s: %w", path, k, err)
 		}
-		if err := into.Set(k, val); err != nil {
+		if set == cmdFlags && f.Changed {
+			continue // the command line wins
+		}
+		if err := set.Set(k, val); err != nil {
 			return nil, fmt.Errorf("config file %s: %w", path, valueError(f, k, val, err))
 		}
 	}
