@@ -173,7 +173,7 @@ start_stack() {
 }
 
 # start_capped starts inorder in connection mode with Fetch capped at v15,
-# whose responses carry no addresses and are streamed unread.
+# whose responses carry no addresses and are streamed to the client.
 start_capped() {
 	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$CAPPED" --upstream "127.0.0.1:$DIRECT" \
 		--upstream-ordering connection --api-version-cap Fetch=15 --log-level warn --shutdown-grace 1s >"$WORK/inorder-capped.log" 2>&1 &
@@ -345,9 +345,10 @@ $(cat "$WORK/produce.md")
 Synthetic-fetch broker (the same 1 MiB batch served from every offset).
 **inorder-fetch15** is connection mode with \`--api-version-cap Fetch=15\`:
 clients fetch at v15, whose responses carry no broker addresses, so the proxy
-streams them from socket to socket unread; the other inorder paths fetch at
-v16+ and read each response into a buffer, scan it for KIP-951 endpoints
-without decoding it, and forward the same buffer.
+streams them to the client through one pooled 1 MiB chunk as they arrive;
+the other inorder paths fetch at v16+ and read each response into a buffer
+that grows as it arrives, scan it for KIP-951 endpoints without decoding it,
+and forward the same buffer.
 
 $(cat "$WORK/consume.md")
 

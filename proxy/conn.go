@@ -78,8 +78,8 @@ type conn struct {
 	splice   bool       // large produce bodies move socket to socket
 	poison   uint64     // close once the head passes this seq (0: none)
 	poisoned error
-	// streamResp: large responses that need no rewriting move socket to
-	// socket (see stream.go).
+	// streamResp: large responses that need no rewriting are copied to
+	// the client as they arrive (see stream.go).
 	streamResp bool
 
 	// wmu makes the client writer one at a time; see deliver.
@@ -177,13 +177,12 @@ func (c *conn) connect() error {
 // connection mode qualifies: the request goes upstream as soon as it is
 // read, by the goroutine that reads the client, and its body need not be
 // understood. Responses stream in both modes, since they are delivered in
-// order whatever the mode. Sockets wrapped in TLS are copied through user
-// space instead.
+// order whatever the mode, and through user space, so TLS sockets too.
 func (c *conn) enableSplice() {
 	_, clientTCP := c.client.(*net.TCPConn)
 	_, upTCP := c.up.(*net.TCPConn)
 	c.splice = c.mode == ordering.Connection && clientTCP && upTCP && !c.p.noSplice
-	c.streamResp = clientTCP && upTCP && !c.p.noSplice
+	c.streamResp = !c.p.noSplice
 }
 
 // die records why the connection ends and unblocks every goroutine: the
