@@ -79,6 +79,7 @@ partition keeps at most --retention-bytes and nothing older than
 			log.Info("data reset", "data_dir", *dataDir)
 		}
 		ctx := c.Context()
+		began := time.Now()
 		kc, err := devcluster.Start(ctx, devcluster.Options{
 			Brokers: *brokers, DataDir: *dataDir, Partitions: *partitions,
 			RetentionBytes: retentionBytes, RetentionTime: *retentionTime,
@@ -98,7 +99,7 @@ partition keeps at most --retention-bytes and nothing older than
 			stopBroker(stopped{drained: true})
 			return nil
 		}
-		log.Info("embedded broker started", "brokers", *brokers, "data_dir", *dataDir,
+		log.Info("embedded broker started", "took", time.Since(began).Round(time.Millisecond), "brokers", *brokers, "data_dir", *dataDir,
 			"retention_bytes", config.FormatSize(retentionBytes), "retention_time", *retentionTime, "default_partitions", *partitions)
 		cfg.Upstreams = kc.ListenAddrs()
 		p, err := proxy.New(cfg, log, proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(newMetrics(cfg)))
