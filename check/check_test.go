@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"io"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/devcluster"
 	"github.com/inorder-proxy/inorder/internal/hostile"
+	"github.com/inorder-proxy/inorder/internal/junit"
 	"github.com/inorder-proxy/inorder/proxy"
 )
 
@@ -246,23 +246,10 @@ func TestWriteFormats(t *testing.T) {
 	if err := check.Write(&ju, rep, check.FormatJUnit); err != nil {
 		t.Fatal(err)
 	}
-	var suites struct {
-		Suites []struct {
-			Tests    int `xml:"tests,attr"`
-			Failures int `xml:"failures,attr"`
-			Errors   int `xml:"errors,attr"`
-			Cases    []struct {
-				Name    string `xml:"name,attr"`
-				Failure *struct {
-					Message string `xml:"message,attr"`
-				} `xml:"failure"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	if err := xml.Unmarshal(ju.Bytes(), &suites); err != nil {
+	s, err := junit.Read(ju.Bytes())
+	if err != nil {
 		t.Fatalf("junit does not parse: %v\n%s", err, ju.String())
 	}
-	s := suites.Suites[0]
 	if s.Tests != 3 || s.Failures != 1 || s.Errors != 1 || s.Cases[1].Failure == nil ||
 		s.Cases[1].Name != check.PropOffsetCommit || !strings.Contains(s.Cases[1].Failure.Message, "3 of 10") {
 		t.Fatalf("junit: %+v\n%s", s, ju.String())

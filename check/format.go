@@ -2,11 +2,12 @@ package check
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/inorder-proxy/inorder/internal/junit"
 )
 
 // Formats Write accepts.
@@ -57,80 +58,33 @@ func writeText(w io.Writer, rep Report) error {
 	return err
 }
 
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Time       string          `xml:"time,attr"`
-	Properties []junitProperty `xml:"properties>property,omitempty"`
-	Cases      []junitCase     `xml:"testcase"`
-}
-
-type junitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	ClassName string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Error     *junitMessage `xml:"error,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
 func writeJUnit(w io.Writer, rep Report) error {
-	s := junitSuite{
+	s := junit.Suite{
 		Name: "inorder check " + rep.Bootstrap,
-		Properties: []junitProperty{
-			{"bootstrap", rep.Bootstrap},
-			{"requests_per_property", fmt.Sprint(rep.Requests)},
-			{"topic", rep.Topic},
-			{"group", rep.Group},
+		Properties: []junit.Property{
+			{Name: "bootstrap", Value: rep.Bootstrap},
+			{Name: "requests_per_property", Value: fmt.Sprint(rep.Requests)},
+			{Name: "topic", Value: rep.Topic},
+			{Name: "group", Value: rep.Group},
 		},
 	}
 	var total float64
 	for _, p := range rep.Properties {
-		c := junitCase{Name: p.Name, ClassName: "inorder.check", Time: fmt.Sprintf("%.3f", p.Seconds)}
+		c := junit.Case{Name: p.Name, ClassName: "inorder.check", Time: fmt.Sprintf("%.3f", p.Seconds)}
 		total += p.Seconds
 		if p.Holds {
 			c.SystemOut = p.Evidence
 		} else {
-			s.Failures++
-			c.Failure = &junitMessage{Message: p.Evidence, Type: "ordering violation", Text: countsText(p.Counts)}
+			c.Failure = &junit.Message{Message: p.Evidence, Type: "ordering violation", Text: countsText(p.Counts)}
 		}
 		s.Cases = append(s.Cases, c)
 	}
 	if rep.Error != "" {
-		s.Errors++
-		s.Cases = append(s.Cases, junitCase{Name: "run", ClassName: "inorder.check", Time: "0",
-			Error: &junitMessage{Message: rep.Error, Type: "could not run"}})
+		s.Cases = append(s.Cases, junit.Case{Name: "run", ClassName: "inorder.check",
+			Error: &junit.Message{Message: rep.Error, Type: "could not run"}})
 	}
-	s.Tests = len(s.Cases)
 	s.Time = fmt.Sprintf("%.3f", total)
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(junitSuites{Suites: []junitSuite{s}}); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return junit.Write(w, s)
 }
 
 func countsText(counts map[string]int) string {

@@ -3,7 +3,9 @@ package cmd
 import (
 	"bytes"
 	"context"
-	"encoding/xml"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/inorder-proxy/inorder/internal/hostile"
+	"github.com/inorder-proxy/inorder/internal/junit"
+	"github.com/inorder-proxy/inorder/internal/pipeprobe"
+	"github.com/inorder-proxy/inorder/proxy"
 )
 
 // runCLI runs the command line to its end and returns its exit status and
@@ -80,16 +85,74 @@ func TestCheckJUnitThroughDev(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	var suites struct {
-		Suites []struct {
-			Tests    int `xml:"tests,attr"`
-			Failures int `xml:"failures,attr"`
-		} `xml:"testsuite"`
-	}
-	if err := xml.Unmarshal([]byte(out), &suites); err != nil {
+	suite, err := junit.Read([]byte(out))
+	if err != nil {
 		t.Fatalf("stdout is not JUnit XML: %v\n%s", err, out)
 	}
-	if len(suites.Suites) != 1 || suites.Suites[0].Tests != 5 || suites.Suites[0].Failures != 0 {
-		t.Fatalf("junit: %+v\n%s", suites, out)
+	if suite.Tests != 5 || suite.Failures != 0 {
+		t.Fatalf("junit: %+v\n%s", suite, out)
+	}
+}
+
+// TestServeVerifyFailOnViolation runs serve with --verify, --report and
+// --fail-on-violation in front of the reorderer: pipelined writes make it
+// reorder, and the process must exit with status 3 and a report saying so.
+func TestServeVerifyFailOnViolation(t *testing.T) {
+	r, err := hostile.NewReorderer(hostile.ReordererConfig{KfakeOpts: []kfake.Opt{kfake.SeedTopics(1, "t")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	report := filepath.Join(t.TempDir(), "verify.json")
+	addr, stop := start(t, "serve", "--listen", "127.0.0.1:0", "--upstream", r.Addr(), "--upstream-ordering", "connection",
+		"--verify", "--report", report, "--fail-on-violation", "--shutdown-grace", "1s")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := pipeprobe.ProducePipelined(ctx, addr, "t", 0, 300, pipeprobe.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	err = stop()
+	if code := exitCode(err); code != 3 {
+		t.Fatalf("exit status %d (%v), want 3; the reorderer reordered %d", code, err, r.Reordered())
+	}
+	raw, rerr := os.ReadFile(report)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var rep proxy.VerifyReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, raw)
+	}
+	if rep.Total() == 0 || rep.Requests["Produce"] != 300 || !strings.Contains(err.Error(), "violations") {
+		t.Fatalf("report %+v, error %v", rep, err)
+	}
+}
+
+// TestDevVerifyQuiet runs dev with --verify and a JUnit report: the check
+// passes through it, nothing is counted, and the exit status is 0.
+func TestDevVerifyQuiet(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "verify.xml")
+	addr, stop := start(t, "dev", "--listen", "127.0.0.1:0", "--data-dir", "", "--shutdown-grace", "1s",
+		"--verify", "--report", report, "--fail-on-violation")
+	if code, out, errOut := runCLI(t, "check", "--bootstrap", addr, "--requests", "100"); code != 0 {
+		t.Fatalf("check exit %d\n%s\n%s", code, out, errOut)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("dev exited with %v", err)
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite, err := junit.Read(raw)
+	if err != nil || suite.Tests != 4 || suite.Failures != 0 {
+		t.Fatalf("report: %v %+v\n%s", err, suite, raw)
+	}
+}
+
+func TestReportRequiresVerify(t *testing.T) {
+	code, _, errOut := runCLI(t, "serve", "--upstream", "127.0.0.1:1", "--report", "x.json")
+	if code != 1 || !strings.Contains(errOut, "requires verify") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }

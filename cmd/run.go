@@ -59,7 +59,13 @@ func logStopped(log *slog.Logger, s stopped, extra ...any) {
 
 // runProxy serves until ctx ends (SIGINT or SIGTERM), then drains for the
 // grace period. A signal before the proxy serves is a normal stop too.
-func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.Logger, out io.Writer, src reloadSource) (stopped, error) {
+func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.Logger, out io.Writer, src reloadSource) (_ stopped, err error) {
+	report, err := openReport(cfg)
+	if err != nil {
+		p.Close()
+		return stopped{}, err
+	}
+	defer func() { err = finishVerify(p, cfg, report, log, err) }()
 	stopAdmin, err := startAdmin(cfg, p, log, out)
 	if err != nil {
 		p.Close()

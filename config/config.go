@@ -106,6 +106,18 @@ type Config struct {
 	APIVersionCap VersionCaps
 
 	Security
+	// Verify watches the upstream's answers for ordering violations and
+	// counts them (responses out of request order, Produce base offsets
+	// out of write order, sequence number errors). False (the default)
+	// watches nothing and costs nothing.
+	Verify bool
+	// Report is the file the verifier's findings are written to at exit:
+	// JUnit XML when the name ends in .xml, JSON otherwise. Empty writes
+	// none. It requires Verify.
+	Report string
+	// FailOnViolation makes the process exit with status 3 at shutdown
+	// when the verifier saw any violation. It requires Verify.
+	FailOnViolation bool
 }
 
 // Default returns the configuration used when nothing is set.
@@ -226,6 +238,12 @@ func (c *Config) Validate() error {
 		if _, p, err := net.SplitHostPort(c.AdminListen); err != nil || p == "" {
 			return invalid("admin-listen", c.AdminListen, "is not HOST:PORT")
 		}
+	}
+	if c.Report != "" && !c.Verify {
+		return invalid("report", c.Report, "requires verify")
+	}
+	if c.FailOnViolation && !c.Verify {
+		return invalid("fail-on-violation", "true", "requires verify")
 	}
 	return c.validateSecurity()
 }

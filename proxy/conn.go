@@ -106,6 +106,8 @@ type conn struct {
 	halt     chan struct{}   // closed by die: budget waits give up
 	inFrame  atomic.Bool     // the client reader is inside a frame; see drain
 	haltOnce sync.Once
+
+	verify *connVerify // nil without --verify; see verify.go
 }
 
 func newConn(p *Proxy, nc net.Conn, t target) *conn {
@@ -114,6 +116,7 @@ func newConn(p *Proxy, nc net.Conn, t target) *conn {
 	c.cond.L = &c.mu
 	c.initLimits()
 	c.seq = ordering.New[*request](c.mode, cfg.MaxInFlight, cfg.MaxBufferedBytes)
+	c.verify = c.newVerify()
 	return c
 }
 

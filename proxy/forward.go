@@ -116,6 +116,9 @@ func (c *conn) flush(byReader bool) {
 			}
 			frames = append(frames, r.frame)
 			wire.SetRequestCorrelation(r.frame.B, r.upCorr)
+			if c.verify != nil && r.upCorr != noCorrelation {
+				c.verify.sent(r)
+			}
 			bufs = append(bufs, r.frame.B)
 			stream = int64(r.stream)
 			if ch := &r.frameCharge; ch.n > 0 {

@@ -63,13 +63,16 @@ func BenchmarkForwardProduce(b *testing.B) {
 		name string
 		mode config.Ordering
 		opts []proxy.Option
+		mut  func(*config.Config)
 	}{
-		{"connection", config.OrderingConnection, nil},
-		{"connection-nosplice", config.OrderingConnection, []proxy.Option{proxy.WithoutSplice()}},
-		{"none", config.OrderingNone, nil},
+		{"connection", config.OrderingConnection, nil, nil},
+		{"connection-nosplice", config.OrderingConnection, []proxy.Option{proxy.WithoutSplice()}, nil},
+		{"none", config.OrderingNone, nil, nil},
+		// What --verify costs; without it the hooks are a nil check.
+		{"connection-verify", config.OrderingConnection, nil, verifyOn},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			p := startProxy(b, tc.mode, kc.ListenAddrs(), nil, tc.opts...)
+			p := startProxy(b, tc.mode, kc.ListenAddrs(), tc.mut, tc.opts...)
 			roundTrips(b, p.Addr())
 		})
 	}

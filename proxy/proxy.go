@@ -64,6 +64,7 @@ type Proxy struct {
 	log      *slog.Logger
 	versions func(int16) (int16, bool)
 	fixup    Fixup
+	verifier *Verifier // nil without --verify
 	noSplice bool
 	metrics  *metrics.Metrics // nil records nothing
 
@@ -114,6 +115,9 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 		o(p)
 	}
 	p.metrics.SetGaugeSource(p.gauges)
+	if cfg.Verify {
+		p.verifier = newVerifier(p.metrics)
+	}
 	host, _, _ := net.SplitHostPort(cfg.Listen)
 	p.listenHost = host
 	p.advHost = cfg.AdvertisedHost

@@ -97,6 +97,10 @@ func (c *conn) readUpstreamLoop() error {
 		if !known {
 			return fmt.Errorf("%w: %w %d", ErrUpstreamProtocol, errUnknownCorrelation, corr)
 		}
+		var sent uint64 // r's place in write order, for the verifier
+		if c.verify != nil {
+			sent = c.verify.answered(r)
+		}
 		if c.streamable(r, size) {
 			streamed, err := c.streamResponse(r, rd, &head, size)
 			if err != nil {
@@ -121,6 +125,9 @@ func (c *conn) readUpstreamLoop() error {
 			return c.upstreamReadError(err)
 		}
 		ch := charge{n: int64(cap(buf.B)), bulk: acct.bulk}
+		if c.verify != nil {
+			c.verify.inspect(r, buf.B, sent)
+		}
 		resp, err := c.response(r, buf)
 		if err != nil {
 			ch.release(c.p.budget)

@@ -1,0 +1,351 @@
+package proxy
+
+// This file holds the live-traffic verifier (--verify): it watches what
+// the upstream does with the requests that pass through and counts the
+// ordering violations it can see. The proxy delivers responses in order
+// whatever the verifier finds; the verifier only reports. Without
+// --verify, conn.verify is nil and the hooks (one in flush, two in the
+// upstream reader) cost a nil check each.
+
+import (
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/metrics"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// Bounds of what the verifier keeps.
+const (
+	// verifyExamples is how many examples of each kind a report keeps.
+	verifyExamples = 5
+	// verifyPartitions bounds the partitions one connection tracks for
+	// offset order; Produce to further partitions is checked for error
+	// codes only.
+	verifyPartitions = 4096
+	// verifyKeys is one past the highest API key counted by name.
+	verifyKeys = 128
+)
+
+// Verifier gathers what every connection's verifier saw. Its methods are
+// safe for concurrent use.
+type Verifier struct {
+	metrics *metrics.Metrics // nil records nothing
+
+	requests [verifyKeys + 1]atomic.Int64 // by API key; the last counts keys past the table
+
+	mu       sync.Mutex
+	counts   map[metrics.Violation]int64
+	examples map[metrics.Violation][]VerifyExample
+}
+
+// Verifier returns the proxy's verifier, or nil without --verify.
+func (p *Proxy) Verifier() *Verifier { return p.verifier }
+
+func newVerifier(m *metrics.Metrics) *Verifier {
+	return &Verifier{
+		metrics:  m,
+		counts:   make(map[metrics.Violation]int64),
+		examples: make(map[metrics.Violation][]VerifyExample),
+	}
+}
+
+// VerifyExample is one violation as the verifier saw it.
+type VerifyExample struct {
+	Kind     metrics.Violation `json:"kind"`
+	Client   string            `json:"client"`   // the client's address
+	Upstream string            `json:"upstream"` // the upstream connection's address
+	API      string            `json:"api"`
+	// ClientCorrelation and UpstreamCorrelation identify the request
+	// whose response showed the violation.
+	ClientCorrelation   int32 `json:"client_correlation_id"`
+	UpstreamCorrelation int32 `json:"upstream_correlation_id"`
+	// OtherCorrelation is the upstream correlation id of the other
+	// request involved: the earlier one still unanswered, or the Produce
+	// whose base offset conflicts.
+	OtherCorrelation int32 `json:"other_upstream_correlation_id,omitempty"`
+	// Partition is set for the kinds about one partition.
+	Partition *VerifyPartition `json:"partition,omitempty"`
+	Detail    string           `json:"detail"`
+}
+
+// VerifyPartition names the partition of a violation and its offsets.
+type VerifyPartition struct {
+	Topic      string `json:"topic"` // the name, or the topic id in hex
+	Partition  int32  `json:"partition"`
+	BaseOffset int64  `json:"base_offset"`
+	// OtherBaseOffset is the base offset of the conflicting Produce.
+	OtherBaseOffset int64 `json:"other_base_offset"`
+}
+
+func (v *Verifier) record(e VerifyExample) {
+	v.metrics.Violation(e.Kind)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.counts[e.Kind]++
+	if len(v.examples[e.Kind]) < verifyExamples {
+		v.examples[e.Kind] = append(v.examples[e.Kind], e)
+	}
+}
+
+// Violations returns the violations seen so far, of every kind.
+func (v *Verifier) Violations() int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var n int64
+	for _, c := range v.counts {
+		n += c
+	}
+	return n
+}
+
+// VerifyReport is what a Verifier saw, for --report.
+type VerifyReport struct {
+	// Requests counts the requests forwarded upstream by API name.
+	Requests   map[string]int64 `json:"requests"`
+	Violations []VerifyKind     `json:"violations"`
+}
+
+// VerifyKind is one kind of violation: how many, and the first few.
+type VerifyKind struct {
+	Kind     metrics.Violation `json:"kind"`
+	Count    int64             `json:"count"`
+	Examples []VerifyExample   `json:"examples"`
+}
+
+// Total returns the violations of every kind.
+func (r VerifyReport) Total() int64 {
+	var n int64
+	for _, k := range r.Violations {
+		n += k.Count
+	}
+	return n
+}
+
+// Report returns what was seen so far. Every kind is listed, with a zero
+// count if it was never seen, so that a report says what was watched.
+func (v *Verifier) Report() VerifyReport {
+	r := VerifyReport{Requests: make(map[string]int64)}
+	for key := range v.requests {
+		n := v.requests[key].Load()
+		if n == 0 {
+			continue
+		}
+		name := "other"
+		if key < verifyKeys {
+			if name = kmsg.NameForKey(int16(key)); name == "" {
+				name = "key " + strconv.Itoa(key)
+			}
+		}
+		r.Requests[name] += n
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, k := range VerifiedKinds {
+		r.Violations = append(r.Violations, VerifyKind{Kind: k, Count: v.counts[k], Examples: slices.Clone(v.examples[k])})
+	}
+	return r
+}
+
+// VerifiedKinds are the violations the verifier looks for.
+var VerifiedKinds = []metrics.Violation{
+	metrics.ViolationOutOfOrderResponse,
+	metrics.ViolationOffsetRegression,
+	metrics.ViolationOutOfOrderSequence,
+	metrics.ViolationDuplicateSequence,
+}
+
+// connVerify is one connection's verifier. The flusher calls sent under
+// the connection's lock, in the order requests are written upstream; the
+// upstream reader calls answered. Its own lock serialises the two.
+type connVerify struct {
+	v      *Verifier
+	client string
+	c      *conn
+
+	mu      sync.Mutex
+	next    uint64        // send index of the next request written
+	pending []sentRequest // written and unanswered, in send order
+	parts   map[string]*partOrder
+}
+
+// unsent is the write order answered gives a request it never saw written.
+const unsent = ^uint64(0)
+
+// sentRequest is a request written upstream and not yet answered.
+type sentRequest struct {
+	idx  uint64
+	corr int32
+}
+
+// partOrder holds, for one partition, the base offsets of answered Produce
+// requests by send index, sorted. Entries older than every unanswered
+// request are pruned to the newest of them, which is all a later answer
+// can be compared with.
+type partOrder struct {
+	entries []offsetAt
+}
+
+type offsetAt struct {
+	idx  uint64
+	off  int64
+	corr int32
+}
+
+func (c *conn) newVerify() *connVerify {
+	if c.p.verifier == nil {
+		return nil
+	}
+	return &connVerify{v: c.p.verifier, client: c.client.RemoteAddr().String(), c: c}
+}
+
+// sent records r as written upstream next.
+func (cv *connVerify) sent(r *request) {
+	key := int(r.hdr.Key)
+	if key < 0 || key >= verifyKeys {
+		key = verifyKeys
+	}
+	cv.v.requests[key].Add(1)
+	cv.mu.Lock()
+	cv.pending = append(cv.pending, sentRequest{idx: cv.next, corr: r.upCorr})
+	cv.next++
+	cv.mu.Unlock()
+}
+
+// answered checks the order of the upstream's response to r and returns
+// r's place in write order, for inspect.
+func (cv *connVerify) answered(r *request) uint64 {
+	cv.mu.Lock()
+	i := slices.IndexFunc(cv.pending, func(s sentRequest) bool { return s.corr == r.upCorr })
+	if i < 0 {
+		cv.mu.Unlock()
+		return unsent
+	}
+	me := cv.pending[i]
+	earlier := cv.pending[0].corr
+	cv.pending = slices.Delete(cv.pending, i, i+1)
+	cv.mu.Unlock()
+	if i > 0 {
+		cv.v.record(cv.example(metrics.ViolationOutOfOrderResponse, r, VerifyExample{
+			OtherCorrelation: earlier,
+			Detail:           fmt.Sprintf("answered while upstream correlation id %d, written earlier, was not", earlier),
+		}))
+	}
+	return me.idx
+}
+
+// inspect checks the body of the upstream's response to r, read whole;
+// sent is r's place in write order.
+func (cv *connVerify) inspect(r *request, frame []byte, sent uint64) {
+	if r.hdr.Key == keyProduce && sent != unsent {
+		cv.produce(r, frame, sent)
+	}
+}
+
+func (cv *connVerify) example(kind metrics.Violation, r *request, e VerifyExample) VerifyExample {
+	e.Kind = kind
+	e.Client = cv.client
+	if up := cv.c.up; up != nil {
+		e.Upstream = up.RemoteAddr().String()
+	}
+	e.API = kmsg.NameForKey(r.hdr.Key)
+	e.ClientCorrelation = r.hdr.Correlation
+	e.UpstreamCorrelation = r.upCorr
+	return e
+}
+
+// produce checks a Produce response's error codes and base offsets.
+func (cv *connVerify) produce(r *request, frame []byte, idx uint64) {
+	off, err := wire.ResponseBody(frame, r.hdr.ResponseFlexible())
+	if err != nil {
+		return // the upstream reader reports a malformed frame
+	}
+	resp := kmsg.ProduceResponse{Version: r.hdr.Version}
+	if err := resp.ReadFrom(frame[off:]); err != nil {
+		return
+	}
+	for _, t := range resp.Topics {
+		topic := t.Topic
+		if topic == "" {
+			topic = hex.EncodeToString(t.TopicID[:])
+		}
+		for _, p := range t.Partitions {
+			switch p.ErrorCode {
+			case kerr.OutOfOrderSequenceNumber.Code:
+				cv.v.record(cv.example(metrics.ViolationOutOfOrderSequence, r, VerifyExample{
+					Partition: &VerifyPartition{Topic: topic, Partition: p.Partition, BaseOffset: -1, OtherBaseOffset: -1},
+					Detail:    "the upstream answered OUT_OF_ORDER_SEQUENCE_NUMBER"}))
+			case kerr.DuplicateSequenceNumber.Code:
+				cv.v.record(cv.example(metrics.ViolationDuplicateSequence, r, VerifyExample{
+					Partition: &VerifyPartition{Topic: topic, Partition: p.Partition, BaseOffset: -1, OtherBaseOffset: -1},
+					Detail:    "the upstream answered DUPLICATE_SEQUENCE_NUMBER"}))
+			case 0:
+				if p.BaseOffset >= 0 {
+					cv.offset(r, topic, p.Partition, offsetAt{idx: idx, off: p.BaseOffset, corr: r.upCorr})
+				}
+			}
+		}
+	}
+}
+
+// offset places an answered Produce's base offset among the others to the
+// same partition: a request written earlier must have a lower offset, one
+// written later a higher one.
+func (cv *connVerify) offset(r *request, topic string, partition int32, at offsetAt) {
+	key := topic + "\x00" + strconv.Itoa(int(partition))
+	cv.mu.Lock()
+	po := cv.parts[key]
+	if po == nil {
+		if len(cv.parts) >= verifyPartitions {
+			cv.mu.Unlock()
+			return
+		}
+		if cv.parts == nil {
+			cv.parts = make(map[string]*partOrder)
+		}
+		po = &partOrder{}
+		cv.parts[key] = po
+	}
+	i := sort.Search(len(po.entries), func(i int) bool { return po.entries[i].idx > at.idx })
+	var bad *offsetAt
+	switch {
+	case i > 0 && po.entries[i-1].off >= at.off:
+		e := po.entries[i-1]
+		bad = &e
+	case i < len(po.entries) && po.entries[i].off <= at.off:
+		e := po.entries[i]
+		bad = &e
+	}
+	po.entries = slices.Insert(po.entries, i, at)
+	// Every request before the oldest unanswered one is answered: of
+	// those, only the newest can still be compared with.
+	oldest := cv.next
+	if len(cv.pending) > 0 {
+		oldest = cv.pending[0].idx
+	}
+	settled := sort.Search(len(po.entries), func(i int) bool { return po.entries[i].idx >= oldest })
+	if settled > 1 {
+		po.entries = slices.Delete(po.entries, 0, settled-1)
+	}
+	cv.mu.Unlock()
+	if bad == nil {
+		return
+	}
+	detail := fmt.Sprintf("base offset %d, but a Produce written earlier (upstream correlation id %d) got %d", at.off, bad.corr, bad.off)
+	if bad.idx > at.idx {
+		detail = fmt.Sprintf("base offset %d, but a Produce written later (upstream correlation id %d) got %d", at.off, bad.corr, bad.off)
+	}
+	cv.v.record(cv.example(metrics.ViolationOffsetRegression, r, VerifyExample{
+		OtherCorrelation: bad.corr,
+		Partition:        &VerifyPartition{Topic: topic, Partition: partition, BaseOffset: at.off, OtherBaseOffset: bad.off},
+		Detail:           detail,
+	}))
+}
