@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strconv"
@@ -37,6 +38,9 @@ type BrokerConfig struct {
 	// RecordBytes is the value size of a Synthetic broker's records. Zero
 	// means 1024. Their bytes are random so that no codec shrinks them.
 	RecordBytes int
+	// TLS, when set, makes the broker's listener speak TLS. Nil is
+	// plaintext.
+	TLS *tls.Config
 	// Topics are created at start, each with its number of partitions.
 	// Others can be created with CreateTopics, as the load generator does.
 	Topics map[string]int32
@@ -77,6 +81,9 @@ func NewBroker(cfg BrokerConfig) (*Broker, error) {
 	case Plain:
 	default:
 		return nil, fmt.Errorf("bench: broker kind %q is not %s, %s or %s", cfg.Kind, Blackhole, Synthetic, Plain)
+	}
+	if cfg.TLS != nil {
+		opts = append(opts, kfake.TLS(cfg.TLS))
 	}
 	for t, n := range cfg.Topics {
 		opts = append(opts, kfake.SeedTopics(n, t))

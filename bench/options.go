@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,18 @@ type Target struct {
 	Name string
 	// Addr is a bootstrap host:port; several may be joined by commas.
 	Addr string
+	// TLS, when set, makes the client dial the target with TLS. Nil is
+	// plaintext.
+	TLS *tls.Config
+}
+
+// clientOpts are the options every client of t needs.
+func (t Target) clientOpts() []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(splitAddrs(t.Addr)...)}
+	if t.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(t.TLS))
+	}
+	return opts
 }
 
 // ParseTarget reads "name=host:port" or a bare "host:port".

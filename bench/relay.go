@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -20,6 +21,10 @@ type Relay struct {
 	// bufSize, when positive, copies through a buffer of this size with
 	// plain reads and writes instead of letting io.Copy splice.
 	bufSize int
+	// listenTLS and dialTLS, when set, terminate TLS from clients and
+	// originate it to the target: the floor for a proxy that speaks TLS
+	// on both sides.
+	listenTLS, dialTLS *tls.Config
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -44,6 +49,16 @@ func (r *Relay) SetBuffer(size int) { r.bufSize = size }
 
 func newRelayOn(ln net.Listener, target string) *Relay {
 	return &Relay{ln: ln, target: target, conns: make(map[net.Conn]struct{})}
+}
+
+// SetTLS makes the relay accept TLS with listen and dial its target with
+// TLS configured by dial; either may be nil for plaintext. Call it before
+// Serve.
+func (r *Relay) SetTLS(listen, dial *tls.Config) {
+	r.listenTLS, r.dialTLS = listen, dial
+	if listen != nil {
+		r.ln = tls.NewListener(r.ln, listen)
+	}
 }
 
 // Addr is the address clients connect to.
@@ -113,6 +128,9 @@ func (r *Relay) relayConn(client net.Conn) {
 	upstream, err := net.Dial("tcp", r.target)
 	if err != nil {
 		return
+	}
+	if r.dialTLS != nil {
+		upstream = tls.Client(upstream, r.dialTLS)
 	}
 	if !r.track(upstream, false) {
 		upstream.Close()

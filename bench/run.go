@@ -184,14 +184,13 @@ type inflight struct {
 // runOnce runs the workload once against t; it sets *created when it
 // created the topic.
 func runOnce(ctx context.Context, o Options, t Target, p *payload, round int, created *bool) (Sample, error) {
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(splitAddrs(t.Addr)...),
+	opts := append(t.clientOpts(),
 		kgo.DefaultProduceTopic(o.Topic),
 		kgo.ProducerLinger(o.Linger),
 		kgo.ProducerBatchCompression(mustCodec(o.Compression)),
 		kgo.FetchMaxBytes(o.FetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(o.FetchMaxBytes),
-	}
+	)
 	switch o.Acks {
 	case -1:
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -461,7 +460,7 @@ func deleteCreated(o Options, created []bool) error {
 func deleteTopic(t Target, topic string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitAddrs(t.Addr)...))
+	cl, err := kgo.NewClient(t.clientOpts()...)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@
 #   GO=go                               the Go toolchain
 #   INORDER_BIN                         measure this inorder binary instead of building one
 #   KAFKA_PROXY_BIN                     also measure grepplabs/kafka-proxy, the nearest peer, from this binary
+#   TLS_BENCH=1                         also measure TLS through inorder (bench/tls.sh), appended to OUT
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -427,4 +428,8 @@ EOF
 	fi
 } >"$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
+if [ "${TLS_BENCH:-1}" = 1 ]; then
+	log "measuring TLS (bench/tls.sh)"
+	{ echo; INORDER_BIN=$BIN ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP GO=$GO bash "$ROOT/bench/tls.sh"; } >>"$OUT"
+fi
 log "wrote $OUT"

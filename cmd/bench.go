@@ -2,11 +2,14 @@ package cmd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/inorder-proxy/inorder/bench"
+	"github.com/inorder-proxy/inorder/tlsconf"
 	"github.com/spf13/cobra"
 )
 
@@ -17,6 +20,8 @@ func newBenchCommand() *cobra.Command {
 		ratioTo   []string
 		cpuPIDs   map[string]int
 		quiet     bool
+		tlsCA     string
+		tlsNames  []string
 	)
 	o := bench.Default()
 	c := &cobra.Command{
@@ -52,6 +57,9 @@ repeated runs do not fill the broker's disk.`,
 					return err
 				}
 				opts.Targets = append(opts.Targets, t)
+			}
+			if err := benchTLS(opts.Targets, tlsNames, tlsCA); err != nil {
+				return err
 			}
 			opts.RatioTo = ratioTo
 			opts.CPUPIDs = cpuPIDs
@@ -91,6 +99,8 @@ repeated runs do not fill the broker's disk.`,
 	f.Int32Var(&o.FetchMaxBytes, "fetch-max-bytes", 1<<20, "bytes per fetch response and per partition")
 	f.StringVar(&o.Format, "format", o.Format, "report format: text or markdown")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")
+	f.StringArrayVar(&tlsNames, "tls", nil, "dial the target of this NAME with TLS (repeatable)")
+	f.StringVar(&tlsCA, "tls-ca", "", "PEM CAs that verify the targets named by --tls (default: the system roots)")
 
 	c.AddCommand(newBenchBrokerCommand(), newBenchRelayCommand(), newBenchConnsCommand())
 	return c
@@ -98,9 +108,10 @@ repeated runs do not fill the broker's disk.`,
 
 func newBenchBrokerCommand() *cobra.Command {
 	var (
-		cfg     bench.BrokerConfig
-		kind    string
-		timeout time.Duration
+		cfg             bench.BrokerConfig
+		kind            string
+		timeout         time.Duration
+		tlsCert, tlsKey string
 	)
 	c := &cobra.Command{
 		Use:   "broker",
@@ -113,6 +124,13 @@ that a relay in front of it is never bypassed.`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cfg := cfg
 			cfg.Kind = bench.BrokerKind(kind)
+			if tlsCert != "" {
+				pair, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
+				if err != nil {
+					return err
+				}
+				cfg.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+			}
 			b, err := bench.NewBroker(cfg)
 			if err != nil {
 				return err
@@ -127,15 +145,19 @@ that a relay in front of it is never bypassed.`,
 	f.IntVar(&cfg.Port, "port", 0, "port on 127.0.0.1 (0: any free port)")
 	f.StringVar(&cfg.Advertise, "advertise", "", "IP:PORT to hand out in metadata instead of the broker's own")
 	f.IntVar(&cfg.RecordBytes, "record-size", 1024, "value size of synthetic records")
+	f.StringVar(&tlsCert, "tls-cert", "", "PEM certificate: the broker speaks TLS")
+	f.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.DurationVar(&timeout, "timeout", time.Hour, "exit after this long")
 	return c
 }
 
 func newBenchRelayCommand() *cobra.Command {
 	var (
-		listen, to string
-		timeout    time.Duration
-		buffer     int
+		listen, to      string
+		timeout         time.Duration
+		buffer          int
+		tlsCert, tlsKey string
+		toCA            string
 	)
 	c := &cobra.Command{
 		Use:   "relay",
@@ -147,6 +169,10 @@ func newBenchRelayCommand() *cobra.Command {
 				return err
 			}
 			r.SetBuffer(buffer)
+			if err := relayTLS(r, to, tlsCert, tlsKey, toCA); err != nil {
+				r.Close()
+				return err
+			}
 			errc := make(chan error, 1)
 			go func() { errc <- r.Serve() }()
 			fmt.Fprintln(c.OutOrStdout(), "relaying", r.Addr(), "to", to)
@@ -162,6 +188,9 @@ func newBenchRelayCommand() *cobra.Command {
 	f.StringVar(&listen, "listen", "127.0.0.1:0", "address to accept on")
 	f.StringVar(&to, "to", "", "address to relay to")
 	f.IntVar(&buffer, "buffer", 0, "copy through a buffer of this many bytes with read and write (0: let io.Copy splice)")
+	f.StringVar(&tlsCert, "tls-cert", "", "PEM certificate: accept TLS from clients")
+	f.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.StringVar(&toCA, "to-tls-ca", "", "dial --to with TLS, verified with these PEM CAs")
 	f.DurationVar(&timeout, "timeout", time.Hour, "exit after this long")
 	_ = c.MarkFlagRequired("to")
 	return c
@@ -253,4 +282,50 @@ func sleepFor(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// benchTLS makes the targets named in names dial with TLS verified by ca
+// (the system roots if empty).
+func benchTLS(targets []bench.Target, names []string, ca string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	cfg, err := tlsconf.Upstream(tlsconf.UpstreamOptions{CA: ca})
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		found := false
+		for i := range targets {
+			if targets[i].Name == n {
+				targets[i].TLS, found = cfg, true
+			}
+		}
+		if !found {
+			return fmt.Errorf("--tls %s: no target has that name", n)
+		}
+	}
+	return nil
+}
+
+// relayTLS sets the relay's TLS on either side, as its flags ask.
+func relayTLS(r *bench.Relay, to, cert, key, toCA string) error {
+	var listen, dial *tls.Config
+	if cert != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return err
+		}
+		listen = &tls.Config{Certificates: []tls.Certificate{pair}}
+	}
+	if toCA != "" {
+		cfg, err := tlsconf.Upstream(tlsconf.UpstreamOptions{CA: toCA})
+		if err != nil {
+			return err
+		}
+		host, _, _ := net.SplitHostPort(to)
+		dial = tlsconf.ForHost(cfg, host)
+	}
+	r.SetTLS(listen, dial)
+	return nil
 }

@@ -192,6 +192,9 @@ func (c *conn) relayRawSASL(mech string) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	for i := 0; i < rounds; i++ {
+		// A token has the read timeout of a request, and the idle
+		// timeout does not apply: the exchange is in progress.
+		c.setReadDeadline(c.lim.read)
 		tok, err := readToken(c.client)
 		if err != nil {
 			return fmt.Errorf("%w: client SASL token: %v", ErrBadRequest, err)
