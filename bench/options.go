@@ -92,7 +92,10 @@ type Options struct {
 	// Warmup. Ignored when Records is set.
 	Duration time.Duration
 	// Warmup is run, unmeasured, before each measurement so that
-	// connections, buffers and the heap are in their steady state.
+	// connections, buffers and the heap are in their steady state. The
+	// measurement also waits, at most 30 s longer, until the target has
+	// moved its first record, so a slow start is never measured as a
+	// target that moves nothing.
 	Warmup time.Duration
 	// Records, when positive, produces exactly this many records per
 	// target per round, measured from the first send to the last ack,

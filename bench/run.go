@@ -156,6 +156,10 @@ func (p *payload) value() []byte {
 // counters are shared between the driving goroutine, kgo's promise
 // goroutines and the progress ticker.
 type counters struct {
+	// flowing closes when the target moves its first record, measured or
+	// not; see waitFlowing.
+	flowing       chan struct{}
+	flowOnce      sync.Once
 	measuring     atomic.Bool
 	produced      atomic.Int64
 	producedBytes atomic.Int64
@@ -164,6 +168,30 @@ type counters struct {
 	consumed      atomic.Int64
 	consumedBytes atomic.Int64
 	lat           Hist
+}
+
+func (c *counters) flowed() {
+	c.flowOnce.Do(func() { close(c.flowing) })
+}
+
+// flowWait bounds how long, past the warmup, a round waits for a target to
+// move its first record before measuring anyway.
+const flowWait = 30 * time.Second
+
+// waitFlowing returns once the target has moved a record, or flowWait
+// has passed, so that a slow start (a loaded machine, a consumer still
+// finding its offsets) is spent warming up rather than measured as a
+// target that moves nothing. It reports false if ctx ended.
+func (c *counters) waitFlowing(ctx context.Context) bool {
+	t := time.NewTimer(flowWait)
+	defer t.Stop()
+	select {
+	case <-c.flowing:
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	}
+	return true
 }
 
 func (c *counters) fail(err error) {
@@ -223,11 +251,14 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int, cr
 		cl.AddConsumeTopics(o.Topic)
 	}
 
-	var c counters
+	c := counters{flowing: make(chan struct{})}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	promise := func(r *kgo.Record, err error) {
 		f := r.Context.(*inflight)
+		if err == nil {
+			c.flowed()
+		}
 		if c.measuring.Load() {
 			if err != nil {
 				c.fail(err)
@@ -262,7 +293,7 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int, cr
 			consumeLoop(runCtx, cl, &c)
 		}()
 	}
-	if !sleepCtx(ctx, o.Warmup) {
+	if !sleepCtx(ctx, o.Warmup) || !c.waitFlowing(ctx) {
 		return Sample{}, ctx.Err()
 	}
 	pid := o.CPUPIDs[t.label()]
@@ -361,6 +392,9 @@ func produceLoop(ctx context.Context, cl *kgo.Client, o Options, p *payload, pro
 func consumeLoop(ctx context.Context, cl *kgo.Client, c *counters) {
 	for ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
+		if fs.NumRecords() > 0 {
+			c.flowed()
+		}
 		if !c.measuring.Load() {
 			continue
 		}
