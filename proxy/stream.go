@@ -61,6 +61,15 @@ func (c *conn) streamResponse(r *request, rd *bufio.Reader, head *[8]byte, size 
 	if !next {
 		return false, nil
 	}
+	// The chunk is charged to the memory budget like any frame, but
+	// without waiting: memory is freed by deliveries, which wait for wmu,
+	// held here. Short of memory, the response takes the buffered path,
+	// which waits outside wmu.
+	n := wire.Cap(int(min(int64(size)-4, streamChunk)))
+	if !c.p.budget.TryReserve(int64(n), true) {
+		return false, nil
+	}
+	defer c.p.budget.Release(int64(n), true)
 	wire.SetResponseCorrelation(head[:], r.hdr.Correlation)
 	rest := int64(size) - 4
 	// The upstream reader's buffer may already hold the start of the body.
