@@ -15,9 +15,15 @@
 # Backends: kafka          Apache Kafka (3-node KRaft by default) behind `inorder serve`
 #           kafka-ordered  same, with --upstream-ordering connection
 #           dev            `inorder dev` (embedded kfake, 3 brokers)
+#           proxy-auth     secured Kafka (SASL_SSL, testenv/kafka secure modes); clients
+#                          plaintext without credentials, the proxy uses TLS and SCRAM upstream
+#           pass-through   secured Kafka; clients TLS to the proxy with their own SCRAM
+#                          credentials, the proxy uses TLS upstream
 #           direct         Apache Kafka without the proxy (baseline; no address check)
+#           secure-direct  secured Kafka without the proxy (baseline of the two secure columns)
 # Environment: COMPAT_CLIENTS, COMPAT_BACKENDS (comma lists), KAFKA_MODE
-# (cluster|single, default cluster), COMPAT_ROW_TIMEOUT (s, default 180),
+# (cluster|single, default cluster; the secure columns use secure-cluster or
+# secure), COMPAT_ROW_TIMEOUT (s, default 180),
 # COMPAT_BUDGET (s for the whole run, default 1380; later rows fail as not run),
 # COMPAT_MATRIX_FILE (default compat/results/MATRIX.md for a full run, else
 # compat/results/MATRIX-partial.md), COMPAT_PUBLISH, INORDER_CACHE, KAFKA_VERSION.
@@ -29,7 +35,8 @@ INORDER_CACHE="${INORDER_CACHE:-$HOME/.cache/inorder}"
 export INORDER_CACHE
 ALL_CLIENTS="java java848 kgo sarama kafkago confluent kafkapython kafkajs kcat"
 CLIENTS="${COMPAT_CLIENTS:-$ALL_CLIENTS}"
-BACKENDS="${COMPAT_BACKENDS:-kafka kafka-ordered dev}"
+DEFAULT_BACKENDS="kafka kafka-ordered dev proxy-auth pass-through"
+BACKENDS="${COMPAT_BACKENDS:-$DEFAULT_BACKENDS}"
 KAFKA_MODE="${KAFKA_MODE:-cluster}"
 ROW_TIMEOUT="${COMPAT_ROW_TIMEOUT:-180}"
 # Whole-run budget: rows not started by then are failed as "not run".
@@ -49,33 +56,46 @@ while getopts "c:b:m:ph" o; do
     b) BACKENDS="${OPTARG//,/ }" ;;
     m) KAFKA_MODE="$OPTARG" ;;
     p) PUBLISH=1 ;;
-    *) sed -n "2,23p" "$0"; exit 2 ;;
+    *) sed -n "2,28p" "$0"; exit 2 ;;
   esac
 done
 CLIENTS="${CLIENTS//,/ }"; BACKENDS="${BACKENDS//,/ }"
 # Only a full run (every client, the default backends) may be published.
 FULL=1
-if [ "$(echo $CLIENTS)" != "$ALL_CLIENTS" ] || [ "$(echo $BACKENDS)" != "kafka kafka-ordered dev" ] || [ "$KAFKA_MODE" != cluster ]; then
+if [ "$(echo $CLIENTS)" != "$ALL_CLIENTS" ] || [ "$(echo $BACKENDS)" != "$DEFAULT_BACKENDS" ] || [ "$KAFKA_MODE" != cluster ]; then
   FULL=""
   [ -n "${COMPAT_MATRIX_FILE:-}" ] || MATRIX="$RESULTS/MATRIX-partial.md"
 fi
 for c in $CLIENTS; do case " $ALL_CLIENTS " in *" $c "*) ;; *) echo "unknown client $c"; exit 2 ;; esac; done
-for b in $BACKENDS; do case "$b" in kafka|kafka-ordered|dev|direct) ;; *) echo "unknown backend $b"; exit 2 ;; esac; done
+for b in $BACKENDS; do case "$b" in kafka|kafka-ordered|dev|direct|proxy-auth|pass-through|secure-direct) ;; *) echo "unknown backend $b"; exit 2 ;; esac; done
+case "$KAFKA_MODE" in cluster|single) ;; *) echo "unknown Kafka mode $KAFKA_MODE (cluster|single)"; exit 2 ;; esac
+# The secured Kafka of the secure columns (testenv/kafka secure modes).
+SECURE_MODE=$([ "$KAFKA_MODE" = cluster ] && echo secure-cluster || echo secure)
 
 . "$ROOT/testenv/kafka/lib.sh"
 
 log() { printf '[matrix %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 has() { case " $CLIENTS " in *" $1 "*) return 0 ;; esac; return 1; }
-needs_kafka() { case " $BACKENDS " in *" kafka "*|*" kafka-ordered "*|*" direct "*) return 0 ;; esac; return 1; }
+needs_kafka() { case " $BACKENDS " in *" kafka "*|*" kafka-ordered "*|*" direct "*|*" proxy-auth "*|*" pass-through "*|*" secure-direct "*) return 0 ;; esac; return 1; }
+# backend_mode BACKEND: the testenv/kafka mode behind it (none for dev)
+backend_mode() {
+  case "$1" in
+    kafka|kafka-ordered|direct) echo "$KAFKA_MODE" ;;
+    proxy-auth|pass-through|secure-direct) echo "$SECURE_MODE" ;;
+  esac
+}
 
 mkdir -p "$RESULTS"
 RUN_ID="$(date +%H%M%S)$$"
-PROXY_PID=""; KAFKA_UP=""
+PROXY_PID=""; KAFKA_UP="" # KAFKA_UP: the testenv/kafka mode this run started
 TIMINGS=()
+stop_kafka() {
+  [ -n "$KAFKA_UP" ] && "$ROOT/testenv/kafka/stop.sh" "$KAFKA_UP" >/dev/null 2>&1
+  KAFKA_UP=""
+}
 cleanup() {
   stop_proxy
-  [ -n "$KAFKA_UP" ] && "$ROOT/testenv/kafka/stop.sh" "$KAFKA_MODE" >/dev/null 2>&1
-  KAFKA_UP=""
+  stop_kafka
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -155,13 +175,34 @@ stop_proxy() {
   wait "$PROXY_PID" 2>/dev/null
   PROXY_PID=""
 }
-start_kafka() {
-  [ -n "$KAFKA_UP" ] && return 0
-  if KAFKA_BOOT="$("$ROOT/testenv/kafka/start.sh" "$KAFKA_MODE" 2>"$RESULTS/kafka-start.log")"; then
-    KAFKA_UP=1
+start_kafka() { # MODE: one Kafka at a time (two clusters would share 2 cores)
+  [ "$KAFKA_UP" = "$1" ] && return 0
+  stop_kafka
+  if KAFKA_BOOT="$("$ROOT/testenv/kafka/start.sh" "$1" 2>"$RESULTS/kafka-start-$1.log")"; then
+    KAFKA_UP=$1
   else
-    cat "$RESULTS/kafka-start.log" >&2; return 1
+    cat "$RESULTS/kafka-start-$1.log" >&2; return 1
   fi
+}
+# Secure columns: the testenv's CA, certificates and passwords.
+secrets_dir() { echo "$KAFKA_RUN_DIR/$SECURE_MODE/secrets"; }
+# secure_env CLIENT BACKEND -> SECENV (env assignments for the client)
+secure_env() {
+  local s mech
+  s="$(secrets_dir)"
+  SECENV=(); SECNOTE=""
+  case "$2" in pass-through|secure-direct) ;; *) return 0 ;; esac
+  # Both SCRAM mechanisms are covered: each client uses one.
+  case "$1" in
+    java|kgo|kafkago|kafkapython) mech=SCRAM-SHA-512 ;;
+    java848|sarama|confluent|kafkajs) mech=SCRAM-SHA-256 ;;
+    kcat) mech=PLAIN
+      SECNOTE="sasl: kcat's librdkafka (2.0.2, Debian) fails SCRAM against Kafka 4.x (a nonce bug fixed in librdkafka 2.6.1), so kcat uses PLAIN over TLS" ;;
+  esac
+  SECENV=(COMPAT_TLS_CA="$s/ca.crt" COMPAT_SASL_MECHANISM="$mech" COMPAT_SASL_USERNAME=client
+    COMPAT_SASL_PASSWORD="$(cat "$s/client.password")")
+  # The legacy flow (SaslHandshake v0, raw tokens) from the clients that can send it.
+  case "$1" in kafkapython|sarama) SECENV+=(COMPAT_SASL_HANDSHAKE=v0) ;; esac
 }
 # start_backend NAME: sets BOOT, EXPECT, RF; the proxy log is $RESULTS/proxy-NAME.log
 start_backend() {
@@ -169,13 +210,31 @@ start_backend() {
   PROXYLOG="$RESULTS/proxy-$b.log"; : >"$PROXYLOG"
   # Leader moves (Java and Go workloads) need the 3-node Kafka cluster.
   LEADER_MOVE=""; AUTO_CREATE=""
-  case "$b" in kafka|kafka-ordered|direct) [ "$KAFKA_MODE" = cluster ] && LEADER_MOVE=1 ;; esac
+  [ "$b" != dev ] && [ "$KAFKA_MODE" = cluster ] && LEADER_MOVE=1
+  local s; s="$(secrets_dir)"
   case "$b" in
-    direct)
-      start_kafka || return 1
+    direct|secure-direct)
+      start_kafka "$(backend_mode "$b")" || return 1
       BOOT="$KAFKA_BOOT"; EXPECT="-"; RF=$([ "$KAFKA_MODE" = cluster ] && echo 3 || echo 1) ;;
+    proxy-auth|pass-through)
+      start_kafka "$SECURE_MODE" || return 1
+      port=$([ "$b" = proxy-auth ] && echo 21500 || echo 21600)
+      [ "$KAFKA_MODE" = single ] && port=$((port + 200))
+      local sec=(--upstream-tls --upstream-tls-ca "$s/ca.crt")
+      if [ "$b" = proxy-auth ]; then
+        sec+=(--upstream-sasl-mechanism SCRAM-SHA-512 --upstream-sasl-username inorder
+          --upstream-sasl-password-file "$s/inorder.password")
+      else
+        # the broker's certificate (SANs 127.0.0.1, localhost) serves the proxy's listeners too
+        sec+=(--tls-cert "$s/broker.crt" --tls-key "$s/broker.key")
+      fi
+      "$BIN/inorder" serve --listen "127.0.0.1:$port" --upstream "$KAFKA_BOOT" "${sec[@]}" >"$PROXYLOG" 2>&1 &
+      PROXY_PID=$!
+      BOOT="127.0.0.1:$port"; EXPECT="127.0.0.1:$port"
+      for n in $(mode_nodes "$SECURE_MODE"); do EXPECT="$EXPECT,127.0.0.1:$((port + 1 + n))"; done
+      RF=$([ "$KAFKA_MODE" = cluster ] && echo 3 || echo 1) ;;
     kafka|kafka-ordered)
-      start_kafka || return 1
+      start_kafka "$KAFKA_MODE" || return 1
       port=$([ "$b" = kafka ] && echo 21100 || echo 21300)
       [ "$KAFKA_MODE" = single ] && port=$((port - 100))
       "$BIN/inorder" serve --listen "127.0.0.1:$port" --upstream "$KAFKA_BOOT" \
@@ -215,17 +274,17 @@ FAILS=0
 # Independent of what the client reports: while a row runs behind the proxy,
 # sample the established TCP connections to the Kafka nodes' ports; every one
 # must belong to the proxy or to a Kafka node itself (inter-broker traffic).
-direct_filter() { # ss -tnp state established (...) for the Kafka ports
-  local n f="" sep=""
-  for n in $(mode_nodes "$KAFKA_MODE"); do
-    f="$f$sep dport = :$(broker_port "$KAFKA_MODE" "$n") or dport = :$(controller_port "$KAFKA_MODE" "$n")"; sep=" or"
+direct_filter() { # MODE -> ss -tnp state established (...) for every port of its nodes
+  local n p f="" sep=""
+  for n in $(mode_nodes "$1"); do
+    for p in $(node_ports "$1" "$n"); do f="$f$sep dport = :$p"; sep=" or"; done
   done
   echo "($f )"
 }
 start_sampler() { # LOGFILE
   SAMPLER_PID=""
-  case "$B_CUR" in kafka|kafka-ordered) ;; *) return 0 ;; esac
-  local filt; filt="$(direct_filter)"
+  case "$B_CUR" in kafka|kafka-ordered|proxy-auth|pass-through) ;; *) return 0 ;; esac
+  local filt; filt="$(direct_filter "$(backend_mode "$B_CUR")")"
   ( while :; do ss -tnpH state established "$filt" 2>/dev/null; sleep 0.2; done ) >"$1" &
   SAMPLER_PID=$!
 }
@@ -233,7 +292,7 @@ stop_sampler() { # LOGFILE -> prints offending connections
   [ -n "$SAMPLER_PID" ] || return 0
   kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null; SAMPLER_PID=""
   local allowed="$PROXY_PID" n f
-  for f in "$KAFKA_RUN_DIR/$KAFKA_MODE"/node*/pid; do [ -f "$f" ] && allowed="$allowed $(cat "$f")"; done
+  for f in "$KAFKA_RUN_DIR/$(backend_mode "$B_CUR")"/node*/pid; do [ -f "$f" ] && allowed="$allowed $(cat "$f")"; done
   local re; re="$(echo $allowed | sed 's/ /|/g')"
   # lines without an owner are sockets caught while opening or closing
   grep 'users:' "$1" | grep -vE "pid=($re)," | awk '{print $3, $4, $5}' | sort -u | head -n 5
@@ -242,9 +301,12 @@ attempt() { # CLIENT BACKEND LOG -> rc
   local c=$1 b=$2 logf=$3 prefix rc bad
   prefix="m$RUN_ID-$c-$b-$((++ATTEMPTS))"
   client_cmd "$c" "$BOOT" "$prefix" "$EXPECT"
+  secure_env "$c" "$b"
   start_sampler "$logf.conns"
-  COMPAT_RF=$RF COMPAT_LEADER_MOVE=$LEADER_MOVE COMPAT_AUTO_CREATE=$AUTO_CREATE COMPAT_GO="$BIN/compat-go" timeout -k 10 "$ROW_TIMEOUT" "${CMD[@]}" >"$logf" 2>"$logf.stderr"
+  env "${SECENV[@]}" COMPAT_RF=$RF COMPAT_LEADER_MOVE=$LEADER_MOVE COMPAT_AUTO_CREATE=$AUTO_CREATE COMPAT_GO="$BIN/compat-go" timeout -k 10 "$ROW_TIMEOUT" "${CMD[@]}" >"$logf" 2>"$logf.stderr"
   rc=$?
+  # a limitation of the client's security support that the workload cannot know
+  [ -z "$SECNOTE" ] || echo "LIMIT $SECNOTE" >>"$logf"
   bad="$(stop_sampler "$logf.conns")"
   if [ -n "$bad" ]; then
     echo "FAIL direct-connections: connections to Kafka that bypass the proxy: $(echo "$bad" | tr '\n' ';')" >>"$logf"
@@ -303,6 +365,9 @@ backend_title() {
     kafka-ordered) echo "Apache Kafka $KAFKA_VERSION ($KAFKA_MODE) + inorder serve --upstream-ordering connection" ;;
     dev) echo "inorder dev (kfake)" ;;
     direct) echo "Apache Kafka $KAFKA_VERSION ($KAFKA_MODE), no proxy" ;;
+    proxy-auth) echo "Apache Kafka $KAFKA_VERSION ($SECURE_MODE, SASL_SSL) + inorder serve authenticating (clients plaintext, no credentials; TLS + SCRAM-SHA-512 upstream)" ;;
+    pass-through) echo "Apache Kafka $KAFKA_VERSION ($SECURE_MODE, SASL_SSL) + inorder serve passing SASL through (clients TLS + their own SCRAM; TLS upstream)" ;;
+    secure-direct) echo "Apache Kafka $KAFKA_VERSION ($SECURE_MODE, SASL_SSL), no proxy" ;;
   esac
 }
 client_title() {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	kafkasasl "github.com/segmentio/kafka-go/sasl"
 )
 
 // kafkaGoClient drives segmentio/kafka-go. kafka-go has neither an
@@ -27,13 +28,23 @@ type kafkaGoClient struct {
 	writer *kafka.Writer
 	groups []string
 	kgo    *kgoClient
+	sasl   kafkasasl.Mechanism // nil: no SASL
 }
 
 func newKafkaGo(seeds []string) (Client, error) {
-	k := &kafkaGoClient{seeds: seeds, addrs: map[string]bool{}}
-	k.client = &kafka.Client{Addr: kafka.TCP(seeds...), Timeout: 15 * time.Second,
-		Transport: &kafka.Transport{Dial: k.dial, ClientID: "inorder-compat-kafkago"}}
+	mech, err := sec.kafkaGo()
+	if err != nil {
+		return nil, err
+	}
+	k := &kafkaGoClient{seeds: seeds, addrs: map[string]bool{}, sasl: mech}
+	k.client = &kafka.Client{Addr: kafka.TCP(seeds...), Timeout: 15 * time.Second, Transport: k.transport()}
 	return k, nil
+}
+
+// transport is a kafka-go Transport with the run's security settings; the
+// TLS handshake runs over the connection dial() made.
+func (k *kafkaGoClient) transport() *kafka.Transport {
+	return &kafka.Transport{Dial: k.dial, ClientID: "inorder-compat-kafkago", TLS: sec.tlsConfig(), SASL: k.sasl}
 }
 
 func (k *kafkaGoClient) dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -45,7 +56,8 @@ func (k *kafkaGoClient) dial(ctx context.Context, network, addr string) (net.Con
 }
 
 func (k *kafkaGoClient) dialer() *kafka.Dialer {
-	return &kafka.Dialer{ClientID: "inorder-compat-kafkago", Timeout: 10 * time.Second, DialFunc: k.dial}
+	return &kafka.Dialer{ClientID: "inorder-compat-kafkago", Timeout: 10 * time.Second, DialFunc: k.dial,
+		TLS: sec.tlsConfig(), SASLMechanism: k.sasl}
 }
 
 func (k *kafkaGoClient) Close() {
@@ -90,7 +102,7 @@ func (k *kafkaGoClient) Produce(ctx context.Context, topic string, recs []Rec) e
 		k.writer = &kafka.Writer{Addr: kafka.TCP(k.seeds...), Balancer: keyBalancer{},
 			RequiredAcks: kafka.RequireAll, BatchSize: 200, BatchTimeout: 2 * time.Millisecond,
 			MaxAttempts: 20, WriteBackoffMin: 100 * time.Millisecond,
-			Transport: &kafka.Transport{Dial: k.dial, ClientID: "inorder-compat-kafkago"}}
+			Transport: k.transport()}
 	}
 	msgs := make([]kafka.Message, len(recs))
 	for i, r := range recs {

@@ -40,7 +40,7 @@ func (k *kgoClient) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
 		kgo.ClientID("inorder-compat-kgo"),
 		kgo.RetryTimeout(30 * time.Second),
 		kgo.WithHooks(&k.dialed),
-	}, opts...)
+	}, append(sec.kgoOpts(), opts...)...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
 		return nil, err

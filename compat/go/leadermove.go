@@ -19,7 +19,7 @@ import (
 // RF 3, a move to the next broker with RF 1), then preferred leaders are
 // elected. It returns "partition:old->new" pairs.
 func moveLeaders(ctx context.Context, seeds []string, topic string) (string, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("inorder-compat-admin"))
+	cl, err := kgo.NewClient(append(sec.kgoOpts(), kgo.SeedBrokers(seeds...), kgo.ClientID("inorder-compat-admin"))...)
 	if err != nil {
 		return "", err
 	}

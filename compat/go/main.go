@@ -6,7 +6,8 @@
 //
 // EXPECT is a comma-separated list of host:port or host:lo-hi that every
 // broker address the client learns must fall in ("-" or absent: no check).
-// COMPAT_RF sets the replication factor of the created topics (default 1).
+// COMPAT_RF sets the replication factor of the created topics (default 1);
+// COMPAT_TLS_CA and COMPAT_SASL_* the security settings (security.go).
 package main
 
 import (
@@ -78,6 +79,10 @@ func main() {
 		os.Exit(2)
 	}
 	name, bootstrap, prefix := os.Args[1], strings.Split(os.Args[2], ","), os.Args[3]
+	if err := loadSecurity(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	if name == "create-topics" { // helper for clients that cannot create topics (kcat)
 		createTopics(bootstrap, os.Args[3:])
 		return
@@ -123,7 +128,7 @@ func main() {
 	}
 	defer cl.Close()
 	r := &runner{client: name, started: time.Now()}
-	fmt.Printf("START %s bootstrap=%s prefix=%s rf=%d expect=%q\n", name, os.Args[2], prefix, rf, expectArg)
+	fmt.Printf("START %s bootstrap=%s prefix=%s rf=%d expect=%q security=%s\n", name, os.Args[2], prefix, rf, expectArg, sec.describe())
 
 	topic, txnTopic, group := prefix+"-main", prefix+"-txn", prefix+"-group"
 	if !r.step("create-topics", 60*time.Second, func(ctx context.Context) error {

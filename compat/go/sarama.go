@@ -40,6 +40,7 @@ func (s *saramaClient) config() *sarama.Config {
 	c.Consumer.Offsets.Initial = sarama.OffsetOldest
 	c.Consumer.Offsets.AutoCommit.Enable = false
 	c.Consumer.Return.Errors = true
+	sec.sarama(c)
 	return c
 }
 

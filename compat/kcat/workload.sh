@@ -17,7 +17,22 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; if [ -n "${COMPAT_KEEP:-}" ]; then echo "INFO work files kept in $W"; else rm -rf "$W"; fi; }
 trap cleanup EXIT
 FAILED=(); LIMITS=(); START=$SECONDS
-K() { timeout "${KT:-60}" kcat -b "$BOOT" -X client.id=inorder-compat-kcat -m 15 "$@"; }
+# Security settings (COMPAT_TLS_CA, COMPAT_SASL_MECHANISM, COMPAT_SASL_USERNAME,
+# COMPAT_SASL_PASSWORD; the same variables every workload reads) go to
+# librdkafka through a config file (-F), so the password is not on a command line.
+SEC=()
+if [ -n "${COMPAT_TLS_CA:-}${COMPAT_SASL_MECHANISM:-}" ]; then
+  proto=$([ -n "${COMPAT_SASL_MECHANISM:-}" ] && echo SASL_ || true)$([ -n "${COMPAT_TLS_CA:-}" ] && echo SSL || echo PLAINTEXT)
+  (umask 077
+   echo "security.protocol=$proto"
+   [ -z "${COMPAT_TLS_CA:-}" ] || echo "ssl.ca.location=$COMPAT_TLS_CA"
+   [ -z "${COMPAT_SASL_MECHANISM:-}" ] || printf 'sasl.mechanisms=%s\nsasl.username=%s\nsasl.password=%s\n' \
+     "$COMPAT_SASL_MECHANISM" "${COMPAT_SASL_USERNAME:-}" "${COMPAT_SASL_PASSWORD:-}"
+  ) >"$W/security.conf"
+  SEC=(-F "$W/security.conf")
+fi
+SECDESC="${proto:-PLAINTEXT}${COMPAT_SASL_MECHANISM:++$COMPAT_SASL_MECHANISM(${COMPAT_SASL_USERNAME:-})}"
+K() { timeout "${KT:-60}" kcat -b "$BOOT" -X client.id=inorder-compat-kcat "${SEC[@]}" -m 15 "$@"; }
 now() { date +%s.%N; }
 step_ok() { awk -v n="$1" -v a="$2" -v b="$(now)" 'BEGIN{printf "STEP %s ok (%.3fs)\n", n, b-a}'; }
 step_fail() { echo "FAIL $1: $2"; FAILED+=("$1: $2"); }
@@ -38,7 +53,7 @@ VERIFY="python3 $HERE/verify.py"
 # Every kcat runs with broker debug logs into $W/*.err; "Connecting to
 # ipv4#host:port" lines there are the addresses librdkafka dialed.
 DBG=(-X debug=broker)
-echo "START kcat bootstrap=$BOOT prefix=$PREFIX rf=$RF expect=\"$EXPECT\""
+echo "START kcat bootstrap=$BOOT prefix=$PREFIX rf=$RF expect=\"$EXPECT\" security=$SECDESC"
 
 # records LO HI PARTITIONS P: "key:value" lines of the records for partition P
 records() { awk -v lo="$1" -v hi="$2" -v n="$3" -v p="$4" 'BEGIN{for(s=lo;s<hi;s++) if((s%50)%n==p) printf "k%d:%d\n", s%50, s}'; }
@@ -71,7 +86,7 @@ fi
 t=$(now); GROUP_OK=0
 for i in 0 1; do
   # timeout(1) is the direct child so that SIGTERM reaches kcat through it.
-  timeout 150 kcat -b "$BOOT" -X client.id=inorder-compat-kcat -m 15 -G "$GROUP" "${GROUPCONF[@]}" "${DBG[@]}" "$TOPIC" >"$W/m$i.out" 2>"$W/m$i.err" &
+  timeout 150 kcat -b "$BOOT" -X client.id=inorder-compat-kcat "${SEC[@]}" -m 15 -G "$GROUP" "${GROUPCONF[@]}" "${DBG[@]}" "$TOPIC" >"$W/m$i.out" 2>"$W/m$i.err" &
   PIDS+=($!)
 done
 if ! wait_until 60 group_stable; then

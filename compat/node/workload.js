@@ -8,7 +8,9 @@
 // the replication factor of created topics (default 1). Steps and checks are
 // those of compat/go (see compat/README.md).
 'use strict'
+const fs = require('fs')
 const net = require('net')
+const tls = require('tls')
 const { Kafka, logLevel } = require('kafkajs')
 
 const MAIN_PARTITIONS = 6
@@ -90,6 +92,28 @@ function checkAddrs (expect, addrs) {
 
 const withTimeout = (p, ms, what) => Promise.race([p, sleep(ms).then(() => { throw new Error(`${what}: step timeout ${ms / 1000}s`) })])
 
+// The run's security settings, from the environment every workload of the
+// matrix reads: COMPAT_TLS_CA (PEM CA file: TLS), COMPAT_SASL_MECHANISM (PLAIN,
+// SCRAM-SHA-256, SCRAM-SHA-512), COMPAT_SASL_USERNAME, COMPAT_SASL_PASSWORD.
+// Nothing set: plaintext without authentication.
+function security () {
+  const c = {}
+  if (process.env.COMPAT_TLS_CA) c.ssl = { ca: [fs.readFileSync(process.env.COMPAT_TLS_CA, 'utf8')] }
+  if (process.env.COMPAT_SASL_MECHANISM) {
+    c.sasl = {
+      mechanism: process.env.COMPAT_SASL_MECHANISM.toLowerCase(),
+      username: process.env.COMPAT_SASL_USERNAME || '',
+      password: process.env.COMPAT_SASL_PASSWORD || ''
+    }
+  }
+  return c
+}
+
+function describeSecurity () {
+  const tlsOn = !!process.env.COMPAT_TLS_CA; const mech = process.env.COMPAT_SASL_MECHANISM
+  return (mech ? 'SASL_' : '') + (tlsOn ? 'SSL' : 'PLAINTEXT') + (mech ? `+${mech}(${process.env.COMPAT_SASL_USERNAME || ''})` : '')
+}
+
 async function main () {
   const [bootstrap, prefix, expectArg = ''] = process.argv.slice(2)
   if (!prefix) { console.error('usage: node workload.js BOOTSTRAP TOPIC_PREFIX [EXPECT]'); process.exit(2) }
@@ -102,12 +126,15 @@ async function main () {
     logLevel: logLevel.ERROR,
     retry: { retries: 8, initialRetryTime: 200 },
     // Record every address kafkajs connects to.
-    socketFactory: ({ host, port, onConnect }) => {
+    socketFactory: ({ host, port, ssl, onConnect }) => {
       dialed.add(`${host}:${port}`)
-      const s = net.connect({ host, port }, onConnect)
+      const s = ssl
+        ? tls.connect(Object.assign({ host, port, servername: net.isIP(host) ? undefined : host }, ssl), onConnect)
+        : net.connect({ host, port }, onConnect)
       s.setKeepAlive(true, 60000)
       return s
-    }
+    },
+    ...security()
   })
   const failed = []; const limits = []; const started = Date.now()
   const step = async (name, ms, fn) => {
@@ -124,7 +151,7 @@ async function main () {
   }
   const note = (name, why) => { console.log(`LIMIT ${name}: ${why}`); limits.push(`${name}: ${why}`) }
   const toClose = []
-  console.log(`START kafkajs bootstrap=${bootstrap} prefix=${prefix} rf=${rf} expect=${JSON.stringify(expectArg)}`)
+  console.log(`START kafkajs bootstrap=${bootstrap} prefix=${prefix} rf=${rf} expect=${JSON.stringify(expectArg)} security=${describeSecurity()}`)
   const topic = prefix + '-main'; const txnTopic = prefix + '-txn'; const group = prefix + '-group'
 
   const admin = kafka.admin(); toClose.push(admin)

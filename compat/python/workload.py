@@ -86,6 +86,57 @@ def group_flow(members, topic, want, produce):
             raise AssertionError("group member %d received no records" % i)
 
 
+# ---------------------------------------------------------------- security
+# The run's security settings, from the environment every workload of the
+# matrix reads: COMPAT_TLS_CA (PEM CA file: TLS), COMPAT_SASL_MECHANISM (PLAIN,
+# SCRAM-SHA-256, SCRAM-SHA-512), COMPAT_SASL_USERNAME, COMPAT_SASL_PASSWORD;
+# COMPAT_SASL_HANDSHAKE=v0 makes kafka-python use the legacy SaslHandshake v0
+# flow. Nothing set: plaintext without authentication.
+def security_protocol():
+    tls, sasl = bool(os.environ.get("COMPAT_TLS_CA")), bool(os.environ.get("COMPAT_SASL_MECHANISM"))
+    return {(False, False): "PLAINTEXT", (True, False): "SSL", (False, True): "SASL_PLAINTEXT", (True, True): "SASL_SSL"}[(tls, sasl)]
+
+
+def librdkafka_security():
+    c = {"security.protocol": security_protocol()}
+    if os.environ.get("COMPAT_TLS_CA"):
+        c["ssl.ca.location"] = os.environ["COMPAT_TLS_CA"]
+    if os.environ.get("COMPAT_SASL_MECHANISM"):
+        c.update({"sasl.mechanisms": os.environ["COMPAT_SASL_MECHANISM"],
+                  "sasl.username": os.environ.get("COMPAT_SASL_USERNAME", ""),
+                  "sasl.password": os.environ.get("COMPAT_SASL_PASSWORD", "")})
+    return c
+
+
+# kafka-python picks the SaslHandshake version from the broker version it
+# assumes: 0.11 is the last one without SaslAuthenticate (KIP-152, Kafka 1.0),
+# so api_version=(0, 11) gives the v0 flow (raw tokens after the handshake)
+# with idempotent and transactional producers still available.
+KAFKAPYTHON_V0_API_VERSION = (0, 11)
+
+
+def kafkapython_security():
+    c = {"security_protocol": security_protocol()}
+    if os.environ.get("COMPAT_TLS_CA"):
+        c["ssl_cafile"] = os.environ["COMPAT_TLS_CA"]
+    if os.environ.get("COMPAT_SASL_MECHANISM"):
+        c.update({"sasl_mechanism": os.environ["COMPAT_SASL_MECHANISM"],
+                  "sasl_plain_username": os.environ.get("COMPAT_SASL_USERNAME", ""),
+                  "sasl_plain_password": os.environ.get("COMPAT_SASL_PASSWORD", "")})
+        if os.environ.get("COMPAT_SASL_HANDSHAKE") == "v0":
+            c["api_version"] = KAFKAPYTHON_V0_API_VERSION
+    return c
+
+
+def describe_security(name):
+    d = security_protocol()
+    if os.environ.get("COMPAT_SASL_MECHANISM"):
+        d += "+%s(%s)" % (os.environ["COMPAT_SASL_MECHANISM"], os.environ.get("COMPAT_SASL_USERNAME", ""))
+        if name == "kafkapython" and os.environ.get("COMPAT_SASL_HANDSHAKE") == "v0":
+            d += ",SaslHandshake v0 (api_version=%s)" % ".".join(map(str, KAFKAPYTHON_V0_API_VERSION))
+    return d
+
+
 # ---------------------------------------------------------------- confluent-kafka
 class Confluent:
     name = "confluent"
@@ -107,7 +158,7 @@ class Confluent:
 
     def conf(self, **kw):
         c = {"bootstrap.servers": self.bootstrap, "client.id": "inorder-compat-confluent",
-             "statistics.interval.ms": 500, "stats_cb": self.stats}
+             "statistics.interval.ms": 500, "stats_cb": self.stats, **librdkafka_security()}
         c.update({k.replace("_", "."): v for k, v in kw.items()})
         return c
 
@@ -249,6 +300,7 @@ class KafkaPython:
         import kafka
         self.kafka = kafka
         self.bootstrap = bootstrap.split(",")
+        self.base = dict(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython", **kafkapython_security())
         self.addrs = set()
         addrs = self.addrs
         # Record every address kafka-python dials (bootstrap, brokers, coordinators).
@@ -270,7 +322,7 @@ class KafkaPython:
             conn.BrokerConnection.__init__ = recording_init
         self.closers = []
         if admin:
-            self.admin = kafka.KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython")
+            self.admin = kafka.KafkaAdminClient(**self.base)
             self.closers.append(self.admin)
 
     def create_topic(self, topic, partitions, rf):
@@ -285,7 +337,7 @@ class KafkaPython:
 
     def produce(self, topic, recs):
         if not hasattr(self, "prod"):
-            self.prod = self.kafka.KafkaProducer(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython",
+            self.prod = self.kafka.KafkaProducer(**self.base,
                                                  enable_idempotence=True, acks="all",
                                                  max_in_flight_requests_per_connection=5, linger_ms=2)
             self.closers.append(self.prod)
@@ -307,7 +359,7 @@ class KafkaPython:
             p.close(timeout=10)
 
     def consumer(self, group, topic=None, **kw):
-        c = self.kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython",
+        c = self.kafka.KafkaConsumer(**self.base,
                                      group_id=group, enable_auto_commit=False, auto_offset_reset="earliest",
                                      session_timeout_ms=10000, heartbeat_interval_ms=1000, **kw)
         if topic is not None:
@@ -409,7 +461,7 @@ class KafkaPython:
         return out
 
     def txn(self, topic, commit, abort, sentinel):
-        p = self.kafka.KafkaProducer(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython",
+        p = self.kafka.KafkaProducer(**self.base,
                                      transactional_id="inorder-compat-kafkapython-" + topic,
                                      enable_idempotence=True, acks="all", max_in_flight_requests_per_connection=5)
         self.closers.append(p)
@@ -421,7 +473,7 @@ class KafkaPython:
 
     def read_committed(self, topic, sentinels):
         from kafka import TopicPartition
-        c = self.kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython",
+        c = self.kafka.KafkaConsumer(**self.base,
                                      group_id=None, enable_auto_commit=False, isolation_level="read_committed")
         tps = [TopicPartition(topic, p) for p in range(TXN_PARTITIONS)]
         c.assign(tps)
@@ -491,7 +543,7 @@ def main():
     rf = int(os.environ.get("COMPAT_RF", "1"))
     cl = {"confluent": Confluent, "kafkapython": KafkaPython}[name](bootstrap)
     r = Runner(name)
-    print("START %s bootstrap=%s prefix=%s rf=%d expect=%r" % (name, bootstrap, prefix, rf, expect_arg), flush=True)
+    print("START %s bootstrap=%s prefix=%s rf=%d expect=%r security=%s" % (name, bootstrap, prefix, rf, expect_arg, describe_security(name)), flush=True)
     topic, txn_topic, group = prefix + "-main", prefix + "-txn", prefix + "-group"
 
     def create():

@@ -114,7 +114,37 @@ public final class Workload {
         p.put(CommonClientConfigs.CLIENT_ID_CONFIG, "inorder-compat-java");
         p.put(CommonClientConfigs.REQUEST_TIMEOUT_MS_CONFIG, "15000");
         p.put(CommonClientConfigs.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
+        p.putAll(security());
         return p;
+    }
+
+    // The run's security settings, from the environment every workload of
+    // the matrix reads: COMPAT_TLS_CA (PEM CA file: TLS), COMPAT_SASL_MECHANISM
+    // (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), COMPAT_SASL_USERNAME,
+    // COMPAT_SASL_PASSWORD. Nothing set: plaintext without authentication.
+    static Properties security() {
+        Properties p = new Properties();
+        String ca = System.getenv("COMPAT_TLS_CA");
+        String mech = System.getenv("COMPAT_SASL_MECHANISM");
+        boolean tls = ca != null && !ca.isEmpty(), sasl = mech != null && !mech.isEmpty();
+        p.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, (sasl ? (tls ? "SASL_SSL" : "SASL_PLAINTEXT") : (tls ? "SSL" : "PLAINTEXT")));
+        if (tls) {
+            p.put("ssl.truststore.type", "PEM");
+            p.put("ssl.truststore.location", ca);
+        }
+        if (sasl) {
+            String module = mech.equals("PLAIN") ? "org.apache.kafka.common.security.plain.PlainLoginModule"
+                    : "org.apache.kafka.common.security.scram.ScramLoginModule";
+            p.put("sasl.mechanism", mech);
+            p.put("sasl.jaas.config", String.format("%s required username=\"%s\" password=\"%s\";", module,
+                    System.getenv("COMPAT_SASL_USERNAME"), System.getenv("COMPAT_SASL_PASSWORD")));
+        }
+        return p;
+    }
+
+    static String describeSecurity() {
+        Properties p = security();
+        return p.getProperty(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG) + (p.containsKey("sasl.mechanism") ? "+" + p.getProperty("sasl.mechanism") + "(" + System.getenv("COMPAT_SASL_USERNAME") + ")" : "");
     }
 
     interface Step { void run() throws Exception; }
@@ -402,7 +432,7 @@ public final class Workload {
         int rf = Integer.parseInt(Optional.ofNullable(System.getenv("COMPAT_RF")).orElse("1"));
         long started = System.nanoTime();
         Workload w = new Workload(args[0], args[1], rf);
-        System.out.printf("START java bootstrap=%s prefix=%s rf=%d expect=\"%s\" group.protocol=%s%n", args[0], args[1], rf, expect == null ? "" : args[2], w.groupProtocol);
+        System.out.printf("START java bootstrap=%s prefix=%s rf=%d expect=\"%s\" group.protocol=%s security=%s%n", args[0], args[1], rf, expect == null ? "" : args[2], w.groupProtocol, describeSecurity());
         boolean created = w.step("create-topics", w::createTopics);
         if (!created && w.topicsExist()) {
             // The topics were made even though the client failed on the answer:

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/IBM/sarama"
+	kafkasasl "github.com/segmentio/kafka-go/sasl"
+	kafkaplain "github.com/segmentio/kafka-go/sasl/plain"
+	kafkascram "github.com/segmentio/kafka-go/sasl/scram"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	xdgscram "github.com/xdg-go/scram"
+)
+
+// security is how every client of a run reaches the bootstrap address, read
+// once from the environment (the same variables every workload of the
+// matrix reads):
+//
+//	COMPAT_TLS_CA          PEM CA file: connect with TLS, verifying the server with it
+//	COMPAT_SASL_MECHANISM  PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512: authenticate
+//	COMPAT_SASL_USERNAME   the user
+//	COMPAT_SASL_PASSWORD   its password
+//	COMPAT_SASL_HANDSHAKE  v0: sarama uses the legacy SaslHandshake v0 flow
+//
+// The zero value (nothing set) is plaintext without authentication.
+type security struct {
+	tls       *tls.Config
+	mechanism string
+	user      string
+	pass      string
+	// handshakeV0 asks for SaslHandshake v0 and raw tokens (sarama only:
+	// franz-go and kafka-go always use SaslAuthenticate).
+	handshakeV0 bool
+}
+
+var sec security
+
+func loadSecurity() error {
+	if ca := os.Getenv("COMPAT_TLS_CA"); ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return fmt.Errorf("COMPAT_TLS_CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("COMPAT_TLS_CA: no certificate in %s", ca)
+		}
+		sec.tls = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	sec.mechanism = strings.ToUpper(os.Getenv("COMPAT_SASL_MECHANISM"))
+	sec.user, sec.pass = os.Getenv("COMPAT_SASL_USERNAME"), os.Getenv("COMPAT_SASL_PASSWORD")
+	sec.handshakeV0 = os.Getenv("COMPAT_SASL_HANDSHAKE") == "v0"
+	switch sec.mechanism {
+	case "", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+	default:
+		return fmt.Errorf("COMPAT_SASL_MECHANISM %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", sec.mechanism)
+	}
+	return nil
+}
+
+// describe is the START line's summary of the security settings (never the password).
+func (s security) describe() string {
+	d := "plaintext"
+	if s.tls != nil {
+		d = "tls"
+	}
+	if s.mechanism != "" {
+		d += "+" + s.mechanism + "(" + s.user + ")"
+	}
+	if s.handshakeV0 {
+		d += ",SaslHandshake v0 where the client can"
+	}
+	return d
+}
+
+// tlsConfig is a copy per client: the libraries set ServerName on it.
+func (s security) tlsConfig() *tls.Config {
+	if s.tls == nil {
+		return nil
+	}
+	return s.tls.Clone()
+}
+
+// kgoOpts are franz-go's options for the settings.
+func (s security) kgoOpts() []kgo.Opt {
+	var opts []kgo.Opt
+	if s.tls != nil {
+		opts = append(opts, kgo.DialTLSConfig(s.tlsConfig()))
+	}
+	switch s.mechanism {
+	case "PLAIN":
+		opts = append(opts, kgo.SASL(plain.Auth{User: s.user, Pass: s.pass}.AsMechanism()))
+	case "SCRAM-SHA-256":
+		opts = append(opts, kgo.SASL(scram.Auth{User: s.user, Pass: s.pass}.AsSha256Mechanism()))
+	case "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: s.user, Pass: s.pass}.AsSha512Mechanism()))
+	}
+	return opts
+}
+
+// sarama sets the settings on a sarama configuration. Sarama has no SCRAM
+// implementation of its own: its documentation points at xdg-go/scram.
+func (s security) sarama(c *sarama.Config) {
+	if s.tls != nil {
+		c.Net.TLS.Enable = true
+		c.Net.TLS.Config = s.tlsConfig()
+	}
+	if s.mechanism == "" {
+		return
+	}
+	c.Net.SASL.Enable = true
+	c.Net.SASL.Handshake = true
+	c.Net.SASL.Version = sarama.SASLHandshakeV1
+	if s.handshakeV0 {
+		// The legacy flow: raw tokens after the handshake. Sarama then
+		// refuses to send ApiVersions first and uses c.Version's request versions.
+		c.Net.SASL.Version = sarama.SASLHandshakeV0
+		c.ApiVersionsRequest = false
+	}
+	c.Net.SASL.User, c.Net.SASL.Password = s.user, s.pass
+	c.Net.SASL.Mechanism = sarama.SASLMechanism(s.mechanism)
+	switch s.mechanism {
+	case "SCRAM-SHA-256":
+		c.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &xdgSCRAM{hash: xdgscram.SHA256} }
+	case "SCRAM-SHA-512":
+		c.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &xdgSCRAM{hash: xdgscram.SHA512} }
+	}
+}
+
+// xdgSCRAM is sarama's SCRAMClient on xdg-go/scram.
+type xdgSCRAM struct {
+	hash xdgscram.HashGeneratorFcn
+	conv *xdgscram.ClientConversation
+}
+
+func (x *xdgSCRAM) Begin(user, pass, authzID string) error {
+	cl, err := x.hash.NewClient(user, pass, authzID)
+	if err != nil {
+		return err
+	}
+	x.conv = cl.NewConversation()
+	return nil
+}
+
+func (x *xdgSCRAM) Step(challenge string) (string, error) { return x.conv.Step(challenge) }
+func (x *xdgSCRAM) Done() bool                            { return x.conv.Done() }
+
+// kafkaGo is kafka-go's SASL mechanism for the settings (nil: none).
+func (s security) kafkaGo() (kafkasasl.Mechanism, error) {
+	switch s.mechanism {
+	case "PLAIN":
+		return kafkaplain.Mechanism{Username: s.user, Password: s.pass}, nil
+	case "SCRAM-SHA-256":
+		return kafkascram.Mechanism(kafkascram.SHA256, s.user, s.pass)
+	case "SCRAM-SHA-512":
+		return kafkascram.Mechanism(kafkascram.SHA512, s.user, s.pass)
+	}
+	return nil, nil
+}
