@@ -24,7 +24,7 @@
 # Environment: COMPAT_CLIENTS, COMPAT_BACKENDS (comma lists), KAFKA_MODE
 # (cluster|single, default cluster; the secure columns use secure-cluster or
 # secure), COMPAT_ROW_TIMEOUT (s, default 180),
-# COMPAT_BUDGET (s for the whole run, default 1380; later rows fail as not run),
+# COMPAT_BUDGET (s for the whole run, default 2100; later rows fail as not run),
 # COMPAT_MATRIX_FILE (default compat/results/MATRIX.md for a full run, else
 # compat/results/MATRIX-partial.md), COMPAT_PUBLISH, INORDER_CACHE, KAFKA_VERSION.
 set -uo pipefail
@@ -40,7 +40,7 @@ BACKENDS="${COMPAT_BACKENDS:-$DEFAULT_BACKENDS}"
 KAFKA_MODE="${KAFKA_MODE:-cluster}"
 ROW_TIMEOUT="${COMPAT_ROW_TIMEOUT:-180}"
 # Whole-run budget: rows not started by then are failed as "not run".
-BUDGET="${COMPAT_BUDGET:-1380}"
+BUDGET="${COMPAT_BUDGET:-2100}"
 # Clients with a known intermittent bug of their own get one more attempt;
 # the cell then says so (see compat/README.md).
 RETRY_CLIENTS="${COMPAT_RETRY_CLIENTS:-kafkapython}"

@@ -11,7 +11,9 @@ create it with N partitions. Steps and checks are
 those of compat/go (see compat/README.md).
 """
 import json
+import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -126,6 +128,28 @@ def kafkapython_security():
         if os.environ.get("COMPAT_SASL_HANDSHAKE") == "v0":
             c["api_version"] = KAFKAPYTHON_V0_API_VERSION
     return c
+
+
+class HandshakeVersions(logging.Handler):
+    """Records the SaslHandshake versions kafka-python sends (from its
+    request debug log), so that the legacy flow is checked, not assumed."""
+
+    PATTERN = re.compile(r"Sending request \d+ SaslHandshakeRequest\(version=(\d+)")
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.versions = set()
+
+    def emit(self, record):
+        m = self.PATTERN.search(record.getMessage())
+        if m:
+            self.versions.add(int(m.group(1)))
+
+    def install(self):
+        lg = logging.getLogger("kafka.protocol.parser")
+        lg.setLevel(logging.DEBUG)
+        lg.addHandler(self)
+        return self
 
 
 def describe_security(name):
@@ -347,8 +371,7 @@ class KafkaPython:
         """Produces to a topic nobody created, as an application does on a
         broker with auto.create.topics.enable (kafka-python names it in a
         Metadata v1 request), and returns its partition count."""
-        p = self.kafka.KafkaProducer(bootstrap_servers=self.bootstrap, client_id="inorder-compat-kafkapython",
-                                     acks="all", linger_ms=2, max_block_ms=30000)
+        p = self.kafka.KafkaProducer(**self.base, acks="all", linger_ms=2, max_block_ms=30000)
         try:
             fs = [p.send(topic, key=r.key, value=r.value) for r in recs]
             p.flush(timeout=30)
@@ -541,6 +564,9 @@ def main():
     expect_arg = sys.argv[4] if len(sys.argv) > 4 else ""
     expect = parse_expect(expect_arg)
     rf = int(os.environ.get("COMPAT_RF", "1"))
+    handshakes = None
+    if name == "kafkapython" and os.environ.get("COMPAT_SASL_HANDSHAKE") == "v0" and os.environ.get("COMPAT_SASL_MECHANISM"):
+        handshakes = HandshakeVersions().install()
     cl = {"confluent": Confluent, "kafkapython": KafkaPython}[name](bootstrap)
     r = Runner(name)
     print("START %s bootstrap=%s prefix=%s rf=%d expect=%r security=%s" % (name, bootstrap, prefix, rf, expect_arg, describe_security(name)), flush=True)
@@ -614,6 +640,12 @@ def main():
         r.step("addresses", addrs)
     else:
         print("INFO addresses: not checked (no EXPECT given)", flush=True)
+    if handshakes is not None:
+        def legacy_flow():
+            if handshakes.versions != {0}:
+                raise AssertionError("SaslHandshake versions sent: %s, want only v0" % (sorted(handshakes.versions) or "none"))
+            print("INFO every connection of this process authenticated with SaslHandshake v0 and raw tokens", flush=True)
+        r.step("sasl-handshake-v0", legacy_flow)
     cl.close()
     r.finish()
 
