@@ -99,15 +99,22 @@ def security_protocol():
     return {(False, False): "PLAINTEXT", (True, False): "SSL", (False, True): "SASL_PLAINTEXT", (True, True): "SASL_SSL"}[(tls, sasl)]
 
 
-def librdkafka_security():
-    c = {"security.protocol": security_protocol()}
+def security_settings(names):
+    """The settings under one library's names: (protocol, CA file,
+    mechanism, user, password)."""
+    protocol, ca, mechanism, user, password = names
+    c = {protocol: security_protocol()}
     if os.environ.get("COMPAT_TLS_CA"):
-        c["ssl.ca.location"] = os.environ["COMPAT_TLS_CA"]
+        c[ca] = os.environ["COMPAT_TLS_CA"]
     if os.environ.get("COMPAT_SASL_MECHANISM"):
-        c.update({"sasl.mechanisms": os.environ["COMPAT_SASL_MECHANISM"],
-                  "sasl.username": os.environ.get("COMPAT_SASL_USERNAME", ""),
-                  "sasl.password": os.environ.get("COMPAT_SASL_PASSWORD", "")})
+        c.update({mechanism: os.environ["COMPAT_SASL_MECHANISM"],
+                  user: os.environ.get("COMPAT_SASL_USERNAME", ""),
+                  password: os.environ.get("COMPAT_SASL_PASSWORD", "")})
     return c
+
+
+def librdkafka_security():
+    return security_settings(("security.protocol", "ssl.ca.location", "sasl.mechanisms", "sasl.username", "sasl.password"))
 
 
 # kafka-python picks the SaslHandshake version from the broker version it
@@ -118,15 +125,9 @@ KAFKAPYTHON_V0_API_VERSION = (0, 11)
 
 
 def kafkapython_security():
-    c = {"security_protocol": security_protocol()}
-    if os.environ.get("COMPAT_TLS_CA"):
-        c["ssl_cafile"] = os.environ["COMPAT_TLS_CA"]
-    if os.environ.get("COMPAT_SASL_MECHANISM"):
-        c.update({"sasl_mechanism": os.environ["COMPAT_SASL_MECHANISM"],
-                  "sasl_plain_username": os.environ.get("COMPAT_SASL_USERNAME", ""),
-                  "sasl_plain_password": os.environ.get("COMPAT_SASL_PASSWORD", "")})
-        if os.environ.get("COMPAT_SASL_HANDSHAKE") == "v0":
-            c["api_version"] = KAFKAPYTHON_V0_API_VERSION
+    c = security_settings(("security_protocol", "ssl_cafile", "sasl_mechanism", "sasl_plain_username", "sasl_plain_password"))
+    if os.environ.get("COMPAT_SASL_MECHANISM") and os.environ.get("COMPAT_SASL_HANDSHAKE") == "v0":
+        c["api_version"] = KAFKAPYTHON_V0_API_VERSION
     return c
 
 
