@@ -133,6 +133,10 @@ func TestDevKeepsRecordsAcrossRestart(t *testing.T) {
 func TestServeRejectsBadConfig(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "inorder.yaml")
 	os.WriteFile(file, []byte("upstream: 127.0.0.1:9092\nupstream-ordering: bogus\n"), 0o600)
+	world := filepath.Join(t.TempDir(), "password")
+	os.WriteFile(world, []byte("secret\n"), 0o644)
+	secret := filepath.Join(t.TempDir(), "secure.yaml")
+	os.WriteFile(secret, []byte("upstream: 127.0.0.1:9092\nupstream-sasl-mechanism: PLAIN\nupstream-sasl-username: u\nupstream-sasl-password-file: "+world+"\n"), 0o600)
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -140,6 +144,11 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		{[]string{"serve", "--config", file}, []string{"upstream-ordering", "bogus"}},
 		{[]string{"serve", "--listen", "127.0.0.1:0"}, []string{"upstream", "required"}},
 		{[]string{"serve", "--upstream", "127.0.0.1:1", "--max-in-flight", "0"}, []string{"max-in-flight", "0"}},
+		{[]string{"serve", "--config", secret}, []string{"upstream-sasl-password-file", world, "readable by other users"}},
+		{[]string{"serve", "--upstream", "127.0.0.1:1", "--listen", "0.0.0.0:9092", "--upstream-sasl-mechanism", "PLAIN", "--upstream-sasl-username", "u"},
+			[]string{"tls-client-ca", "allow-unauthenticated-clients"}},
+		{[]string{"serve", "--upstream", "127.0.0.1:1", "--upstream-sasl-password", "x"}, []string{"unknown flag"}},
+		{[]string{"dev", "--upstream-tls", "--data-dir", ""}, []string{"do not apply to dev"}},
 	} {
 		root := newRootCommand()
 		root.SetArgs(tc.args)

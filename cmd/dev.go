@@ -61,6 +61,9 @@ partition keeps at most --retention-bytes and nothing older than
 		if len(cfg.Upstreams) > 0 {
 			return &config.FieldError{Field: "upstream", Value: cfg.Upstreams[0], Reason: "is not used by dev, which embeds its backend; use serve"}
 		}
+		if cfg.UpstreamTLSEnabled() || cfg.UpstreamSASLMechanism != "" {
+			return &config.FieldError{Field: "upstream-tls and upstream-sasl-*", Reason: "do not apply to dev, whose embedded backend speaks plaintext without SASL; use serve"}
+		}
 		if cfg.AdminListen == "" && !c.Flags().Changed("admin-listen") {
 			// dev is for trying things: show the metrics and probes too.
 			cfg.AdminListen = "127.0.0.1:0"
