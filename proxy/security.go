@@ -110,6 +110,9 @@ func (p *Proxy) handshake(ctx context.Context, nc net.Conn) error {
 	if err == nil {
 		return nil
 	}
+	if ctx.Err() != nil {
+		return ErrShutdown // cut by the proxy closing, not the client's fault
+	}
 	kind, reason := tlsFailure(err)
 	p.metrics.TLSHandshakeFailure(metrics.SideClient, kind)
 	if skipped, ok := p.sec.failures.allow(string(kind), time.Now()); ok {
