@@ -208,6 +208,8 @@ func (p *proxy) start() error {
 	defer f.Close()
 	cmd := exec.Command(p.bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	// the proxy dies with the suite, even a suite that is killed
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return err
 	}

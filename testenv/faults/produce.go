@@ -245,6 +245,8 @@ func (w *javaProducer) Start(ctx context.Context) error {
 		"--bootstrap-server", w.bootstrap, "--topic", w.topic,
 		"--throughput", strconv.Itoa(w.rate), "--repeating-keys", "60", "--producer.config", props)
 	w.cmd.Stderr = stderr
+	// the producer dies with the suite, even a suite that is killed
+	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := w.cmd.StdoutPipe()
 	if err != nil {
 		return err

@@ -2,6 +2,8 @@
 # Runs the fault suite: builds inorder and the driver, then
 # `faults -bin ... [flags]` (see testenv/faults/main.go and RELIABILITY.md).
 # Whatever happens, the Kafka cluster it started is stopped on exit.
+# Environment: KAFKA_RUN_DIR (default /tmp/faults-kafka), FAULTS_TIMEOUT
+# (seconds for the whole run, default 1800; raise it for a long soak).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 export KAFKA_RUN_DIR="${KAFKA_RUN_DIR:-/tmp/faults-kafka}"
@@ -17,4 +19,6 @@ trap 'exit 130' INT TERM
 cd "$ROOT"
 bash testenv/kafka/install.sh >/dev/null || exit 1
 go build -o "$BIN/inorder" ./cmd/inorder && go build -o "$BIN/faults" ./testenv/faults || exit 1
-"$BIN/faults" -root "$ROOT" -bin "$BIN/inorder" -kafka-run-dir "$KAFKA_RUN_DIR" "$@"
+# bounded: past FAULTS_TIMEOUT the driver gets SIGTERM, stops what it started
+# and exits; 30 s later it is killed (its children die with it)
+timeout -k 30 "${FAULTS_TIMEOUT:-1800}" "$BIN/faults" -root "$ROOT" -bin "$BIN/inorder" -kafka-run-dir "$KAFKA_RUN_DIR" "$@"
