@@ -247,8 +247,9 @@ type CommitSample struct {
 // offset of every partition, from its start): every record consumed at
 // least once (lost otherwise), each member's records of one assignment in
 // offset order, every assignment resumed exactly at the committed offset,
-// and committed offsets never moving backwards. Records consumed more than
-// once are counted as duplicated but allowed.
+// and the committed offsets, in the order the coordinator logged them,
+// never moving backwards. Records consumed more than once are counted as
+// duplicated but allowed.
 func CheckGroup(ends map[int32]int64, consumed []Consumed, resumes []Resume, commits []CommitSample) Tally {
 	t := Tally{DupAllowed: true}
 	type po struct {
@@ -336,6 +337,20 @@ func Latest(events []time.Time) time.Time {
 		}
 	}
 	return l
+}
+
+// Backwards counts the samples below an earlier sample of their partition.
+func Backwards(samples []CommitSample) int {
+	high := make(map[int32]int64)
+	n := 0
+	for _, s := range samples {
+		if h, ok := high[s.Partition]; ok && s.Offset < h {
+			n++
+			continue
+		}
+		high[s.Partition] = s.Offset
+	}
+	return n
 }
 
 // Recovery is the longest stretch without progress (an acknowledgement, a

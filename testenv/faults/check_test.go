@@ -101,6 +101,9 @@ func TestCheckGroup(t *testing.T) {
 	if got := CheckGroup(ends, clean, res, back); len(got.Violations) != 1 {
 		t.Fatalf("a commit moving back: %+v", got)
 	}
+	if n := Backwards(back); n != 1 {
+		t.Fatalf("Backwards = %d, want 1", n)
+	}
 	rev := []Consumed{{0, 1, 0, 1, time.Time{}}, {0, 1, 0, 0, time.Time{}}, {0, 1, 0, 2, time.Time{}}}
 	if got := CheckGroup(ends, rev, nil, nil); got.Reordered != 1 {
 		t.Fatalf("offsets backwards within one assignment: %+v", got)

@@ -17,7 +17,10 @@ type fault struct {
 	desc string
 	// proxy says the fault restarts the proxy, which resets its resource
 	// baseline.
-	proxy  bool
+	proxy bool
+	// early injects the fault 2 s after the clients start, while they
+	// are still connecting, instead of once all made progress.
+	early  bool
 	inject func(ctx context.Context, r *runner) error
 }
 
@@ -73,16 +76,9 @@ var allFaults = []fault{
 			return r.cluster.restart(ctx, n)
 		}},
 	{name: "proxy-term", desc: "SIGTERM of the proxy (it drains for up to its 5 s grace) and a new proxy on the same ports, as a rolling deploy does", proxy: true,
-		inject: func(ctx context.Context, r *runner) error {
-			t0 := time.Now()
-			if err := r.proxy.stop(syscall.SIGTERM, 30*time.Second); err != nil {
-				return err
-			}
-			t1 := time.Now()
-			err := r.startProxy(false)
-			r.logf("proxy exited %v after SIGTERM; the new one listened %v later", t1.Sub(t0).Round(10*time.Millisecond), time.Since(t1).Round(10*time.Millisecond))
-			return err
-		}},
+		inject: func(ctx context.Context, r *runner) error { return proxyTerm(r) }},
+	{name: "proxy-term-early", desc: "the same SIGTERM and new proxy 2 s after the clients started, while they are still connecting", proxy: true, early: true,
+		inject: func(ctx context.Context, r *runner) error { return proxyTerm(r) }},
 	{name: "proxy-kill", desc: "SIGKILL of the proxy and a new proxy on the same ports", proxy: true,
 		inject: func(ctx context.Context, r *runner) error {
 			r.proxy.stop(syscall.SIGKILL, 10*time.Second)
@@ -122,6 +118,19 @@ var allFaults = []fault{
 			}
 			return nil
 		}},
+}
+
+// proxyTerm stops the proxy with SIGTERM and starts a new one on the same
+// ports once it exited.
+func proxyTerm(r *runner) error {
+	t0 := time.Now()
+	if err := r.proxy.stop(syscall.SIGTERM, 30*time.Second); err != nil {
+		return err
+	}
+	t1 := time.Now()
+	err := r.startProxy(false)
+	r.logf("proxy exited %v after SIGTERM; the new one listened %v later", t1.Sub(t0).Round(10*time.Millisecond), time.Since(t1).Round(10*time.Millisecond))
+	return err
 }
 
 // leader is the node leading partition 0 of the round's franz-go

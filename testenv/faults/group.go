@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // groupWorkload is a consumer group of several franz-go members reading a
@@ -267,6 +268,25 @@ func (w *groupWorkload) Close() {
 	w.feeder.Close()
 }
 
+// commitLog reads the group's offset commits for its topic from the
+// brokers' __consumer_offsets, in the order the coordinator appended them.
+func (w *groupWorkload) commitLog(ctx context.Context) ([]CommitSample, error) {
+	var out []CommitSample
+	err := scanTopic(ctx, "__consumer_offsets", false, nil, func(r *kgo.Record) error {
+		var k kmsg.OffsetCommitKey
+		if r.Value == nil || k.ReadFrom(r.Key) != nil || k.Version > 1 || k.Group != w.group || k.Topic != w.topic {
+			return nil // another group, group metadata or a tombstone
+		}
+		var v kmsg.OffsetCommitValue
+		if err := v.ReadFrom(r.Value); err != nil {
+			return fmt.Errorf("offset commit at %d/%d: %w", r.Partition, r.Offset, err)
+		}
+		out = append(out, CommitSample{Partition: k.Partition, Offset: v.Offset, At: r.Timestamp})
+		return nil
+	})
+	return out, err
+}
+
 func (w *groupWorkload) Verify(ctx context.Context, faultAt, loadEnd time.Time) Tally {
 	feed := w.feeder.Verify(ctx, faultAt, loadEnd)
 	w.mu.Lock()
@@ -279,7 +299,15 @@ func (w *groupWorkload) Verify(ctx context.Context, faultAt, loadEnd time.Time) 
 	if ends == nil {
 		ends = map[int32]int64{}
 	}
-	t := CheckGroup(ends, consumed, resumes, commits)
+	logged, err := w.commitLog(ctx)
+	t := CheckGroup(ends, consumed, resumes, logged)
+	if err != nil {
+		t.violate("reading the group's commits: %v", err)
+	}
+	t.Notes = append(t.Notes, fmt.Sprintf("%d commits in __consumer_offsets", len(logged)))
+	if n := Backwards(commits); n > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d of %d reads of the committed offsets (OffsetFetch, directly from the brokers every 300 ms) were below an earlier read", n, len(commits)))
+	}
 	t.Sent, t.Acked = feed.Sent, feed.Acked
 	t.Lost += feed.Lost
 	if feed.Duplicated > 0 || feed.Reordered > 0 {

@@ -49,9 +49,9 @@ func parseFlags() (options, error) {
 	}
 	flag.StringVar(&faults, "faults", strings.Join(names, ","), "faults to inject, one round each")
 	flag.DurationVar(&o.warm, "warm", 4*time.Second, "load before each fault")
-	flag.DurationVar(&o.after, "after", 10*time.Second, "load after each fault ends")
+	flag.DurationVar(&o.after, "after", 8*time.Second, "load after each fault ends")
 	flag.IntVar(&o.rate, "rate", 100, "records per second of each producer")
-	flag.DurationVar(&o.soak, "soak", 150*time.Second, "soak duration (0: no soak)")
+	flag.DurationVar(&o.soak, "soak", 120*time.Second, "soak duration (0: no soak)")
 	flag.DurationVar(&o.soakEvery, "soak-fault-every", 40*time.Second, "time between faults during the soak")
 	flag.Parse()
 	if o.bin == "" {

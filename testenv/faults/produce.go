@@ -363,6 +363,27 @@ logger.appinfo.level = WARN
 // expects and then one quiet second more; otherwise it reads up to the
 // high watermarks it lists first.
 func readTopic(ctx context.Context, topic string, readCommitted bool, done func([]Found) bool) ([]Found, error) {
+	var out []Found
+	var complete func() bool
+	if readCommitted {
+		complete = func() bool { return done(out) }
+	}
+	err := scanTopic(ctx, topic, readCommitted, complete, func(r *kgo.Record) error {
+		seq, err := strconv.ParseInt(string(r.Value), 10, 64)
+		if err != nil {
+			return fmt.Errorf("record %d/%d of %s: value %q is not a sequence number", r.Partition, r.Offset, topic, r.Value)
+		}
+		out = append(out, Found{Partition: r.Partition, Offset: r.Offset, Seq: seq})
+		return nil
+	})
+	return out, err
+}
+
+// scanTopic gives each record of topic, read directly from the brokers
+// from the start, to each. With a complete function it reads until that
+// says so and one quiet second more; without, up to the high watermarks
+// it lists first.
+func scanTopic(ctx context.Context, topic string, readCommitted bool, complete func() bool, each func(*kgo.Record) error) error {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	opts := []kgo.Opt{kgo.SeedBrokers(directSeeds()...), kgo.ConsumeTopics(topic),
@@ -372,58 +393,54 @@ func readTopic(ctx context.Context, topic string, readCommitted bool, done func(
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer cl.Close()
-	var ends map[int32]int64
-	if !readCommitted {
-		if ends, err = endOffsets(ctx, cl, topic); err != nil {
-			return nil, err
-		}
-	}
-	var out []Found
 	next := make(map[int32]int64)
-	complete := func() bool {
-		if readCommitted {
-			return done(out)
+	quiet := complete != nil
+	if complete == nil {
+		ends, err := endOffsets(ctx, cl, topic)
+		if err != nil {
+			return err
 		}
-		for p, e := range ends {
-			if next[p] < e {
-				return false
+		complete = func() bool {
+			for p, e := range ends {
+				if next[p] < e {
+					return false
+				}
 			}
+			return true
 		}
-		return true
 	}
+	n := 0
 	quietUntil := time.Time{}
 	for {
 		if complete() {
-			if !readCommitted {
-				return out, nil
+			if !quiet {
+				return nil
 			}
 			if quietUntil.IsZero() {
 				quietUntil = time.Now().Add(time.Second)
 			} else if time.Now().After(quietUntil) {
-				return out, nil
+				return nil
 			}
 		}
 		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		fs := cl.PollFetches(pctx)
 		pcancel()
 		if ctx.Err() != nil {
-			return out, fmt.Errorf("read %d records of %s before the deadline", len(out), topic)
+			return fmt.Errorf("read %d records of %s before the deadline", n, topic)
 		}
 		var perr error
 		fs.EachRecord(func(r *kgo.Record) {
-			seq, err := strconv.ParseInt(string(r.Value), 10, 64)
-			if err != nil {
-				perr = fmt.Errorf("record %d/%d of %s: value %q is not a sequence number", r.Partition, r.Offset, topic, r.Value)
-				return
-			}
-			out = append(out, Found{Partition: r.Partition, Offset: r.Offset, Seq: seq})
+			n++
 			next[r.Partition] = r.Offset + 1
+			if err := each(r); err != nil && perr == nil {
+				perr = err
+			}
 		})
 		if perr != nil {
-			return out, perr
+			return perr
 		}
 	}
 }

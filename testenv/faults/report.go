@@ -65,7 +65,7 @@ func (r *runner) writeReport() error {
 	w("- *duplicated*: copies beyond the first of one sent record (for the group: records consumed again after a rebalance, which at-least-once delivery allows and which is not a failure);\n")
 	w("- *reordered*: records behind a later-sent record of the same producer in their partition (for the group: offsets going back within one member's assignment of a partition);\n")
 	w("- transactions: records of committed transactions exactly once, of aborted ones never, a transaction whose end failed all or nothing; the `read_committed` consumers saw every committed record once, in order, and nothing aborted;\n")
-	w("- the group: each member's first record after an assignment is at the committed offset read at that moment (consumers resume from their commits); the committed offsets, read from the brokers every 300 ms, never move back;\n")
+	w("- the group: each member's first record after an assignment is at the committed offset read at that moment (consumers resume from their commits); the group's commits, in the order the coordinator appended them to `__consumer_offsets` (read back directly), never move an offset back. The suite also reads the committed offsets from the brokers every 300 ms during the round; a read below an earlier read is reported in the details, not counted as a failure: the commit log is what was committed, and the consumers' resumes are checked separately;\n")
 	w("- every client connected only through the proxy: the franz-go clients dial through a dialer that refuses any other address; the Java producer's connections are sampled with `ss` every 300 ms;\n")
 	w("- *recovery*: the longest time without an acknowledgement (committed transaction, consumed record) from the fault's start to the end of the load;\n")
 	w("- proxy resources: within 20 s of the clients closing, the proxy's open descriptors%s are back to its idle baseline.\n\n", goroutineClause(r))
@@ -136,12 +136,16 @@ func (r *runner) writeReport() error {
 	w("## How to run it\n\n")
 	w("Needs Java 17 and Maven (testenv/kafka installs Kafka); uses ports 29092-29094, 29192-29194, 29292-29294,\n")
 	w("29392-29394 and %d-%d on loopback, and stops everything it started, also when a check fails.\n\n", proxyPort, proxyPort+90)
-	w("    bash testenv/faults/run.sh                                   # every fault in both modes and a 2.5 min soak (as CI)\n")
+	w("    bash testenv/faults/run.sh                                   # every fault in both modes and a 2 min soak (as CI)\n")
 	w("    FAULTS_TIMEOUT=4500 bash testenv/faults/run.sh -soak 1h -faults none -modes none   # the hour-long soak\n")
 	w("    bash testenv/faults/run.sh -faults broker-kill,proxy-kill -modes connection -soak 0\n\n")
 	w("Flags: `-faults`, `-modes`, `-rate` (records/s per producer), `-warm`, `-after`, `-soak`, `-soak-fault-every`,\n")
 	w("`-kafka-run-dir`. Logs (proxy, Java producer) land in `testenv/faults/results/`.\n")
-	return os.WriteFile(filepath.Join(o.root, o.out), []byte(b.String()), 0o644)
+	out := o.out
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(o.root, out)
+	}
+	return os.WriteFile(out, []byte(b.String()), 0o644)
 }
 
 func goroutineClause(r *runner) string {

@@ -223,11 +223,15 @@ func (r *runner) round(ctx context.Context, mode string, f fault) {
 	go watch.run(wctx, 300*time.Millisecond)
 	defer cancelWatch()
 	defer closeAll(wls)
-	if err := startAll(ctx, wls); err != nil {
+	if err := startAll(ctx, wls, !f.early); err != nil {
 		fail(err)
 		return
 	}
-	time.Sleep(r.opts.warm)
+	if f.early {
+		time.Sleep(2 * time.Second)
+	} else {
+		time.Sleep(r.opts.warm)
+	}
 	faultAt := time.Now()
 	ferr := f.inject(ctx, r)
 	if ferr != nil {
@@ -263,12 +267,16 @@ func running(ctx context.Context, wls []workload, d time.Duration) error {
 	}
 }
 
-// startAll starts the workloads and waits until each made progress.
-func startAll(ctx context.Context, wls []workload) error {
+// startAll starts the workloads and, with wait, waits until each made
+// progress.
+func startAll(ctx context.Context, wls []workload, wait bool) error {
 	for _, w := range wls {
 		if err := w.Start(ctx); err != nil {
 			return fmt.Errorf("start %s: %w", w.Name(), err)
 		}
+	}
+	if !wait {
+		return nil
 	}
 	return running(ctx, wls, 90*time.Second)
 }

@@ -74,7 +74,7 @@ func (r *runner) runSoak(ctx context.Context) {
 	}()
 
 	defer closeAll(wls)
-	if err := startAll(ctx, wls); err != nil {
+	if err := startAll(ctx, wls, true); err != nil {
 		fail(err)
 		return
 	}
