@@ -27,6 +27,7 @@ rewritten to those listeners.`,
 		if err != nil {
 			return err
 		}
+		setMemoryLimit(cfg)
 		log, level := newLogger(c.ErrOrStderr(), cfg)
 		p, err := proxy.New(cfg, log, proxy.WithMetrics(newMetrics(cfg)))
 		if err != nil {

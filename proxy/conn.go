@@ -101,11 +101,14 @@ type conn struct {
 
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).
-	lim      connLimits
-	accts    [2]frameAccount // small, bulk
-	halt     chan struct{}   // closed by die: budget waits give up
-	inFrame  atomic.Bool     // the client reader is inside a frame; see drain
-	haltOnce sync.Once
+	lim   connLimits
+	accts [4]frameAccount // client reader small, bulk; upstream reader small, bulk
+	// frameDeadline is the read deadline of the frame the client reader
+	// is in (zero: none); the client reader's accounts read it.
+	frameDeadline time.Time
+	halt          chan struct{} // closed by die: budget waits give up
+	inFrame       atomic.Bool   // the client reader is inside a frame; see drain
+	haltOnce      sync.Once
 
 	verify *connVerify // nil without --verify; see verify.go
 }

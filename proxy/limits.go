@@ -44,6 +44,10 @@ type frameAccount struct {
 	p    *Proxy
 	bulk bool
 	stop <-chan struct{}
+	// deadline, when not nil, is the read deadline of the frame being
+	// read: a frame that cannot get memory before it is shed like one
+	// that does not arrive (client reader only).
+	deadline *time.Time
 }
 
 func (a *frameAccount) Reserve(n int) error {
@@ -51,7 +55,11 @@ func (a *frameAccount) Reserve(n int) error {
 		return nil
 	}
 	start := a.p.metrics.Now()
-	err := a.p.budget.Reserve(int64(n), a.bulk, a.stop)
+	var deadline time.Time
+	if a.deadline != nil {
+		deadline = *a.deadline
+	}
+	err := a.p.budget.Reserve(int64(n), a.bulk, a.stop, deadline)
 	if !start.IsZero() {
 		a.p.metrics.ReadPaused(metrics.PauseMemory, time.Since(start))
 	}
@@ -71,7 +79,7 @@ func (ch *charge) release(b *budget.Budget) {
 	*ch = charge{}
 }
 
-// account returns the account for a frame of total bytes.
+// account returns the client reader's account for a frame of total bytes.
 func (c *conn) account(total int) *frameAccount {
 	if total > bulkFrame {
 		return &c.accts[1]
@@ -79,11 +87,23 @@ func (c *conn) account(total int) *frameAccount {
 	return &c.accts[0]
 }
 
+// upAccount returns the upstream reader's account for a frame of total
+// bytes.
+func (c *conn) upAccount(total int) *frameAccount {
+	if total > bulkFrame {
+		return &c.accts[3]
+	}
+	return &c.accts[2]
+}
+
 // initLimits reads the connection's bounds; called once, at accept.
 func (c *conn) initLimits() {
 	c.halt = make(chan struct{})
 	c.lim = connLimits{idle: c.cfg.IdleTimeout, read: c.cfg.ReadTimeout}
-	c.accts = [2]frameAccount{{p: c.p, stop: c.halt}, {p: c.p, bulk: true, stop: c.halt}}
+	c.accts = [4]frameAccount{
+		{p: c.p, stop: c.halt, deadline: &c.frameDeadline}, {p: c.p, bulk: true, stop: c.halt, deadline: &c.frameDeadline},
+		{p: c.p, stop: c.halt}, {p: c.p, bulk: true, stop: c.halt},
+	}
 }
 
 // stop wakes everything the connection waits for on the budget; called by
@@ -145,6 +165,7 @@ func (c *conn) startFrame() {
 	if c.lim.read > 0 {
 		t = time.Now().Add(c.lim.read)
 	}
+	c.frameDeadline = t
 	c.client.SetReadDeadline(t)
 	if c.dead.Load() {
 		c.client.SetReadDeadline(time.Now())
@@ -158,6 +179,9 @@ func (c *conn) endFrame() { c.inFrame.Store(false) }
 // timedOut turns a deadline hit while reading a frame into ErrReadTimeout,
 // unless the deadline was the proxy's own (drain, teardown).
 func (c *conn) timedOut(err error) error {
+	if errors.Is(err, budget.ErrDeadline) {
+		return fmt.Errorf("%w: a request could not get memory within %s", ErrReadTimeout, c.lim.read)
+	}
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && !c.draining.Load() && !c.dead.Load() {
 		return fmt.Errorf("%w: a request did not arrive whole within %s", ErrReadTimeout, c.lim.read)
 	}
@@ -178,7 +202,7 @@ func (c *conn) readFrame(head []byte, upto, total int) (*wire.Buf, charge, error
 	acct := c.account(total)
 	b, err := wire.Start(head, total, acct)
 	if err != nil {
-		return nil, charge{}, err
+		return nil, charge{}, c.timedOut(err)
 	}
 	ch := charge{n: int64(cap(b.B)), bulk: acct.bulk}
 	b, err = wire.Grow(c.client, b, upto, acct)
@@ -197,7 +221,7 @@ func (c *conn) growFrame(b *wire.Buf, ch charge, total int) (*wire.Buf, charge, 
 		if err := acct.Reserve(int(ch.n)); err != nil {
 			ch.release(c.p.budget)
 			wire.Put(b)
-			return nil, charge{}, err
+			return nil, charge{}, c.timedOut(err)
 		}
 		c.p.budget.Release(ch.n, ch.bulk)
 		ch.bulk = acct.bulk
@@ -217,7 +241,7 @@ func (c *conn) reserveState(r *request) error {
 		return nil
 	}
 	if err := c.accts[0].Reserve(n); err != nil {
-		return err
+		return c.timedOut(err)
 	}
 	r.stateCharge = charge{n: int64(n)}
 	return nil

@@ -215,3 +215,43 @@ func TestMemoryBoundKeepsReserve(t *testing.T) {
 		t.Fatalf("stalled frames hold %d bytes; the test meant them to fill the bulk share", st.MemoryUsed)
 	}
 }
+
+// TestFramesWaitingForMemoryAreShed: three clients each send enough of a
+// large frame to hold a buffer and need a larger one, which none of them
+// can get; none of them is being read any more. The read timeout still
+// sheds them, so their memory returns.
+func TestFramesWaitingForMemoryAreShed(t *testing.T) {
+	kc := newCluster(t, kfake.SeedTopics(1, "t"))
+	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), func(c *config.Config) {
+		c.MaxMemory = 2 << 20
+		c.MaxRequestSize = 1 << 20
+		c.MaxResponseSize = 1 << 20
+		c.ReadTimeout = time.Second
+	})
+	// Each first fills most of a 256 KiB buffer; then each needs 1 MiB
+	// more, and 3 x 256 KiB + 1 MiB is above the bulk share (1.5 MiB).
+	var conns []net.Conn
+	for range 3 {
+		c := dial(t, p.Addr())
+		if _, err := c.Write(append(lengthPrefix(1<<20-8), make([]byte, 200<<10)...)); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for p.Stats().MemoryUsed < 3*256<<10 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, c := range conns {
+		if _, err := c.Write(make([]byte, 100<<10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stats().MemoryUsed > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still held by frames that can neither grow nor time out", p.Stats().MemoryUsed)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.log.waitFor(t, "could not get memory")
+}

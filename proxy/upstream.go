@@ -116,7 +116,7 @@ func (c *conn) readUpstreamLoop() error {
 				continue
 			}
 		}
-		acct := c.account(4 + int(size))
+		acct := c.upAccount(4 + int(size))
 		buf, err := wire.Start(head[:], 4+int(size), acct)
 		if err == nil {
 			buf, err = wire.Grow(rd, buf, 4+int(size), acct)

@@ -18,9 +18,13 @@ import (
 	"time"
 )
 
-// ErrStopped is returned by Reserve when the caller's stop channel closed
-// while it waited.
-var ErrStopped = errors.New("budget: stopped while waiting for memory")
+// Errors returned by Reserve.
+var (
+	// ErrStopped: the caller's stop channel closed while it waited.
+	ErrStopped = errors.New("budget: stopped while waiting for memory")
+	// ErrDeadline: the caller's deadline passed while it waited.
+	ErrDeadline = errors.New("budget: deadline passed while waiting for memory")
+)
 
 // ReserveShare is the fraction of the limit kept from bulk reservations:
 // limit/ReserveShare.
@@ -102,16 +106,26 @@ func (b *Budget) TryReserve(n int64, bulk bool) bool {
 	return true
 }
 
-// Reserve reserves n bytes, waiting until they fit or stop closes. A
-// reservation larger than its class can ever hold fails at once.
-func (b *Budget) Reserve(n int64, bulk bool, stop <-chan struct{}) error {
+// Reserve reserves n bytes, waiting until they fit, stop closes or the
+// deadline (if not zero) passes. A reservation larger than its class can
+// ever hold fails at once.
+func (b *Budget) Reserve(n int64, bulk bool, stop <-chan struct{}, deadline time.Time) error {
 	if b == nil {
 		return nil
 	}
 	if max := b.limit; n > max || (bulk && n > b.bulkLimit) {
 		return errTooLarge
 	}
-	var start time.Time
+	var (
+		start time.Time
+		timer *time.Timer
+		late  <-chan time.Time
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		b.mu.Lock()
 		if b.fits(n, bulk) {
@@ -128,19 +142,25 @@ func (b *Budget) Reserve(n int64, bulk bool, stop <-chan struct{}) error {
 		if start.IsZero() {
 			start = time.Now()
 			b.waits.Add(1)
+			if !deadline.IsZero() {
+				timer = time.NewTimer(time.Until(deadline))
+				late = timer.C
+			}
 		}
-		var stopped bool
+		var err error
 		select {
 		case <-wake:
 		case <-stop:
-			stopped = true
+			err = ErrStopped
+		case <-late:
+			err = ErrDeadline
 		}
 		b.mu.Lock()
 		b.waiters--
 		b.mu.Unlock()
-		if stopped {
+		if err != nil {
 			b.waitNanos.Add(int64(time.Since(start)))
-			return ErrStopped
+			return err
 		}
 	}
 }

@@ -10,11 +10,11 @@ import (
 func TestReserveWaitsAndNeverExceeds(t *testing.T) {
 	b := New(1000)
 	stop := make(chan struct{})
-	if err := b.Reserve(700, true, stop); err != nil {
+	if err := b.Reserve(700, true, stop, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
-	go func() { got <- b.Reserve(100, true, stop) }()
+	go func() { got <- b.Reserve(100, true, stop, time.Time{}) }()
 	select {
 	case err := <-got:
 		t.Fatalf("a bulk reservation past limit-reserve (750) went through: %v", err)
@@ -43,15 +43,18 @@ func TestReserveStops(t *testing.T) {
 	b.TryReserve(100, false)
 	stop := make(chan struct{})
 	got := make(chan error, 1)
-	go func() { got <- b.Reserve(10, false, stop) }()
+	go func() { got <- b.Reserve(10, false, stop, time.Time{}) }()
 	close(stop)
 	if err := <-got; !errors.Is(err, ErrStopped) {
 		t.Fatalf("got %v, want ErrStopped", err)
 	}
-	if err := b.Reserve(101, false, stop); err == nil {
+	if err := b.Reserve(10, false, nil, time.Now().Add(20*time.Millisecond)); !errors.Is(err, ErrDeadline) {
+		t.Fatalf("got %v, want ErrDeadline", err)
+	}
+	if err := b.Reserve(101, false, stop, time.Time{}); err == nil {
 		t.Fatal("a reservation above the limit was accepted")
 	}
-	if err := b.Reserve(80, true, stop); err == nil {
+	if err := b.Reserve(80, true, stop, time.Time{}); err == nil {
 		t.Fatal("a bulk reservation above the bulk share was accepted")
 	}
 }
@@ -68,7 +71,7 @@ func TestConcurrentNeverExceeds(t *testing.T) {
 			for i := range 2000 {
 				n := int64(1 + (g*31+i*17)%900)
 				bulk := i%3 == 0
-				if err := b.Reserve(n, bulk, nil); err != nil {
+				if err := b.Reserve(n, bulk, nil, time.Time{}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -87,7 +90,7 @@ func TestConcurrentNeverExceeds(t *testing.T) {
 
 func TestNilBoundsNothing(t *testing.T) {
 	var b *Budget
-	if err := b.Reserve(1<<40, true, nil); err != nil || !b.TryReserve(1<<40, false) {
+	if err := b.Reserve(1<<40, true, nil, time.Time{}); err != nil || !b.TryReserve(1<<40, false) {
 		t.Fatal("a nil budget refused")
 	}
 	b.Release(5, false)
