@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -98,11 +100,21 @@ func TestSecureKafka(t *testing.T) {
 			produceInOrder(t, ctx, topic, 3, 300, 0, kgo.SeedBrokers(p.Addr()))
 		})
 
-		for _, legacy := range []bool{false, true} {
-			name := "pass-through/" + string(mode)
-			if legacy {
-				name += "/SaslHandshake-v0"
-			}
+		// kafka-python's flow is a SaslHandshake v0 and then raw tokens:
+		// SCRAM's two rounds, PLAIN's and OAUTHBEARER's one.
+		v0 := kversion.Stable()
+		v0.SetMaxKeyVersion(17, 0)
+		for _, variant := range []struct {
+			name string
+			opts []kgo.Opt
+		}{
+			{"", []kgo.Opt{kgo.SASL(scram.Auth{User: sk.user, Pass: sk.password}.AsSha256Mechanism())}},
+			{"/SaslHandshake-v0/SCRAM-SHA-512", []kgo.Opt{kgo.MaxVersions(v0), kgo.SASL(scram.Auth{User: sk.user, Pass: sk.password}.AsSha512Mechanism())}},
+			{"/SaslHandshake-v0/PLAIN", []kgo.Opt{kgo.MaxVersions(v0), kgo.SASL(plain.Auth{User: sk.user, Pass: sk.password}.AsMechanism())}},
+			{"/SaslHandshake-v0/OAUTHBEARER", []kgo.Opt{kgo.MaxVersions(v0), kgo.SASL(oauth.Auth{Token: unsignedJWT(sk.user)}.AsMechanism())}},
+		} {
+			name := "pass-through/" + string(mode) + variant.name
+			mechs := variant.opts
 			t.Run(name, func(t *testing.T) {
 				k := newPKI(t)
 				cert, key := k.files(t, "proxy", "127.0.0.1")
@@ -111,16 +123,6 @@ func TestSecureKafka(t *testing.T) {
 					c.UpstreamTLSCA = sk.ca
 				})
 				ctx := testContext(t, 120*time.Second)
-				mechs := []kgo.Opt{kgo.SASL(scram.Auth{User: sk.user, Pass: sk.password}.AsSha256Mechanism())}
-				if legacy {
-					// kafka-python's flow: a SaslHandshake v0, then raw
-					// tokens; both the two-round SCRAM and PLAIN.
-					v := kversion.Stable()
-					v.SetMaxKeyVersion(17, 0)
-					mechs = []kgo.Opt{kgo.MaxVersions(v), kgo.SASL(
-						scram.Auth{User: sk.user, Pass: sk.password}.AsSha512Mechanism(),
-						plain.Auth{User: sk.user, Pass: sk.password}.AsMechanism())}
-				}
 				opts := append([]kgo.Opt{kgo.SeedBrokers(p.Addr()), kgo.DialTLSConfig(k.tlsConfig(t, ""))}, mechs...)
 				topic := strings.ReplaceAll("secure-pass-"+name+"-"+run, "/", "-")
 				createTopic(t, ctx, topic, opts...)
@@ -160,6 +162,22 @@ func TestSecureKafka(t *testing.T) {
 		}
 	})
 
+	t.Run("proxy-authenticates/OAUTHBEARER", func(t *testing.T) {
+		if !strings.Contains(os.Getenv("INORDER_SECURE_KAFKA_MECHANISMS"), config.MechanismOAuthBearer) {
+			t.Skip("the secured Kafka does not offer OAUTHBEARER")
+		}
+		token := unsignedJWT(sk.proxyUser)
+		p := startProxy(t, config.OrderingConnection, sk.seeds, func(c *config.Config) {
+			c.UpstreamTLSCA = sk.ca
+			c.UpstreamSASLMechanism = config.MechanismOAuthBearer
+			c.UpstreamSASLTokenFile = writeSecret(t, token)
+		})
+		ctx := testContext(t, 120*time.Second)
+		topic := "secure-oauth-" + run
+		createTopic(t, ctx, topic, kgo.SeedBrokers(p.Addr()))
+		produceInOrder(t, ctx, topic, 3, 100, 0, kgo.SeedBrokers(p.Addr()))
+	})
+
 	t.Run("wrong-password", func(t *testing.T) {
 		p := startProxy(t, config.OrderingNone, sk.seeds, func(c *config.Config) {
 			c.UpstreamTLSCA = sk.ca
@@ -192,4 +210,13 @@ func TestSecureKafka(t *testing.T) {
 			t.Fatal("a broker signed by the test CA verified against the system roots")
 		}
 	})
+}
+
+// unsignedJWT is a token the broker's unsecured OAUTHBEARER validator
+// accepts for user: an unsigned JWT whose sub names the principal.
+func unsignedJWT(user string) string {
+	b64 := base64.RawURLEncoding.EncodeToString
+	now := time.Now().Unix()
+	return b64([]byte(`{"alg":"none"}`)) + "." +
+		b64([]byte(fmt.Sprintf(`{"sub":"%s","iat":%d,"exp":%d}`, user, now, now+3600))) + "."
 }
