@@ -179,6 +179,25 @@ func TestUnreachableCannotRun(t *testing.T) {
 	}
 }
 
+// TestSASLBrokerCannotRun checks a broker that requires SASL: the check
+// cannot authenticate and says so instead of retrying.
+func TestSASLBrokerCannotRun(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser("PLAIN", "admin", "secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	_, err = check.Run(context.Background(), check.Options{Bootstrap: c.ListenAddrs()[0], DialTimeout: 5 * time.Second})
+	var cre *check.CannotRunError
+	if !errors.As(err, &cre) || cre.Reason != check.ReasonUnauthorized || !strings.Contains(err.Error(), "SASL") {
+		t.Fatalf("got %v, want a CannotRunError: not authorised, naming SASL", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v to give up", d)
+	}
+}
+
 // TestBrokenConnectionCannotRun checks that a backend that closes the
 // probe's connection mid-run ends the check with a reason, not a verdict.
 func TestBrokenConnectionCannotRun(t *testing.T) {

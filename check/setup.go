@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -108,6 +110,9 @@ func (r *run) negotiate(ctx context.Context) error {
 	for _, k := range resp.ApiKeys {
 		served[k.ApiKey] = k.MaxVersion
 	}
+	if err := r.probeAuth(ctx); err != nil {
+		return err
+	}
 	r.versions = make(map[int16]int16, len(maxVersions))
 	for key, want := range maxVersions {
 		have, ok := served[key]
@@ -116,6 +121,26 @@ func (r *run) negotiate(ctx context.Context) error {
 				Err: fmt.Errorf("%s v%d or later is not served", kmsg.NameForKey(key), minVersions[key])}
 		}
 		r.versions[key] = min(want, have)
+	}
+	return nil
+}
+
+// probeAuth sends a Metadata request without authenticating. A broker
+// that requires SASL answers ApiVersions but closes the connection on
+// anything else before authentication, and kgo would retry that for its
+// whole retry timeout; this says why at once.
+func (r *run) probeAuth(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(ctx, r.opts.DialTimeout)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 1 // an empty topic list asks for none; every broker serves v1
+	_, err := pipeprobe.Do(dctx, r.opts.Bootstrap, req)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		return &CannotRunError{Reason: ReasonUnauthorized, Step: "sending Metadata before authenticating",
+			Err: fmt.Errorf("the broker closed the connection (%v): it likely requires SASL, which the check does not speak", err)}
+	}
+	if err != nil {
+		return cannotRun("sending Metadata to "+r.opts.Bootstrap, err)
 	}
 	return nil
 }
