@@ -18,11 +18,12 @@ import (
 // --api-version-cap Fetch=15) is the case that matters. Anything else, or a
 // response that must wait behind an earlier one, is read into a buffer.
 //
-// Measured side by side (BENCHMARKS.md), whole chunks cost less CPU per
-// byte than both the growing buffer and the kernel's splice: splice, like a
-// small copy buffer, moves a response in the pieces in which it arrives,
-// one read and one write call per piece, while a whole chunk is read in a
-// few calls and written in one.
+// Measured side by side (BENCHMARKS.md), whole chunks cost no more CPU per
+// byte than the growing buffer and less than the kernel's splice, which,
+// like a small copy buffer, moves a response in the pieces in which it
+// arrives, one call in and one out per piece; a whole chunk is read in a
+// few calls and written in one. And a streamed response holds one chunk,
+// however large it is.
 
 // streamMin is the smallest response worth streaming; smaller ones are
 // batched into one write with their neighbours instead.

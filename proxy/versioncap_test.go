@@ -26,12 +26,29 @@ func TestAPIVersionCapFetch15(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
-		t.Run(string(mode), func(t *testing.T) {
-			p := startProxy(t, mode, kc.ListenAddrs(), func(c *config.Config) { c.APIVersionCap = config.VersionCaps{1: 15} })
+	for _, tc := range []struct {
+		mode config.Ordering
+		tls  bool
+	}{{config.OrderingConnection, false}, {config.OrderingNone, false}, {config.OrderingConnection, true}} {
+		name := string(tc.mode)
+		if tc.tls {
+			name += "/tls"
+		}
+		t.Run(name, func(t *testing.T) {
+			var dial []kgo.Opt
+			p := startProxy(t, tc.mode, kc.ListenAddrs(), func(c *config.Config) {
+				c.APIVersionCap = config.VersionCaps{1: 15}
+				if tc.tls {
+					// Streamed responses go through user space,
+					// so a TLS client socket streams too.
+					k := newPKI(t)
+					c.TLSCert, c.TLSKey = k.files(t, "proxy", "127.0.0.1")
+					dial = append(dial, kgo.DialTLSConfig(k.tlsConfig(t, "")))
+				}
+			})
 			ctx := testContext(t, 30*time.Second)
 			topic := "capped"
-			prod, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(1<<20))
+			prod, err := kgo.NewClient(append(dial, kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(1<<20))...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +61,7 @@ func TestAPIVersionCapFetch15(t *testing.T) {
 			if err := prod.Flush(ctx); err != nil {
 				t.Fatal(err)
 			}
-			cons, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(8<<20))
+			cons, err := kgo.NewClient(append(dial, kgo.SeedBrokers(p.Addr()), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(8<<20))...)
 			if err != nil {
 				t.Fatal(err)
 			}
