@@ -75,6 +75,10 @@ type conn struct {
 	outq     []*request // dispatched, not yet written upstream
 	flushing bool       // a goroutine is writing outq upstream
 	reading  bool       // the upstream reader runs; see startReaderLocked
+	// writeErr is set when a write upstream failed; nothing more is
+	// written, and the connection ends once the upstream reader has read
+	// what the upstream sent before it failed (see writeFailed).
+	writeErr error
 	splice   bool       // large produce bodies move socket to socket
 	poison   uint64     // close once the head passes this seq (0: none)
 	poisoned error

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/wire"
@@ -96,7 +97,7 @@ func (c *conn) flush(byReader bool) {
 	}
 	for {
 		c.mu.Lock()
-		if c.dead.Load() || len(c.outq) == 0 {
+		if c.dead.Load() || c.writeErr != nil || len(c.outq) == 0 {
 			done()
 			c.mu.Unlock()
 			return
@@ -179,13 +180,35 @@ func (c *conn) flush(byReader bool) {
 			c.mu.Lock()
 			done()
 			c.mu.Unlock()
-			if !errors.Is(err, ErrBadRequest) && !errors.Is(err, ErrShutdown) {
-				err = fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err)
+			if errors.Is(err, ErrBadRequest) || errors.Is(err, ErrShutdown) {
+				c.die(err)
+				return
 			}
-			c.die(err)
+			c.writeFailed(fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err))
 			return
 		}
 	}
+}
+
+// writeFailed ends the connection after a failed upstream write. An
+// upstream that fails (a reset, a close) has often answered earlier
+// requests first, and those responses may still be unread in the socket:
+// when the upstream reader runs, it reads them and delivers them in order
+// until the socket reports the failure itself, and that ends the
+// connection. lingerTimeout bounds the wait for an upstream that stops
+// taking requests but never fails its reads.
+func (c *conn) writeFailed(err error) {
+	c.mu.Lock()
+	if c.writeErr == nil {
+		c.writeErr = err
+	}
+	reading := c.reading
+	c.mu.Unlock()
+	if !reading {
+		c.die(err)
+		return
+	}
+	time.AfterFunc(lingerTimeout, func() { c.die(err) })
 }
 
 // spliceBody moves the n bytes of a request body still in the client
