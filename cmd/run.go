@@ -94,6 +94,9 @@ func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.
 	case errors.Is(err, proxy.ErrNodePort):
 		p.Close()
 		return stopped{}, err
+	case errors.Is(err, proxy.ErrUpstreamNeedsCredentials):
+		log.Info("the upstream answers but lists its brokers only to authenticated clients; with SASL passed through, node listeners open when the metadata clients receive names them",
+			"upstream", cfg.Upstreams)
 	case err != nil:
 		log.Warn("no upstream could be reached: clients will be disconnected until one answers; node listeners open when metadata names them",
 			"upstream", cfg.Upstreams, "err", err)

@@ -97,7 +97,7 @@ func (p *Proxy) probe() {
 	p.health.mu.Lock()
 	p.health.probing = false
 	p.health.mu.Unlock()
-	if err != nil && p.ctx.Err() == nil {
+	if err != nil && p.ctx.Err() == nil && !errors.Is(err, ErrUpstreamNeedsCredentials) {
 		p.log.Warn("upstream readiness probe failed", "err", err)
 	}
 }

@@ -162,6 +162,10 @@ func (p *Proxy) Addr() string {
 func (p *Proxy) Discover(ctx context.Context) error {
 	cfg := p.current()
 	brokers, err := fetchBrokers(ctx, cfg.Upstreams, cfg.DialTimeout, p.dialDiscovery)
+	if err != nil && p.sec.auth == nil && p.discoverUnauthenticated(ctx, cfg.Upstreams) == nil {
+		p.health.record(nil)
+		return ErrUpstreamNeedsCredentials
+	}
 	p.health.record(err)
 	if err != nil {
 		return err
