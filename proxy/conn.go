@@ -79,8 +79,8 @@ type conn struct {
 	// written, and the connection ends once the upstream reader has read
 	// what the upstream sent before it failed (see writeFailed).
 	writeErr error
-	splice   bool       // large produce bodies move socket to socket
-	poison   uint64     // close once the head passes this seq (0: none)
+	splice   bool   // large produce bodies move socket to socket
+	poison   uint64 // close once the head passes this seq (0: none)
 	poisoned error
 	// streamResp: large responses that need no rewriting are copied to
 	// the client as they arrive (see stream.go).
