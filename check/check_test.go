@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -176,6 +177,30 @@ func TestUnreachableCannotRun(t *testing.T) {
 	}
 	if rep.Error == "" || len(rep.Properties) != 0 {
 		t.Fatalf("report %+v: want the error and no properties", rep)
+	}
+}
+
+// TestSilentBrokerCannotRun checks an address that accepts connections
+// but never answers: reachable, so the reason is not "unreachable".
+func TestSilentBrokerCannotRun(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	_, err = check.Run(context.Background(), check.Options{Bootstrap: ln.Addr().String(), DialTimeout: 300 * time.Millisecond})
+	var cre *check.CannotRunError
+	if !errors.As(err, &cre) || cre.Reason != check.ReasonFailed || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want a CannotRunError (failed) wrapping the deadline", err)
 	}
 }
 

@@ -371,7 +371,7 @@ func cannotRun(step string, err error) error {
 		errors.Is(err, kerr.DelegationTokenAuthorizationFailed):
 		reason = ReasonPermission
 	case errors.As(err, &ke):
-	case errors.As(err, &op) && op.Op == "dial", errors.Is(err, context.DeadlineExceeded):
+	case errors.As(err, &op) && op.Op == "dial":
 		reason = ReasonUnreachable
 	}
 	return &CannotRunError{Reason: reason, Step: step, Err: err}
