@@ -310,6 +310,7 @@ func startProxy(t *testing.T, upstreams []string, mode config.Ordering, opts ...
 	cfg.Upstreams = upstreams
 	cfg.UpstreamOrdering = mode
 	cfg.DialTimeout = 5 * time.Second
+	cfg.Verify = true
 	p, err := proxy.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -346,6 +347,10 @@ func TestApacheKafka(t *testing.T) {
 			p := startProxy(t, []string{addr}, mode)
 			rep, err := runCheck(t, p.Addr(), requests)
 			requireHolds(t, rep, err)
+			// The proxy's verifier watched the same traffic.
+			if v := p.Verifier().Report(); v.Total() != 0 || v.Requests["Produce"] < 3*requests {
+				t.Fatalf("verifier in front of Kafka: %+v", v)
+			}
 		})
 	}
 }
