@@ -11,12 +11,14 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/admin"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/pipeprobe"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/proxy"
+	"github.com/inorder-proxy/inorder/wire"
 )
 
 // scrape is what one GET /metrics returned: every sample by
@@ -206,5 +208,56 @@ func TestMetricsCloseReasons(t *testing.T) {
 	checkFigures(t, s, map[string]float64{
 		`inorder_upstream_dial_errors_total{reason="refused"}`:     1,
 		`inorder_connections_accepted_total{listener="bootstrap"}`: 2,
+	})
+}
+
+// TestMetricsStreamedResponses: responses streamed from the upstream socket
+// to the client are timed like those read whole.
+func TestMetricsStreamedResponses(t *testing.T) {
+	const n = 6
+	sent := make(chan []byte, n)
+	up := scriptedUpstream(t, sent, func(i int, h wire.RequestHeader) []byte {
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = h.Version
+		size := 300 << 10 // streamed
+		if i%3 == 2 {
+			size = 100 // read whole
+		}
+		resp.Topics = []kmsg.FetchResponseTopic{{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{{Partition: int32(i), RecordBatches: make([]byte, size)}}}}
+		return resp.AppendTo(nil)
+	})
+	m := metrics.New()
+	p := startProxy(t, config.OrderingConnection, []string{up}, nil, proxy.WithMetrics(m))
+	get := serveMetrics(t, m)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	var out []byte
+	for i := range n {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 15
+		out = append(out, kmsg.NewRequestFormatter().AppendRequest(nil, req, int32(i))...)
+	}
+	if _, err := c.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	var lb [4]byte
+	for i := range n {
+		buf, err := wire.ReadFrame(c, &lb, wire.MinResponseFrame, 1<<30)
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		wire.Put(buf)
+		<-sent
+	}
+	c.Close()
+	s := waitFigure(t, get, `inorder_connections_closed_total{reason="client_closed"}`, 1)
+	checkFigures(t, s, map[string]float64{
+		`inorder_requests_total{api="Fetch"}`:                  n,
+		`inorder_request_duration_seconds_count{api="Fetch"}`:  n,
+		`inorder_upstream_duration_seconds_count{api="Fetch"}`: n,
+		`inorder_requests_in_flight`:                           0,
 	})
 }
