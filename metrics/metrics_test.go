@@ -170,20 +170,3 @@ func histogram(t *testing.T, m *Metrics, name, api string) *dto.Histogram {
 	}
 	return nil
 }
-
-func BenchmarkRequest(b *testing.B) {
-	for _, c := range []struct {
-		name string
-		m    *Metrics
-	}{{"off", nil}, {"on", New()}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			m := c.m
-			for b.Loop() {
-				t := m.Now()
-				m.RequestRead(0)
-				m.ResponseWritten(0, time.Since(t), time.Millisecond)
-			}
-		})
-	}
-}
