@@ -130,7 +130,7 @@ func newConn(p *Proxy, nc net.Conn, t target) *conn {
 // serve runs the connection to its end: dial the upstream, read the client
 // until it stops, then tear down through die, the one teardown path.
 func (c *conn) serve() {
-	defer c.p.untrack(c)
+	defer c.p.wg.Done()
 	err := c.p.handshake(c.p.ctx, c.client)
 	if err == nil {
 		err = c.connect()
@@ -143,6 +143,9 @@ func (c *conn) serve() {
 	c.closeClient()
 	c.release()
 	c.logClose()
+	// It leaves the open connections before its close is counted, so a
+	// scrape never sees it both open and closed.
+	c.p.untrack(c)
 	c.recordClose(c.cause())
 }
 

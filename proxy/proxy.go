@@ -276,11 +276,12 @@ func (p *Proxy) track(c *conn) error {
 	return nil
 }
 
+// untrack removes c from the open connections; its goroutine, counted in
+// p.wg by track, ends in conn.serve.
 func (p *Proxy) untrack(c *conn) {
 	p.mu.Lock()
 	delete(p.conns, c)
 	p.mu.Unlock()
-	p.wg.Done()
 }
 
 // stopAccepting closes every listener; later accepts and node listeners
