@@ -277,6 +277,13 @@ func readEnvFile(t *testing.T, path string) map[string]string {
 func runGitHubJob(t *testing.T, job ghJob, overrides map[string]string, mustHold bool) (string, map[string]int) {
 	t.Helper()
 	dir := t.TempDir()
+	// A job cut short leaves inorder running in the background, as on a
+	// runner until the job's end; here the test ends it.
+	t.Cleanup(func() {
+		if pid, err := os.ReadFile(filepath.Join(dir, "inorder.pid")); err == nil {
+			exec.Command("kill", strings.TrimSpace(string(pid))).Run()
+		}
+	})
 	envFile := filepath.Join(dir, "github-env")
 	status := map[string]int{}
 	failed := false
@@ -382,6 +389,9 @@ func runGitLabJob(t *testing.T, job glJob, overrides map[string]string, mustHold
 	dir := t.TempDir()
 	lines, marked := job.lines()
 	var script strings.Builder
+	// A script cut short leaves inorder running in the background, as on
+	// a runner until the job's end; here the shell ends it.
+	script.WriteString("trap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n")
 	for i, l := range lines {
 		if marked[i] {
 			l = `echo "$KAFKA_BOOTSTRAP" >workload.addr; until [ -e workload.done ]; do sleep 0.05; done`
