@@ -38,7 +38,7 @@ func TestAcksZeroFailureClosesConnection(t *testing.T) {
 	meta := kmsg.NewPtrMetadataRequest()
 	meta.Version = 1
 	frames := fmtr.AppendRequest(nil, prod, 1)
-	frames = fmtr.AppendRequest(frames, meta, 2)
+	frames = append(frames, fmtr.AppendRequest(nil, meta, 2)...) // AppendRequest writes the length at dst[0:4]
 	if _, err := c.Write(frames); err != nil {
 		t.Fatal(err)
 	}
