@@ -27,11 +27,11 @@ import (
 )
 
 type options struct {
-	root, bin, out, results, runDir string
-	modes, faults                   []string
-	warm, after                     time.Duration
-	rate                            int
-	soak, soakEvery                 time.Duration
+	root, bin, out, plot, results, runDir string
+	modes, faults                         []string
+	warm, after                           time.Duration
+	rate                                  int
+	soak, soakEvery                       time.Duration
 }
 
 func parseFlags() (options, error) {
@@ -40,6 +40,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.root, "root", ".", "repository root (testenv/kafka's scripts are read from there)")
 	flag.StringVar(&o.bin, "bin", "", "the inorder binary to test (required)")
 	flag.StringVar(&o.out, "out", "RELIABILITY.md", "report to write, relative to -root")
+	flag.StringVar(&o.plot, "plot", "testenv/faults/soak.svg", "soak plot to write, relative to -root; the report links to it")
 	flag.StringVar(&o.results, "results", "testenv/faults/results", "directory for logs, relative to -root")
 	flag.StringVar(&o.runDir, "kafka-run-dir", "/tmp/faults-kafka", "KAFKA_RUN_DIR of the cluster the suite starts")
 	flag.StringVar(&modes, "modes", "none,connection", "--upstream-ordering modes to test")

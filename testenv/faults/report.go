@@ -139,11 +139,13 @@ func (r *runner) writeReport() error {
 	w("## How to run it\n\n")
 	w("Needs Java 17 and Maven (testenv/kafka installs Kafka); uses ports 29092-29094, 29192-29194, 29292-29294,\n")
 	w("29392-29394 and %d-%d on loopback, and stops everything it started, also when a check fails.\n\n", proxyPort, proxyPort+90)
-	w("    bash testenv/faults/run.sh                                   # every fault in both modes and a 2 min soak (as CI)\n")
+	w("    bash testenv/faults/run.sh                                   # every fault in both modes and a 2 min soak; rewrites this page\n")
 	w("    FAULTS_TIMEOUT=4500 bash testenv/faults/run.sh -soak 1h -faults none -modes none   # the hour-long soak\n")
 	w("    bash testenv/faults/run.sh -faults broker-kill,proxy-kill -modes connection -soak 0\n\n")
 	w("Flags: `-faults`, `-modes`, `-rate` (records/s per producer), `-warm`, `-after`, `-soak`, `-soak-fault-every`,\n")
-	w("`-kafka-run-dir`. Logs (proxy, Java producer) land in `testenv/faults/results/`.\n")
+	w("`-kafka-run-dir`, `-out` and `-plot` (where the report and the soak plot go; CI writes both to the untracked\n")
+	w("`testenv/faults/results/`, so only a deliberate run changes this page). Logs (proxy, Java producer) land in\n")
+	w("`testenv/faults/results/`.\n")
 	out := o.out
 	if !filepath.IsAbs(out) {
 		out = filepath.Join(o.root, out)

@@ -112,11 +112,16 @@ func (r *runner) runSoak(ctx context.Context) {
 	growth(samples, res.loadEnd, &base)
 	res.rows = append(res.rows, Row{Fault: "soak", Mode: "none", Workload: "proxy resources", Tally: base})
 	res.samples = samples
-	svg := filepath.Join(r.opts.root, "testenv/faults/soak.svg")
+	svg := filepath.Join(r.opts.root, r.opts.plot)
 	if err := os.WriteFile(svg, []byte(plotSVG(samples, start, res.loadEnd)), 0o644); err != nil {
 		fail(err)
 	}
-	res.svg = "testenv/faults/soak.svg"
+	// the report links to the plot from its own directory
+	link, err := filepath.Rel(filepath.Dir(filepath.Join(r.opts.root, r.opts.out)), svg)
+	if err != nil {
+		link = r.opts.plot
+	}
+	res.svg = filepath.ToSlash(link)
 }
 
 // growth fails t when the proxy's memory under load kept growing: the
