@@ -215,6 +215,11 @@ type ProduceSpec struct {
 	// appends it without sequence checks.
 	Producer *Producer
 	Sequence int32
+	// Transactional marks the batch as part of Producer's open
+	// transaction (attribute bit 0x10): the broker hides it from
+	// read_committed consumers until EndTxn commits it. It needs a
+	// Producer from a transactional InitProducerID.
+	Transactional bool
 }
 
 // Producer is an idempotent producer's identity, from InitProducerID.
@@ -241,6 +246,10 @@ func NewProduce(spec ProduceSpec) *kmsg.ProduceRequest {
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
+// attrTransactional is the record batch attribute bit that marks a
+// transactional batch.
+const attrTransactional = 0x10
+
 // recordBatch encodes a v2 batch of one uncompressed record.
 func recordBatch(spec ProduceSpec) []byte {
 	rec := kmsg.Record{Value: spec.Value}
@@ -260,6 +269,9 @@ func recordBatch(spec ProduceSpec) []byte {
 	}
 	if p := spec.Producer; p != nil {
 		batch.ProducerID, batch.ProducerEpoch, batch.FirstSequence = p.ID, p.Epoch, spec.Sequence
+	}
+	if spec.Transactional {
+		batch.Attributes |= attrTransactional
 	}
 	// Length counts the bytes after FirstOffset (8) and itself (4).
 	batch.Length = int32(len(batch.AppendTo(nil)) - 12)

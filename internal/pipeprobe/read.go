@@ -119,3 +119,37 @@ func CheckLogOrder(values []string, n int) error {
 	}
 	return nil
 }
+
+// ReadCommitted returns the first n record values of topic/partition that
+// a read_committed consumer sees, from offset 0, read as ReadPartition
+// does. Records of open or aborted transactions are skipped by the
+// consumer, so if fewer than n committed records exist it returns what it
+// saw when ctx ends, with ctx's error.
+func ReadCommitted(ctx context.Context, addr, topic string, partition int32, n int, opts ...kgo.Opt) ([]string, error) {
+	base := []kgo.Opt{
+		kgo.SeedBrokers(addr),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+			topic: {partition: kgo.NewOffset().At(0)},
+		}),
+	}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("pipeprobe: reading %s/%d committed: %w", topic, partition, err)
+	}
+	defer cl.Close()
+	var values []string
+	for len(values) < n {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return values, fmt.Errorf("pipeprobe: reading %s/%d committed: %d of %d values: %w", topic, partition, len(values), n, err)
+		}
+		for _, fe := range fs.Errors() {
+			return values, fmt.Errorf("pipeprobe: reading %s/%d committed: %w", topic, partition, fe.Err)
+		}
+		for rec := range fs.RecordsAll() {
+			values = append(values, string(rec.Value))
+		}
+	}
+	return values, nil
+}
