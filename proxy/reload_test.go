@@ -115,6 +115,10 @@ func TestReloadLimitsApplyToNewConnections(t *testing.T) {
 	var cfg config.Config
 	p := startProxy(t, config.OrderingConnection, c.ListenAddrs(), func(c *config.Config) { cfg = *c })
 	old := dialProxy(t, p.Addr())
+	// A dial returns once the kernel has queued the connection; the proxy
+	// takes its limits when it accepts it. A round trip makes sure that
+	// happened before the reload.
+	topicsVia(t, old)
 	next := cfg
 	next.MaxRequestSize = 64
 	if err := p.Reload(next); err != nil {
