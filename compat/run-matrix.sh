@@ -474,7 +474,7 @@ if [ -n "$PUBLISH" ]; then
   if [ -n "$FULL" ]; then
     cp "$MATRIX" "$COMPAT/MATRIX.md" && log "published compat/MATRIX.md"
   else
-    log "not published: only a full run (every client, backends kafka kafka-ordered dev, cluster mode) replaces compat/MATRIX.md"
+    log "not published: only a full run (every client, the default backends, cluster mode) replaces compat/MATRIX.md"
   fi
 fi
 cat "$MATRIX" | sed -n '/^| client/,/^$/p'
