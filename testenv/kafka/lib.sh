@@ -267,7 +267,11 @@ secure_scram_args() {
 # unencrypted PKCS#8 PEM, as Kafka's PEM key stores require.
 make_secrets() { # dir
   local s=$1
-  command -v openssl >/dev/null || { klog "openssl not found (needed for the secure modes)"; return 1; }
+  if ! command -v openssl >/dev/null && [ "$(id -u)" = 0 ]; then
+    klog "installing Debian's openssl (needed for the secure modes)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
+  fi
+  command -v openssl >/dev/null || { klog "openssl not found (needed for the secure modes): apt-get install openssl"; return 1; }
   mkdir -p "$s" && chmod 700 "$s"
   (
     cd "$s" || exit 1
