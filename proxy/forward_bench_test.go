@@ -18,22 +18,7 @@ import (
 // round trip straight to kfake, and reports the proxy's allocations per
 // request. Run with -benchmem; the "direct" case is the baseline.
 func BenchmarkForwardProduce(b *testing.B) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BlackholeProduce(), kfake.SeedTopics(1, "bench"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer kc.Close()
-	req := kmsg.NewPtrProduceRequest()
-	req.Version = 9
-	req.Acks = 1
-	req.TimeoutMillis = 5000
-	topic := kmsg.NewProduceRequestTopic()
-	topic.Topic = "bench"
-	part := kmsg.NewProduceRequestTopicPartition()
-	part.Records = largeBatch(512 << 10)
-	topic.Partitions = append(topic.Partitions, part)
-	req.Topics = append(req.Topics, topic)
-	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+	kc, frame := blackholeProduce(b, 512<<10)
 
 	roundTrips := func(b *testing.B, addr string) {
 		c, err := net.Dial("tcp", addr)
@@ -88,4 +73,27 @@ func largeBatch(size int) []byte {
 	raw = b.AppendTo(nil)
 	b.CRC = int32(crc32c(raw[21:]))
 	return b.AppendTo(nil)
+}
+
+// blackholeProduce starts a one-broker kfake that discards records, and
+// returns it with one Produce frame (acks=1, correlation id 1) carrying a
+// batch of recordBytes to its "bench" topic.
+func blackholeProduce(b *testing.B, recordBytes int) (*kfake.Cluster, []byte) {
+	b.Helper()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BlackholeProduce(), kfake.SeedTopics(1, "bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(kc.Close)
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks = 1
+	req.TimeoutMillis = 5000
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = "bench"
+	part := kmsg.NewProduceRequestTopicPartition()
+	part.Records = largeBatch(recordBytes)
+	topic.Partitions = append(topic.Partitions, part)
+	req.Topics = append(req.Topics, topic)
+	return kc, kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
 }

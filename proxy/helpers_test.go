@@ -16,6 +16,7 @@ import (
 
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/hostile"
+	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/proxy"
 )
 
@@ -184,4 +185,42 @@ func newReorderer(t testing.TB, min, max time.Duration, topic string) *hostile.R
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
+}
+
+// findCounter returns the value of the counter name whose labels match the
+// given name, value pairs, and whether there is one.
+func findCounter(t *testing.T, m *metrics.Metrics, name string, labels ...string) (float64, bool) {
+	t.Helper()
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, mt := range f.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, l := range mt.GetLabel() {
+					if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue next
+				}
+			}
+			return mt.GetCounter().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// counter is findCounter's value; 0 if there is none.
+func counter(t *testing.T, m *metrics.Metrics, name string, labels ...string) float64 {
+	t.Helper()
+	v, _ := findCounter(t, m, name, labels...)
+	return v
 }

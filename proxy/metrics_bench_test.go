@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/proxy"
@@ -28,22 +25,7 @@ import (
 // machine disturbs far less than wall time; the difference between metrics
 // on and off is what recording costs.
 func BenchmarkMetricsCost(b *testing.B) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BlackholeProduce(), kfake.SeedTopics(1, "bench"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer kc.Close()
-	req := kmsg.NewPtrProduceRequest()
-	req.Version = 9
-	req.Acks = 1
-	req.TimeoutMillis = 5000
-	topic := kmsg.NewProduceRequestTopic()
-	topic.Topic = "bench"
-	part := kmsg.NewProduceRequestTopicPartition()
-	part.Records = largeBatch(100)
-	topic.Partitions = append(topic.Partitions, part)
-	req.Topics = append(req.Topics, topic)
-	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+	kc, frame := blackholeProduce(b, 100)
 
 	const depth = 32
 	pipelined := func(b *testing.B, addr string) {

@@ -505,34 +505,3 @@ func TestSASLPassThroughReauthentication(t *testing.T) {
 		t.Fatalf("%d handshakes on %d connections in 3s of 1.5s sessions: no re-authentication went through", handshakes.Load(), apiVersions.Load())
 	}
 }
-
-// counter returns the value of the counter name whose labels match the
-// given name, value pairs; 0 if there is none.
-func counter(t *testing.T, m *metrics.Metrics, name string, labels ...string) float64 {
-	t.Helper()
-	fams, err := m.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, mt := range f.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, l := range mt.GetLabel() {
-					if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue next
-				}
-			}
-			return mt.GetCounter().GetValue()
-		}
-	}
-	return 0
-}

@@ -216,25 +216,13 @@ func TestVerifyReportFormats(t *testing.T) {
 	}
 }
 
-// gathered returns the value of the counter name whose kind label is kind.
+// gathered returns the value of the counter name whose kind label is kind;
+// the counter must exist.
 func gathered(t *testing.T, m *metrics.Metrics, name, kind string) float64 {
 	t.Helper()
-	fams, err := m.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
+	v, ok := findCounter(t, m, name, "kind", kind)
+	if !ok {
+		t.Fatalf("no %s{kind=%q} gathered", name, kind)
 	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, mt := range f.GetMetric() {
-			for _, l := range mt.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == kind {
-					return mt.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{kind=%q} gathered", name, kind)
-	return 0
+	return v
 }
