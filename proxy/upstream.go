@@ -119,7 +119,7 @@ func (c *conn) readUpstreamLoop() error {
 		acct := c.upAccount(4 + int(size))
 		buf, err := wire.Start(head[:], 4+int(size), acct)
 		if err == nil {
-			buf, err = wire.Grow(rd, buf, 4+int(size), acct)
+			buf, err = wire.Grow(rd, buf, 4+int(size), acct, wire.TrustedGrowFactor)
 		}
 		if err != nil {
 			return c.upstreamReadError(err)

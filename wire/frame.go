@@ -37,12 +37,19 @@ type Account interface {
 }
 
 // Frame buffers start at FirstChunk bytes (or the frame's size if smaller)
-// and grow by growFactor as bytes arrive, never beyond the declared size:
-// a length prefix alone allocates nothing large, and a peer holds at most
-// growFactor times what it has sent.
+// and grow by a factor as bytes arrive, never beyond the declared size: a
+// length prefix alone allocates nothing large, and a peer holds at most
+// twice that factor times what it has sent (the last step takes the whole
+// frame once it is within twice a step, so no step ends just short of it). Every growth copies what has arrived,
+// so the factor trades memory a silent peer can claim against copies:
+// GrowFactor (8) suits peers that may be hostile and numerous (clients);
+// TrustedGrowFactor (256) reads a 1 MiB frame with one copy of its first
+// 4 KiB, and suits a peer that answers only what the proxy asked (the
+// upstream).
 const (
-	FirstChunk = 4 << 10
-	growFactor = 8
+	FirstChunk        = 4 << 10
+	GrowFactor        = 8
+	TrustedGrowFactor = 256
 )
 
 // ReadFrame reads one frame from r: the length prefix into lenBuf, checked
@@ -66,7 +73,7 @@ func ReadFrameAccount(r io.Reader, lenBuf *[4]byte, min, max int32, acct Account
 	if err != nil {
 		return nil, err
 	}
-	return Grow(r, b, 4+int(size), acct)
+	return Grow(r, b, 4+int(size), acct, GrowFactor)
 }
 
 // Start returns a buffer holding head, the first bytes of a frame of total
@@ -82,21 +89,28 @@ func Start(head []byte, total int, acct Account) (*Buf, error) {
 }
 
 // Grow reads from r into b, whose B holds the first bytes of a frame, until
-// it holds total bytes, moving to a larger buffer (growFactor times, up to
-// total) each time the current one fills. acct, if not nil, has been
+// it holds total bytes, moving to a larger buffer (factor times, or the
+// whole frame when that is at most twice as much) each time the current
+// one fills. acct, if not nil, has been
 // charged cap(b.B) and is charged for every larger buffer before it is
 // allocated. On error b is put back and its charge released.
-func Grow(r io.Reader, b *Buf, total int, acct Account) (*Buf, error) {
+func Grow(r io.Reader, b *Buf, total int, acct Account, factor int) (*Buf, error) {
 	filled := len(b.B)
 	b.B = b.B[:min(cap(b.B), total)]
 	for filled < total {
 		if filled == len(b.B) {
-			n := min(total, growFactor*len(b.B))
+			n := factor * len(b.B)
+			if n >= total/2 {
+				// One more step would copy nearly the whole
+				// frame; take it all now.
+				n = total
+			}
 			if err := reserve(acct, Cap(n)); err != nil {
 				release(acct, b)
 				return nil, err
 			}
 			nb := Get(n)
+			nb.B = nb.B[:min(cap(nb.B), total)]
 			copy(nb.B, b.B[:filled])
 			release(acct, b)
 			b = nb

@@ -81,7 +81,26 @@ func TestReadFrameGrows(t *testing.T) {
 // a trickle: what is reserved and what is allocated follow the bytes that
 // arrived, not the declared size.
 func TestLengthPrefixAllocatesNothingLarge(t *testing.T) {
+	for _, factor := range []int{GrowFactor, TrustedGrowFactor} {
+		t.Run(fmt.Sprintf("factor%d", factor), func(t *testing.T) { testLengthPrefix(t, factor) })
+	}
+}
+
+// readGrowing is ReadFrameAccount with the growth factor given.
+func readGrowing(r io.Reader, max int32, acct Account, factor int) (*Buf, error) {
 	var lb [4]byte
+	size, err := ReadLength(r, &lb, MinRequestFrame, max)
+	if err != nil {
+		return nil, err
+	}
+	b, err := Start(lb[:], 4+int(size), acct)
+	if err != nil {
+		return nil, err
+	}
+	return Grow(r, b, 4+int(size), acct, factor)
+}
+
+func testLengthPrefix(t *testing.T, factor int) {
 	const declared = 100 << 20
 	for _, sent := range []int{0, 10, FirstChunk + 1, 100 << 10} {
 		stream := frameOf(declared)[:4+sent]
@@ -89,12 +108,12 @@ func TestLengthPrefixAllocatesNothingLarge(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		_, err := ReadFrameAccount(bytes.NewReader(stream), &lb, MinRequestFrame, 128<<20, &acct)
+		_, err := readGrowing(bytes.NewReader(stream), 128<<20, &acct, factor)
 		runtime.ReadMemStats(&after)
 		if !errors.Is(err, ErrTruncated) {
 			t.Fatalf("%d bytes of a 100 MiB frame: %v, want ErrTruncated", sent, err)
 		}
-		bound := FirstChunk + 2*growFactor*sent
+		bound := FirstChunk + 2*factor*sent
 		if acct.peak > bound {
 			t.Fatalf("%d bytes of a 100 MiB frame reserved %d bytes at peak, above %d", sent, acct.peak, bound)
 		}
@@ -140,17 +159,22 @@ func BenchmarkReadFrameGrowing(b *testing.B) {
 				Put(buf)
 			}
 		})
-		b.Run(sizeName(n)+"/growing", func(b *testing.B) {
-			b.SetBytes(int64(len(f)))
-			b.ReportAllocs()
-			for b.Loop() {
-				buf, err := ReadFrame(bytes.NewReader(f), &lb, MinRequestFrame, 2<<20)
-				if err != nil {
-					b.Fatal(err)
+		for _, g := range []struct {
+			name   string
+			factor int
+		}{{"growing", GrowFactor}, {"growing-trusted", TrustedGrowFactor}} {
+			b.Run(sizeName(n)+"/"+g.name, func(b *testing.B) {
+				b.SetBytes(int64(len(f)))
+				b.ReportAllocs()
+				for b.Loop() {
+					buf, err := readGrowing(bytes.NewReader(f), 2<<20, nil, g.factor)
+					if err != nil {
+						b.Fatal(err)
+					}
+					Put(buf)
 				}
-				Put(buf)
-			}
-		})
+			})
+		}
 	}
 }
 
