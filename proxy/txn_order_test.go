@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -297,7 +298,16 @@ func (r commitMixRun) standing(ctx context.Context, addr, topic string, partitio
 			return nil, err
 		}
 		resp := kresp.(*kmsg.OffsetFetchResponse)
-		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			// No commit of the group stood: a transactional one
+			// reordered past its EndTxn leaves no group at all.
+			for part := range partitions {
+				out = append(out, fmt.Sprintf("%s/%d: the group does not exist, the last commit sent was %d", g.group, part, g.last[part]))
+			}
+			continue
+		}
+		if err != nil {
 			return nil, fmt.Errorf("offset fetch %s: %w", g.group, err)
 		}
 		for _, fp := range resp.Topics[0].Partitions {
