@@ -204,3 +204,17 @@ var results = []Result{ResultSuccess, ResultFailure}
 var saslMechanisms = []string{
 	"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM", "GSSAPI", "other",
 }
+
+// Streamed says what went from one socket to the other without being read
+// whole into the proxy's memory.
+type Streamed string
+
+// Streamed kinds.
+const (
+	StreamedRequestSpliced Streamed = "request_spliced" // a produce body spliced in connection mode
+	StreamedRequestScanned Streamed = "request_scanned" // a produce body spliced in none mode, its partitions scanned on the way
+	StreamedResponse       Streamed = "response"        // a response copied through one chunk (stream.go)
+	StreamedOther          Streamed = "other"
+)
+
+var streamedKinds = []Streamed{StreamedRequestSpliced, StreamedRequestScanned, StreamedResponse, StreamedOther}

@@ -39,6 +39,7 @@ const (
 	NameConfigReloadTimestamp  = "inorder_config_last_reload_success_timestamp_seconds"
 	NameTLSHandshakeFailures   = "inorder_tls_handshake_failures_total"
 	NameSASLAuthentications    = "inorder_sasl_authentications_total"
+	NameStreamed               = "inorder_streamed_total"
 )
 
 // Names returns every inorder_* family the registry exports. Histograms are
@@ -51,7 +52,7 @@ func Names() []string {
 		NameReadPaused, NameReadPauses, NameUpstreamOutOfOrder, NameViolations,
 		NameUpstreamDialErrors, NameUpstreamProtocolErrors, NameListenersOpen,
 		NameConfigReloads, NameConfigReloadTimestamp, NameTLSHandshakeFailures,
-		NameSASLAuthentications,
+		NameSASLAuthentications, NameStreamed,
 	}
 }
 
@@ -105,6 +106,7 @@ type Metrics struct {
 	violations     closedSet[Violation]
 	dialErrors     closedSet[DialError]
 	protocolErrors closedSet[ProtocolError]
+	streamed       closedSet[Streamed]
 	reloads        closedSet[ReloadResult]
 	reloadTime     prometheus.Gauge
 	tlsFailures    map[Side]closedSet[TLSFailure]
@@ -137,6 +139,7 @@ func New() *Metrics {
 	m.violations = newClosedSet(f.counterVec(NameViolations, "Ordering violations the live-traffic verifier (--verify) saw the upstream commit, by kind.", "kind"), violations, ViolationOther)
 	m.dialErrors = newClosedSet(f.counterVec(NameUpstreamDialErrors, "Failed dials to the upstream, by reason.", "reason"), dialErrors, DialOther)
 	m.protocolErrors = newClosedSet(f.counterVec(NameUpstreamProtocolErrors, "Upstream connections closed for breaking the protocol, by reason.", "reason"), protocolErrors, ProtoOther)
+	m.streamed = newClosedSet(f.counterVec(NameStreamed, "Requests and responses moved between the sockets without being read whole into memory, by kind.", "kind"), streamedKinds, StreamedOther)
 	m.reloads = newClosedSet(f.counterVec(NameConfigReloads, "Configuration reloads (SIGHUP or a changed --config file), by result.", "result"), reloadResults, ReloadFailure)
 	m.reloadTime = f.gauge(NameConfigReloadTimestamp, "Unix time of the last reload that applied a configuration.")
 	tls := f.counterVec(NameTLSHandshakeFailures, "Failed TLS handshakes, by side and reason.", "side", "reason")
@@ -294,6 +297,15 @@ func (m *Metrics) UpstreamOutOfOrder() {
 		return
 	}
 	m.outOfOrder.Inc()
+}
+
+// Stream counts a request or response of kind k that went from one
+// socket to the other without being read whole.
+func (m *Metrics) Stream(k Streamed) {
+	if m == nil {
+		return
+	}
+	m.streamed.get(k).Inc()
 }
 
 // Violation counts an ordering violation of kind v seen by the verifier.

@@ -135,11 +135,12 @@ type Sequencer[T any] struct {
 	// None mode state. The active epoch is every request before the
 	// first barrier that has not completed; later holds that barrier and
 	// everything pushed after it, in seq order.
-	ready     fifo            // active writes that may be forwarded
-	later     fifo            // not yet active
-	active    int             // active writes not yet completed
-	barrier   bool            // a barrier is forwarded and not completed
-	keyQueues map[Key]keyTail // live writes per key: the last one queued
+	ready        fifo            // active writes that may be forwarded
+	later        fifo            // not yet active
+	active       int             // active writes not yet completed
+	barrier      bool            // a barrier is forwarded and not completed
+	keyQueues    map[Key]keyTail // live writes per key: the last one queued
+	undispatched int             // pushed, not yet returned by Dispatch
 }
 
 // fifo is a queue of sequence numbers that reuses its array.
@@ -226,6 +227,7 @@ func (s *Sequencer[T]) Push(r Request, v T) uint64 {
 		s.pending = append(s.pending, seq)
 		return seq
 	}
+	s.undispatched++
 	if sl.kind == Write && len(r.Keys) > MaxWriteKeys {
 		sl.kind = Barrier
 	}
@@ -239,6 +241,30 @@ func (s *Sequencer[T]) Push(r Request, v T) uint64 {
 		s.later.push(seq)
 	}
 	return seq
+}
+
+// Immediate reports whether r, pushed now, would be returned by the next
+// Dispatch: in None mode, a write none of whose keys an earlier live write
+// holds, with no barrier before it, or a barrier with nothing live before
+// it. Only Push makes the answer change from true to false, so a caller
+// that alone pushes may act on it before pushing (the proxy lets such a
+// request stream its body upstream, since nothing will hold it back).
+func (s *Sequencer[T]) Immediate(r Request) bool {
+	if s.mode == Connection {
+		return true
+	}
+	if s.barrier || s.later.len() > 0 {
+		return false
+	}
+	if r.Kind != Write || len(r.Keys) > MaxWriteKeys {
+		return s.active == 0
+	}
+	for _, k := range r.Keys {
+		if _, held := s.keyQueues[k]; held {
+			return false
+		}
+	}
+	return true
 }
 
 // activate queues a write on each of its keys, dropping duplicate keys,
@@ -339,6 +365,7 @@ func (s *Sequencer[T]) Dispatch(dst []T) []T {
 		sl := s.slot(s.ready.pop())
 		sl.state = stateForwarded
 		s.inflight++
+		s.undispatched--
 		dst = append(dst, sl.val)
 	}
 	if s.active == 0 && !s.barrier && s.later.len() > 0 {
@@ -346,10 +373,78 @@ func (s *Sequencer[T]) Dispatch(dst []T) []T {
 		sl := s.slot(s.later.pop())
 		sl.state = stateForwarded
 		s.inflight++
+		s.undispatched--
 		s.barrier = true
 		dst = append(dst, sl.val)
 	}
 	return dst
+}
+
+// Settled reports whether every request pushed has been returned by
+// Dispatch: none waits for another. A write pushed then may learn more keys
+// while it is forwarded (Extend) without the risk of waiting for a request
+// that is itself waiting to be forwarded behind it.
+func (s *Sequencer[T]) Settled() bool {
+	if s.mode == Connection {
+		return len(s.pending) == 0
+	}
+	return s.undispatched == 0
+}
+
+// Extend adds key k to the write seq, the last one pushed, which Dispatch
+// has returned: a request whose keys are learned while it is forwarded,
+// before its last byte is sent. It reports false, changing nothing, while
+// an earlier live write holds k; the caller waits for a Complete and tries
+// again, and must not send the request's last byte before every key is
+// added. A write that would hold more than MaxWriteKeys keys becomes a
+// barrier once it is the only live write (false until then), and every
+// later Extend of it succeeds. Pushed after a Settled check, seq can only
+// wait for writes already forwarded, so the wait ends. In Connection mode
+// it always succeeds. An error says seq is not the last request pushed or
+// is not in flight (answered before it was whole, by a faulty upstream).
+func (s *Sequencer[T]) Extend(seq uint64, k Key) (bool, error) {
+	if s.mode == Connection {
+		return true, nil
+	}
+	sl := s.slot(seq)
+	switch {
+	case sl == nil || seq != s.tail-1:
+		return false, fmt.Errorf("%w: %d is not the last request pushed", ErrUnknownSeq, seq)
+	case sl.state == statePending:
+		return false, fmt.Errorf("%w: %d", ErrNotForwarded, seq)
+	case sl.state == stateCompleted:
+		return false, fmt.Errorf("%w: %d", ErrCompleted, seq)
+	case sl.kind == Barrier:
+		return true, nil
+	}
+	last, queued := s.keyQueues[k]
+	switch {
+	case queued && last.seq == seq:
+		return true, nil
+	case queued:
+		return false, nil
+	case len(sl.keys) >= MaxWriteKeys:
+		if s.active != 1 {
+			return false, nil
+		}
+		for _, held := range sl.keys {
+			delete(s.keyQueues, held)
+		}
+		s.keyBytes -= int64(len(sl.keys)) * KeyStateBytes
+		s.shrink(sl)
+		sl.kind = Barrier
+		s.active--
+		s.barrier = true
+		return true, nil
+	}
+	if s.keyQueues == nil {
+		s.keyQueues = make(map[Key]keyTail)
+	}
+	s.keyQueues[k] = keyTail{seq: seq, idx: uint32(len(sl.keys))}
+	sl.keys = append(sl.keys, k)
+	sl.links = append(sl.links, link{next: noSeq})
+	s.keyBytes += KeyStateBytes
+	return true, nil
 }
 
 // Complete records that the upstream answered seq. In None mode this may
@@ -453,7 +548,7 @@ func (s *Sequencer[T]) Drain(dst []T) []T {
 	s.pending = s.pending[:0]
 	s.ready.reset()
 	s.later.reset()
-	s.inflight, s.active, s.keyBytes = 0, 0, 0
+	s.inflight, s.active, s.keyBytes, s.undispatched = 0, 0, 0, 0
 	s.barrier = false
 	clear(s.keyQueues)
 	return dst
@@ -470,9 +565,9 @@ func (s *Sequencer[T]) Leaks() error {
 		return fmt.Errorf("ordering: %d requests live", s.Len())
 	}
 	if len(s.pending) != 0 || s.ready.len() != 0 || s.later.len() != 0 || s.inflight != 0 || s.active != 0 ||
-		s.barrier || len(s.keyQueues) != 0 || s.bytes != 0 || s.keyBytes != 0 {
-		return fmt.Errorf("ordering: leftover state: pending=%d ready=%d later=%d inflight=%d active=%d barrier=%v keys=%d bytes=%d keybytes=%d",
-			len(s.pending), s.ready.len(), s.later.len(), s.inflight, s.active, s.barrier, len(s.keyQueues), s.bytes, s.keyBytes)
+		s.barrier || len(s.keyQueues) != 0 || s.bytes != 0 || s.keyBytes != 0 || s.undispatched != 0 {
+		return fmt.Errorf("ordering: leftover state: pending=%d ready=%d later=%d inflight=%d active=%d barrier=%v keys=%d bytes=%d keybytes=%d undispatched=%d",
+			len(s.pending), s.ready.len(), s.later.len(), s.inflight, s.active, s.barrier, len(s.keyQueues), s.bytes, s.keyBytes, s.undispatched)
 	}
 	return nil
 }

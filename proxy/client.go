@@ -40,7 +40,13 @@ func (c *conn) readClient() error {
 			return err
 		}
 		c.requestRead(r)
-		c.submit(r)
+		if c.submit(r) {
+			// The connection is ending (see submit); what was
+			// forwarded before may still be answered.
+			c.endFrame()
+			c.finishInFlight()
+			return errStranded
+		}
 		c.endFrame()
 		if err := c.afterSubmit(); err != nil {
 			return err
@@ -69,6 +75,10 @@ func (c *conn) readRequest(size int32, lenBuf *[4]byte) (r *request, readErr, er
 		}
 		if r := c.spliceable(head, size); r != nil {
 			c.chargeFrame(r, ch)
+			if err := c.reserveState(r); err != nil {
+				putRequest(r)
+				return nil, err, nil
+			}
 			return r, nil, nil
 		}
 		buf, ch, err := c.growFrame(head, ch, total)

@@ -28,6 +28,10 @@ package proxy
 // completion never takes a request with a body to stream (flush stops in
 // front of it), completions start flushers only in None mode, and submit
 // waits for any running flusher before it flushes a streamed request itself.
+// In None mode a request streams only if the sequencer forwards it the
+// moment it is pushed (spliceable), so its head is in the upstream queue
+// when submit flushes; if the connection stops forwarding first, submit
+// says so and the client reader stops (errStranded).
 
 import (
 	"crypto/tls"
@@ -100,7 +104,8 @@ type conn struct {
 	draining atomic.Bool
 	reason   error // set once by die
 
-	dec  *decoder // request bodies, used by the client reader only
+	dec  *decoder    // request bodies, used by the client reader only
+	bs   *bodyStream // a None-mode request streaming; client reader only
 	sasl saslState
 
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
@@ -186,15 +191,16 @@ func (c *conn) connect() error {
 	return nil
 }
 
-// enableSplice lets large produce requests bypass user space. Only
-// connection mode qualifies: the request goes upstream as soon as it is
-// read, by the goroutine that reads the client, and its body need not be
-// understood. Responses stream in both modes, since they are delivered in
+// enableSplice lets large produce requests bypass user space: the
+// request goes upstream as soon as it is read, by the goroutine that reads
+// the client, and its body need not be understood. In None mode only a
+// request that writes one partition named in its head, and that nothing
+// holds back, qualifies (spliceable). Responses stream in both modes, since they are delivered in
 // order whatever the mode, and through user space, so TLS sockets too.
 func (c *conn) enableSplice() {
 	_, clientTCP := c.client.(*net.TCPConn)
 	_, upTCP := c.up.(*net.TCPConn)
-	c.splice = c.mode == ordering.Connection && clientTCP && upTCP && !c.p.noSplice
+	c.splice = clientTCP && upTCP && !c.p.noSplice
 	c.streamResp = !c.p.noSplice
 }
 

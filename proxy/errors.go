@@ -1,6 +1,9 @@
 package proxy
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by the Proxy and recorded as the reason a connection
 // closed. Match them with errors.Is.
@@ -56,4 +59,8 @@ var (
 	// errUpstreamIdleClose: the upstream closed a connection that had
 	// nothing in flight; wrapped in ErrUpstreamFailed.
 	errUpstreamIdleClose = errors.New("the upstream closed the connection while it was idle")
+	// errStranded: a request's body was to be spliced behind its head,
+	// but the connection stopped forwarding first (a failed upstream
+	// write, a failed acks=0 write); the client stream is mid-frame.
+	errStranded = fmt.Errorf("%w: a request body could not follow its head", ErrUpstreamFailed)
 )

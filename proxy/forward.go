@@ -6,13 +6,19 @@ import (
 	"io"
 	"time"
 
+	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
-// submit sequences r and writes whatever may now go upstream.
-func (c *conn) submit(r *request) {
+// submit sequences r and writes whatever may now go upstream. It reports
+// whether r's body was to follow its head from the client socket and did
+// not: the upstream failed, or an acks=0 write failed and nothing more is
+// forwarded. The client stream is then mid-frame, and the caller must stop
+// reading it.
+func (c *conn) submit(r *request) (stranded bool) {
 	local := false
+	streamed := r.stream > 0
 	c.mu.Lock()
 	if r.noResp && c.mode == ordering.Connection {
 		// A request without a response leaves no state behind: it
@@ -40,14 +46,16 @@ func (c *conn) submit(r *request) {
 		c.flushing = true
 	}
 	c.mu.Unlock()
+	spliced := false
 	if flush {
-		c.flush(true)
+		spliced = c.flush(true)
 	}
 	if local {
 		if err := c.deliver(); err != nil {
 			c.die(err)
 		}
 	}
+	return streamed && !spliced
 }
 
 // dispatchLocked moves every request the sequencer releases to the upstream
@@ -81,10 +89,11 @@ func (c *conn) dispatchLocked() (local bool) {
 // flush writes the upstream queue until it is empty, or, unless byReader,
 // until a request whose body must be spliced from the client socket is at
 // its head: that one is left for the client reader. The caller has set
-// c.flushing; flush clears it. Request frames are taken from the queue
+// c.flushing; flush clears it. It reports whether it moved a body from the
+// client socket. Request frames are taken from the queue
 // under the lock and owned by flush from then on, since a fast upstream may
 // answer and release a request before its write call returns.
-func (c *conn) flush(byReader bool) {
+func (c *conn) flush(byReader bool) (spliced bool) {
 	c.mu.Lock()
 	frames, bufs := c.flushFrames[:0], c.flushBufs[:0]
 	c.mu.Unlock()
@@ -100,10 +109,11 @@ func (c *conn) flush(byReader bool) {
 		if c.dead.Load() || c.writeErr != nil || len(c.outq) == 0 {
 			done()
 			c.mu.Unlock()
-			return
+			return spliced
 		}
 		frames, bufs = frames[:0], bufs[:0]
 		held, taken, stream := 0, 0, int64(0)
+		scanBody, streamSeq := false, uint64(0)
 		now, writes := c.p.metrics.Now(), 0
 		var charged [2]charge // small, bulk: released once written
 		for _, r := range c.outq {
@@ -122,6 +132,7 @@ func (c *conn) flush(byReader bool) {
 			}
 			bufs = append(bufs, r.frame.B)
 			stream = int64(r.stream)
+			scanBody, streamSeq = r.scanBody, r.seq
 			if ch := &r.frameCharge; ch.n > 0 {
 				i := 0
 				if ch.bulk {
@@ -148,7 +159,7 @@ func (c *conn) flush(byReader bool) {
 		if taken == 0 {
 			done()
 			c.mu.Unlock()
-			return
+			return spliced
 		}
 		n := copy(c.outq, c.outq[taken:])
 		clear(c.outq[n:])
@@ -161,7 +172,17 @@ func (c *conn) flush(byReader bool) {
 		_, err := w.WriteTo(c.up)
 		clear(bufs)
 		if err == nil && stream > 0 {
-			err = c.spliceBody(stream)
+			kind := metrics.StreamedRequestSpliced
+			if scanBody {
+				kind = metrics.StreamedRequestScanned
+				err = c.streamProduce(streamSeq)
+			} else {
+				err = c.spliceBody(stream)
+			}
+			spliced = err == nil
+			if spliced {
+				c.p.metrics.Stream(kind)
+			}
 		}
 		if err == nil {
 			c.forwardWritten(writes, now)
@@ -180,12 +201,13 @@ func (c *conn) flush(byReader bool) {
 			c.mu.Lock()
 			done()
 			c.mu.Unlock()
-			if errors.Is(err, ErrBadRequest) || errors.Is(err, ErrShutdown) {
+			if errors.Is(err, ErrBadRequest) || errors.Is(err, ErrShutdown) ||
+				errors.Is(err, ErrUpstreamProtocol) || errors.Is(err, ErrReadTimeout) {
 				c.die(err)
-				return
+				return false
 			}
 			c.writeFailed(fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err))
-			return
+			return false
 		}
 	}
 }

@@ -230,10 +230,13 @@ func TestFramesWaitingForMemoryAreShed(t *testing.T) {
 	})
 	// Each first fills most of a 256 KiB buffer; then each needs 1 MiB
 	// more, and 3 x 256 KiB + 1 MiB is above the bulk share (1.5 MiB).
+	// The frames are Metadata requests, which the proxy reads whole.
 	var conns []net.Conn
 	for range 3 {
 		c := dial(t, p.Addr())
-		if _, err := c.Write(append(lengthPrefix(1<<20-8), make([]byte, 200<<10)...)); err != nil {
+		start := make([]byte, 200<<10)
+		start[1] = 3 // api key 3, Metadata v0
+		if _, err := c.Write(append(lengthPrefix(1<<20-8), start...)); err != nil {
 			t.Fatal(err)
 		}
 		conns = append(conns, c)

@@ -140,6 +140,7 @@ func (c *conn) delivered(rs []*request) {
 
 // streamed records a response streamed to the client as it arrived.
 func (c *conn) streamed(r *request) {
+	c.p.metrics.Stream(metrics.StreamedResponse)
 	if m := c.p.metrics; m != nil && !r.readAt.IsZero() {
 		m.ResponseWritten(r.hdr.Key, time.Since(r.readAt), r.upTook)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -59,9 +58,9 @@ func TestReorderingBackendPartitionsAndCommits(t *testing.T) {
 		}
 	}
 	ctx := testContext(t, 60*time.Second)
-	// Directly, the same run comes back out of order (a few bounded
-	// attempts: the delays are random), so the checks below can fail.
-	for attempt := 0; ; attempt++ {
+	// Directly, the same run comes back out of order, so the checks below
+	// can fail.
+	reordersDirectly(t, ctx, func() *hostile.Reorderer {
 		direct, err := hostile.NewReorderer(hostile.ReordererConfig{
 			MaxDelay:  2 * time.Millisecond,
 			KfakeOpts: []kfake.Opt{kfake.SeedTopics(partitions, "m")},
@@ -69,39 +68,13 @@ func TestReorderingBackendPartitionsAndCommits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := pipeprobe.Pipeline(ctx, direct.Addr(), reqs, pipeprobe.PipelineOptions{})
-		direct.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.IsSorted(res.Arrived) {
-			break
-		}
-		if attempt == 4 {
-			t.Fatal("the reordering backend never answered out of order directly: the run below proves nothing")
-		}
-	}
+		return direct
+	}, reqs)
 	res, err := pipeprobe.Pipeline(ctx, p.Addr(), reqs, pipeprobe.PipelineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, at := range res.Arrived {
-		if at != i {
-			t.Fatalf("response %d arrived in place %d", at, i)
-		}
-	}
-	for i, ex := range res.Exchanges {
-		switch resp := ex.Resp.(type) {
-		case *kmsg.ProduceResponse:
-			if err := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode); err != nil {
-				t.Fatalf("request %d: produce: %v", i, err)
-			}
-		case *kmsg.OffsetCommitResponse:
-			if err := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode); err != nil {
-				t.Fatalf("request %d: commit: %v", i, err)
-			}
-		}
-	}
+	inOrderNoErrors(t, res)
 	for part := range int32(partitions) {
 		got, err := pipeprobe.ReadPartition(ctx, b.KfakeAddr(), "m", part, pipeprobe.PinTo(b.KfakeAddr()))
 		if err != nil {

@@ -38,8 +38,10 @@ type request struct {
 	local *wire.Buf // a response the proxy makes itself; never forwarded
 
 	// stream is how much of the request is still in the client socket
-	// after frame, to be spliced upstream right behind it.
-	stream int
+	// after frame, to be spliced upstream right behind it; scanBody: in
+	// None mode, scanned for partitions on the way (bodystream.go).
+	stream   int
+	scanBody bool
 
 	// Stamps for metrics, zero unless they are recorded (see metrics.go).
 	readAt, sentAt time.Time
@@ -141,12 +143,16 @@ func (c *conn) parseRequest(buf *wire.Buf) (*request, error) {
 
 // spliceable returns a request for head, the first bytes of a frame of
 // size bytes, if its body can be spliced: a Produce whose header and acks
-// lie within head. Otherwise it returns nil and the caller reads the whole
-// frame, which also gives a malformed request its precise error.
+// lie within head; in None mode, see spliceableNone. Otherwise it returns
+// nil and the caller reads the whole frame, which also gives a malformed
+// request its precise error.
 func (c *conn) spliceable(head *wire.Buf, size int32) *request {
 	h, err := wire.ParseRequestHeader(head.B)
 	if err != nil || h.Key != keyProduce || !c.p.served(h) {
 		return nil
+	}
+	if c.mode == ordering.None {
+		return c.spliceableNone(head, h, size)
 	}
 	acks, _, err := produceAcks(head.B[h.Body:], h.Version, h.Flexible())
 	if err != nil {

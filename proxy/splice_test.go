@@ -85,10 +85,17 @@ func TestLargeProduceSpliced(t *testing.T) {
 // TestSplicedRequestTruncated sends the first part of a large produce
 // request and closes: the spliced body is short, so the proxy must close the
 // upstream side (its framing is lost) and the client's, with a log line,
-// while other connections carry on.
+// while other connections carry on. In none mode the body streams with its
+// partitions scanned on the way.
 func TestSplicedRequestTruncated(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		t.Run(string(mode), func(t *testing.T) { testSplicedRequestTruncated(t, mode) })
+	}
+}
+
+func testSplicedRequestTruncated(t *testing.T, mode config.Ordering) {
 	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "big"))
-	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), nil)
+	p := startProxy(t, mode, kc.ListenAddrs(), nil)
 	req := kmsg.NewPtrProduceRequest()
 	req.Version = 9
 	req.Acks = -1
@@ -119,20 +126,5 @@ func TestSplicedRequestTruncated(t *testing.T) {
 	}
 
 	// The whole request on a new connection succeeds.
-	c2, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	c2.SetDeadline(time.Now().Add(10 * time.Second))
-	c2.Write(frame)
-	body := readResponse(t, c2, 5)
-	resp := kmsg.NewPtrProduceResponse()
-	resp.Version = 9
-	if err := resp.ReadFrom(body[1:]); err != nil {
-		t.Fatal(err)
-	}
-	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatalf("produce after the truncated one: error %d", code)
-	}
+	produceOn(t, p.Addr(), frame, 5)
 }

@@ -174,6 +174,9 @@ func (c *conn) complete(r *request, resp *wire.Buf) error {
 		r.resp = resp
 	}
 	c.dispatchLocked()
+	// The write may have held a key a streaming request waits for
+	// (extendKey).
+	c.cond.Broadcast()
 	// In Connection mode every request is released when it is pushed and
 	// the client reader writes it; a completion releases nothing.
 	async := c.mode == ordering.None && !c.flushing && len(c.outq) > 0
@@ -201,10 +204,16 @@ func (c *conn) deliver() error {
 	defer c.wmu.Unlock()
 	for {
 		c.mu.Lock()
+		head := c.seq.Head()
 		c.ready = c.seq.Ready(c.ready[:0])
 		var poisoned error
 		if c.poisoned != nil && c.seq.Head() > c.poison {
 			poisoned = c.poisoned
+		}
+		if len(c.ready) == 0 && c.seq.Head() != head {
+			// Requests expecting no response left: capacity for
+			// the client reader (waitCapacity).
+			c.cond.Broadcast()
 		}
 		c.mu.Unlock()
 		if len(c.ready) == 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -174,22 +175,33 @@ func checkProduceScan(t *testing.T, body []byte, version int16) {
 	if s.Acks != req.Acks || int16(body[s.AcksAt])<<8|int16(body[s.AcksAt+1]) != req.Acks {
 		t.Fatalf("Produce v%d: acks %d at %d, kmsg %d", version, s.Acks, s.AcksAt, req.Acks)
 	}
+	samePartitions(t, "scanner", version, got, kmsgPartitions(req))
+}
+
+// kmsgPartitions lists the partitions of a Produce request kmsg decoded, as
+// the scanners report them.
+func kmsgPartitions(req *kmsg.ProduceRequest) []Partition {
 	var want []Partition
 	for _, tp := range req.Topics {
 		for _, p := range tp.Partitions {
 			w := Partition{TopicID: tp.TopicID, Partition: p.Partition}
-			if version < topicIDFrom {
+			if req.Version < topicIDFrom {
 				w.Topic, w.TopicID = []byte(tp.Topic), [16]byte{}
 			}
 			want = append(want, w)
 		}
 	}
+	return want
+}
+
+func samePartitions(t *testing.T, who string, version int16, got, want []Partition) {
+	t.Helper()
 	if len(got) != len(want) {
-		t.Fatalf("Produce v%d: scanner found %d partitions, kmsg %d", version, len(got), len(want))
+		t.Fatalf("Produce v%d: %s found %d partitions, kmsg %d", version, who, len(got), len(want))
 	}
 	for i := range got {
 		if !bytes.Equal(got[i].Topic, want[i].Topic) || got[i].TopicID != want[i].TopicID || got[i].Partition != want[i].Partition {
-			t.Fatalf("Produce v%d: partition %d: scanner %+v, kmsg %+v", version, i, got[i], want[i])
+			t.Fatalf("Produce v%d: partition %d: %s %+v, kmsg %+v", version, i, who, got[i], want[i])
 		}
 	}
 }
@@ -375,6 +387,9 @@ func TestWriteScanCorpus(t *testing.T) {
 		for i, body := range produceRequests(v) {
 			write("FuzzScanProduceRequest", fmt.Sprintf("kmsg-v%02d-%d", v, i), fmt.Sprintf("[]byte(%q)", body), fmt.Sprintf("int16(%d)", v))
 		}
+		for i, body := range append(produceRequests(v), onePartitionProduce(v, -1, 64)) {
+			write("FuzzScanProduceStream", fmt.Sprintf("kmsg-v%02d-%d", v, i), fmt.Sprintf("[]byte(%q)", body), fmt.Sprintf("int16(%d)", v), "uint16(40)", fmt.Sprintf("uint64(%d)", i))
+		}
 	}
 	for v := range kmsg.NewPtrProduceResponse().MaxVersion() + 1 {
 		for i, body := range produceResponses(v) {
@@ -386,4 +401,138 @@ func TestWriteScanCorpus(t *testing.T) {
 			write("FuzzScanEndpoints", fmt.Sprintf("fetch-v%02d-%d", v, i), fmt.Sprintf("[]byte(%q)", body), "bool(true)", fmt.Sprintf("int16(%d)", v))
 		}
 	}
+}
+
+// onePartitionProduce returns a Produce request body at version writing
+// records to one partition.
+func onePartitionProduce(version int16, acks int16, records int) []byte {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = version
+	req.TransactionID = strp("txn")
+	req.Acks = acks
+	t := kmsg.NewProduceRequestTopic()
+	t.Topic = "orders"
+	t.TopicID = [16]byte{7, 7}
+	pt := kmsg.NewProduceRequestTopicPartition()
+	pt.Partition = 5
+	pt.Records = bytes.Repeat([]byte{0xcd}, records)
+	t.Partitions = []kmsg.ProduceRequestTopicPartition{pt}
+	req.Topics = []kmsg.ProduceRequestTopic{t}
+	return req.AppendTo(nil)
+}
+
+// streamScan runs a ProduceStream over body as the proxy does: Start on a
+// head of at most headLen bytes, then windows that grow by the sizes chunk
+// gives until Next can step, records skipped unseen.
+func streamScan(body []byte, version int16, headLen int, chunk func() int) ([]Partition, error) {
+	var s ProduceStream
+	used, err := s.Start(body[:min(len(body), headLen)], version, len(body))
+	if err != nil {
+		return nil, err
+	}
+	var got []Partition
+	pos, win := used, 0
+	for {
+		win = min(win, len(body)-pos)
+		step, err := s.Next(body[pos : pos+win])
+		switch {
+		case errors.Is(err, ErrNeedMore):
+			if pos+win >= len(body) {
+				return nil, fmt.Errorf("need more past the body's end")
+			}
+			win += chunk()
+			continue
+		case err != nil:
+			return nil, err
+		case step.End:
+			return got, nil
+		}
+		p := step.Partition
+		p.Topic = bytes.Clone(p.Topic)
+		got = append(got, p)
+		pos += step.Used + int(step.Records)
+		win = 0
+		if pos > len(body) {
+			return nil, fmt.Errorf("records past the body's end")
+		}
+	}
+}
+
+// checkProduceStream checks the streaming scanner against kmsg: from a
+// head holding the whole body, it accepts exactly what kmsg accepts and
+// finds the same partitions, whatever the windows; from a shorter head it
+// may refuse at Start, and otherwise agrees.
+func checkProduceStream(t *testing.T, body []byte, version int16, headLen int, seed uint64) {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = version
+	kerr := req.UnsafeReadFrom(body)
+	want := kmsgPartitions(req)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for _, head := range []int{len(body), headLen} {
+		got, err := streamScan(body, version, head, func() int { return 1 + rng.IntN(9) })
+		if head < len(body) && err != nil && kerr == nil {
+			continue // a short head may refuse a valid body at Start
+		}
+		if (kerr == nil) != (err == nil) {
+			t.Fatalf("Produce v%d head %d: kmsg says %v, stream says %v (body %x)", version, head, kerr, err, body)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrCannotScan) {
+				t.Fatalf("Produce v%d: stream error %v is not ErrCannotScan", version, err)
+			}
+			continue
+		}
+		samePartitions(t, fmt.Sprintf("stream (head %d)", head), version, got, want)
+	}
+}
+
+func TestProduceStream(t *testing.T) {
+	for v := int16(0); v <= kmsg.NewPtrProduceRequest().MaxVersion(); v++ {
+		for i, body := range append(produceRequests(v), onePartitionProduce(v, 1, 3000)) {
+			for seed := range uint64(20) {
+				checkProduceStream(t, body, v, 8+int(seed)*5, seed)
+			}
+			// Every truncation is refused, or read as kmsg reads it.
+			for n := range len(body) {
+				checkProduceStream(t, body[:n], v, len(body), uint64(i))
+			}
+		}
+	}
+}
+
+func TestProduceStreamAllocatesNothing(t *testing.T) {
+	body := produceRequests(9)[1]
+	var s ProduceStream
+	s.topic = make([]byte, 0, 64)
+	n := testing.AllocsPerRun(100, func() {
+		used, err := s.Start(body, 9, len(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos := used
+		for {
+			step, err := s.Next(body[pos:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if step.End {
+				break
+			}
+			pos += step.Used + int(step.Records)
+		}
+	})
+	if n != 0 {
+		t.Fatalf("streaming allocates %v times", n)
+	}
+}
+
+// FuzzScanProduceStream: for every body, the streaming scanner accepts
+// exactly what kmsg accepts and finds the same partitions, whatever the
+// head and the windows.
+func FuzzScanProduceStream(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}, int16(2), uint16(8), uint64(1))
+	f.Fuzz(func(t *testing.T, body []byte, version int16, head uint16, seed uint64) {
+		checkProduceStream(t, body, versionIn(version, kmsg.NewPtrProduceRequest().MaxVersion()), int(head), seed)
+	})
 }

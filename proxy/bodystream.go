@@ -1,0 +1,284 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+
+	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// Large produce requests stream in None mode too, though there the
+// sequencer must know every partition a write touches: their bodies pass
+// from the client socket to the upstream socket as they arrive, records
+// spliced by the kernel, while wire.ProduceStream reads the few bytes
+// between one partition's records and the next (topic, partition, record
+// length). Each partition found is added to the write in the sequencer
+// (Extend) before the bytes after it are sent; if an earlier write still in
+// flight holds it, the stream pauses until that write is answered. The
+// upstream cannot act on a request it has not received whole, so the
+// request is processed after every earlier write it overlaps, as if it had
+// waited whole.
+//
+// A request streams only when nothing pushed before it waits to be
+// forwarded (Sequencer.Settled) and no barrier is in flight: then every
+// wait is for a write already in flight, whose response does not depend on
+// this request. Any other large produce request is read whole and scanned.
+//
+// The trade: a streaming request that pauses holds the client reader, so
+// a later request whose partitions it does not share cannot overtake it as
+// it could if the paused one were held in memory. Requests this large come
+// from producers that batch per partition and send every partition with
+// data in each request, so consecutive ones share partitions and wait for
+// each other anyway; smaller requests (below spliceMin) are read whole and
+// keep overlapping.
+
+// streamWindow is the first size of the buffer that holds the bytes
+// between records; it grows, charged to the budget, for the rare request
+// whose tagged fields or names outgrow it.
+const streamWindow = 4 << 10
+
+// bodyStream is the client reader's state while it streams one request.
+type bodyStream struct {
+	scan wire.ProduceStream
+	// win holds bytes read from the client and not yet written upstream;
+	// the first done of them are scanned, or are records.
+	win     *wire.Buf
+	winCh   charge
+	done    int
+	records int64  // of the current partition, not yet passed on
+	socket  int64  // bytes of the frame still in the client socket
+	keys    charge // key state of the partitions added while streaming
+}
+
+// spliceableNone is spliceable in None mode: a Produce request whose head
+// holds everything before its topics streams if nothing pushed before it
+// waits to be forwarded; its partitions are added as they pass.
+func (c *conn) spliceableNone(head *wire.Buf, h wire.RequestHeader, size int32) *request {
+	body := head.B[h.Body:]
+	total := 4 + int(size)
+	if c.bs == nil {
+		c.bs = new(bodyStream)
+	}
+	bs := c.bs
+	used, err := bs.scan.Start(body, h.Version, total-h.Body)
+	if err != nil || bs.scan.Topics() == 0 {
+		// Nothing to stream past: read whole.
+		return nil
+	}
+	// A write with no keys yet: forwarded at once unless a barrier is in
+	// flight.
+	ord := ordering.Request{Kind: ordering.Write, NoResponse: bs.scan.Acks == 0}
+	c.mu.Lock()
+	now := c.poisoned == nil && c.writeErr == nil && c.seq.Settled() && c.seq.Immediate(ord)
+	c.mu.Unlock()
+	if !now {
+		return nil
+	}
+	rest := body[used:]
+	n := max(streamWindow, len(rest))
+	if err := c.accts[0].Reserve(wire.Cap(n)); err != nil {
+		return nil
+	}
+	bs.win, bs.winCh = wire.Get(n), charge{n: int64(wire.Cap(n))}
+	bs.win.B = bs.win.B[:copy(bs.win.B, rest)]
+	bs.done, bs.records, bs.socket = 0, 0, int64(total-len(head.B))
+	head.B = head.B[:h.Body+used]
+
+	r := getRequest()
+	r.hdr, r.frame = h, head
+	r.stream, r.scanBody = int(bs.socket), true
+	r.noResp, r.ord = ord.NoResponse, ord
+	if r.noResp {
+		// As classifyProduce: forwarded as acks=1.
+		body[bs.scan.AcksAt], body[bs.scan.AcksAt+1] = 0, 1
+		r.forcedAck = true
+	}
+	return r
+}
+
+// streamProduce forwards the rest of the request seq, whose head flush has
+// just written, from the client socket and c.bs's window. It runs on the
+// client reader, inside flush. Any error leaves the upstream mid-frame and
+// ends the connection.
+func (c *conn) streamProduce(seq uint64) error {
+	bs := c.bs
+	defer c.endStream(seq)
+	for {
+		if bs.records > 0 {
+			if k := min(bs.records, int64(len(bs.win.B)-bs.done)); k > 0 {
+				bs.done += int(k)
+				bs.records -= k
+				continue
+			}
+			if err := c.writeScanned(); err != nil {
+				return err
+			}
+			if err := c.spliceBody(bs.records); err != nil {
+				return err
+			}
+			bs.socket -= bs.records
+			bs.records = 0
+			continue
+		}
+		step, err := bs.scan.Next(bs.win.B[bs.done:])
+		switch {
+		case errors.Is(err, wire.ErrNeedMore):
+			if err := c.fillWindow(); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("%w: Produce: %v", ErrBadRequest, err)
+		case step.End:
+			// What follows the structure, if anything, goes as it is.
+			bs.done = len(bs.win.B)
+			if err := c.writeScanned(); err != nil {
+				return err
+			}
+			if bs.socket > 0 {
+				if err := c.spliceBody(bs.socket); err != nil {
+					return err
+				}
+				bs.socket = 0
+			}
+			return nil
+		}
+		p := step.Partition
+		if err := c.extendKey(seq, partitionKey('p', "", kbin.UnsafeString(p.Topic), p.TopicID, p.Partition)); err != nil {
+			return err
+		}
+		bs.done += step.Used
+		bs.records = step.Records
+	}
+}
+
+// extendKey adds k to the streaming write seq, waiting while an earlier
+// write in flight holds it. Its state is charged to the budget first.
+func (c *conn) extendKey(seq uint64, k ordering.Key) error {
+	if err := c.accts[0].Reserve(ordering.KeyStateBytes); err != nil {
+		return c.timedOut(err)
+	}
+	waited, err := c.extendLocked(seq, k)
+	if err != nil {
+		c.p.budget.Release(ordering.KeyStateBytes, false)
+		return err
+	}
+	if waited {
+		// The rest of the frame gets a fresh read timeout: the wait
+		// was the upstream's, not the client's.
+		c.startFrame()
+	}
+	return nil
+}
+
+// extendLocked is extendKey's part under mu: the wait, and where the key
+// state charge goes.
+func (c *conn) extendLocked(seq uint64, k ordering.Key) (waited bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	before := c.seq.Bytes()
+	for {
+		ok, err := c.seq.Extend(seq, k)
+		if err != nil {
+			return waited, fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
+		}
+		if ok {
+			break
+		}
+		if c.dead.Load() {
+			return waited, ErrShutdown
+		}
+		c.cond.Wait()
+		before, waited = c.seq.Bytes(), true
+	}
+	switch added := c.seq.Bytes() - before; {
+	case added > 0:
+		c.bs.keys.n += ordering.KeyStateBytes
+	case added < 0:
+		// The write became a barrier and holds no keys.
+		c.p.budget.Release(ordering.KeyStateBytes, false)
+		c.bs.keys.release(c.p.budget)
+	default:
+		c.p.budget.Release(ordering.KeyStateBytes, false)
+	}
+	return waited, nil
+}
+
+// writeScanned writes the scanned bytes at the front of the window
+// upstream and keeps the rest.
+func (c *conn) writeScanned() error {
+	bs := c.bs
+	if bs.done == 0 {
+		return nil
+	}
+	if _, err := c.up.Write(bs.win.B[:bs.done]); err != nil {
+		return err
+	}
+	n := copy(bs.win.B, bs.win.B[bs.done:])
+	bs.win.B = bs.win.B[:n]
+	bs.done = 0
+	return nil
+}
+
+// fillWindow reads more of the frame from the client into the window,
+// growing it when the bytes still to scan fill it.
+func (c *conn) fillWindow() error {
+	bs := c.bs
+	if err := c.writeScanned(); err != nil {
+		return err
+	}
+	if bs.socket == 0 {
+		return fmt.Errorf("%w: Produce: %v", ErrBadRequest, wire.ErrCannotScan)
+	}
+	if len(bs.win.B) == cap(bs.win.B) {
+		n := 2 * cap(bs.win.B)
+		if err := c.accts[0].Reserve(wire.Cap(n)); err != nil {
+			return c.timedOut(err)
+		}
+		nb := wire.Get(n)
+		nb.B = nb.B[:copy(nb.B, bs.win.B)]
+		wire.Put(bs.win)
+		bs.winCh.release(c.p.budget)
+		bs.win, bs.winCh = nb, charge{n: int64(wire.Cap(n))}
+	}
+	free := bs.win.B[len(bs.win.B):cap(bs.win.B)]
+	k, err := c.client.Read(free[:min(int64(len(free)), bs.socket)])
+	bs.win.B = bs.win.B[:len(bs.win.B)+k]
+	bs.socket -= int64(k)
+	switch {
+	case err == nil:
+		return nil
+	case c.draining.Load():
+		return fmt.Errorf("%w: a request was cut mid-body", ErrShutdown)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: %v", ErrBadRequest, wire.ErrTruncated)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return c.timedOut(err)
+	}
+	return err
+}
+
+// endStream returns the window and hands the key state charged while
+// streaming to the request, which releases it when it completes; if it has
+// completed already, the charge goes back now.
+func (c *conn) endStream(seq uint64) {
+	bs := c.bs
+	wire.Put(bs.win)
+	bs.win = nil
+	bs.winCh.release(c.p.budget)
+	if bs.keys.n == 0 {
+		return
+	}
+	c.mu.Lock()
+	if r, ok := c.seq.Get(seq); ok && r.resp == nil {
+		r.stateCharge.n += bs.keys.n
+		bs.keys = charge{}
+	}
+	c.mu.Unlock()
+	bs.keys.release(c.p.budget)
+}

@@ -1,0 +1,299 @@
+package proxy_test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/hostile"
+	"github.com/inorder-proxy/inorder/internal/pipeprobe"
+	"github.com/inorder-proxy/inorder/metrics"
+	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/proxy"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// multiProduce is one Produce request writing one record to each of parts,
+// in that order, each value of valueSize bytes starting with its label.
+func multiProduce(version int16, topic string, parts []int32, labels []string, valueSize int) *kmsg.ProduceRequest {
+	var req *kmsg.ProduceRequest
+	for i, part := range parts {
+		v := []byte(labels[i] + "|" + strings.Repeat("x", valueSize))
+		one := pipeprobe.NewProduce(pipeprobe.ProduceSpec{
+			Topic: topic, Partition: part, Value: v, Timestamp: time.Now().UnixMilli(),
+			Version: version, Acks: -1, Timeout: 5 * time.Second,
+		})
+		if req == nil {
+			req = one
+			continue
+		}
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, one.Topics[0].Partitions[0])
+	}
+	return req
+}
+
+// TestStreamedProduceKeepsPartitionOrder pipelines, on one connection
+// through the proxy in none mode, Produce requests large enough to stream
+// (each writes two or three partitions, consecutive ones sharing some),
+// flexible and not, with small produce requests and OffsetCommits among
+// them, to a backend that handles requests concurrently and answers in
+// completion order. The large ones stream, their partitions found on the
+// way: each partition's log must still hold its records in send order, and
+// the responses come back in request order.
+func TestStreamedProduceKeepsPartitionOrder(t *testing.T) {
+	const partitions = 4
+	var reqs []kmsg.Request
+	sent := map[int32][]string{}
+	large := 0
+	label := func(part int32) string {
+		l := fmt.Sprintf("%d-%d", part, len(sent[part]))
+		sent[part] = append(sent[part], l)
+		return l
+	}
+	const allLarge = 20 // requests before the first small one or commit
+	for i := range 90 {
+		small, commit := i >= allLarge && i%10 == 9, i >= allLarge && i%15 == 7
+		switch {
+		case small:
+			part := int32(i % partitions)
+			reqs = append(reqs, multiProduce(9, "s", []int32{part}, []string{label(part)}, 10))
+		case commit:
+			// In none mode a write to the group's partitions,
+			// sharing nothing with the produce requests.
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Version, req.Group, req.Generation = 8, "g", -1
+			ct := kmsg.NewOffsetCommitRequestTopic()
+			ct.Topic = "s"
+			cp := kmsg.NewOffsetCommitRequestTopicPartition()
+			cp.Partition, cp.Offset = int32(i%partitions), int64(i)
+			ct.Partitions = append(ct.Partitions, cp)
+			req.Topics = append(req.Topics, ct)
+			reqs = append(reqs, req)
+		default:
+			parts := []int32{int32(i % partitions), int32((i + 1) % partitions)}
+			if i%3 == 0 {
+				parts = append(parts, int32((i+3)%partitions))
+			}
+			labels := make([]string, len(parts))
+			for j, part := range parts {
+				labels[j] = label(part)
+			}
+			version := int16(7)
+			if i%2 == 0 {
+				version = 9
+			}
+			reqs = append(reqs, multiProduce(version, "s", parts, labels, 16<<10))
+			large++
+		}
+	}
+	newBackend := func() *hostile.Reorderer {
+		b, err := hostile.NewReorderer(hostile.ReordererConfig{
+			MaxDelay:  2 * time.Millisecond,
+			KfakeOpts: []kfake.Opt{kfake.SeedTopics(partitions, "s")},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	ctx := testContext(t, 60*time.Second)
+	reordersDirectly(t, ctx, newBackend, reqs)
+
+	b := newBackend()
+	m := metrics.New()
+	p := startProxy(t, config.OrderingNone, []string{b.Addr()}, nil, proxy.WithMetrics(m))
+	res, err := pipeprobe.Pipeline(ctx, p.Addr(), reqs, pipeprobe.PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOrderNoErrors(t, res)
+	for part := range int32(partitions) {
+		got, err := pipeprobe.ReadPartition(ctx, b.KfakeAddr(), "s", part, pipeprobe.PinTo(b.KfakeAddr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			got[i], _, _ = strings.Cut(got[i], "|")
+		}
+		if !slices.Equal(got, sent[part]) {
+			t.Fatalf("partition %d holds %v, sent %v", part, got, sent[part])
+		}
+	}
+	// The first large requests all streamed: nothing before them waits to
+	// be forwarded, so none is read whole. Later ones stream unless a
+	// request read whole before them still waits.
+	if n := counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedRequestScanned)); n < allLarge || n > float64(large) {
+		t.Fatalf("%v of %d large requests streamed, want at least %d", n, large, allLarge)
+	}
+}
+
+// TestStreamedRequestMalformed sends, in none mode, a large Produce
+// request whose topic count promises a topic its body does not hold. The
+// proxy finds out only after streaming the rest: it closes that connection
+// with a log line naming the reason, and a well-formed request on another
+// connection succeeds.
+func TestStreamedRequestMalformed(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "big"))
+	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), nil)
+	good := multiProduce(9, "big", []int32{0, 1}, []string{"a", "b"}, 40<<10)
+	good.Topics = append(good.Topics, good.Topics[0])
+	good.Topics[1].Partitions = good.Topics[1].Partitions[1:]
+	good.Topics[0].Partitions = good.Topics[0].Partitions[:1]
+	frame := kmsg.NewRequestFormatter().AppendRequest(nil, good, 5)
+	h, err := wire.ParseRequestHeader(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Body: null transactional id (1 byte), acks, timeout, then the
+	// compact topic count, n+1.
+	at := h.Body + 1 + 2 + 4
+	if frame[at] != 3 {
+		t.Fatalf("topic count byte %d, want 3 (two topics)", frame[at])
+	}
+	bad := slices.Clone(frame)
+	bad[at] = 4
+
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := c.LocalAddr().String()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write(bad)
+	if n, err := io.Copy(io.Discard, c); err != nil || n != 0 {
+		t.Fatalf("read %d bytes (%v); want a close with no response", n, err)
+	}
+	c.Close()
+	p.log.waitFor(t, "client="+local)
+	if line := logLine(p.log.String(), "client="+local); !strings.Contains(line, "bad request") || !strings.Contains(line, "Produce") {
+		t.Fatalf("log line %q does not name the malformed request", line)
+	}
+
+	produceOn(t, p.Addr(), frame, 5)
+}
+
+// TestStreamedRequestTooWide streams, in none mode, Produce requests that
+// write more partitions than the sequencer keeps keys for: each becomes a
+// barrier on the way, once the writes before it are answered, and the
+// requests after it wait for it. Every record lands in order.
+func TestStreamedRequestTooWide(t *testing.T) {
+	const partitions = ordering.MaxWriteKeys + 24
+	b, err := hostile.NewReorderer(hostile.ReordererConfig{
+		MaxDelay:  time.Millisecond,
+		KfakeOpts: []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(partitions, "w")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	m := metrics.New()
+	p := startProxy(t, config.OrderingNone, []string{b.Addr()}, nil, proxy.WithMetrics(m))
+	var reqs []kmsg.Request
+	for round := range 4 {
+		// A narrow write to partition 7, then one to every partition,
+		// then narrow again: the wide one must land between them.
+		reqs = append(reqs, multiProduce(9, "w", []int32{7}, []string{fmt.Sprint(3 * round)}, 40<<10))
+		parts := make([]int32, partitions)
+		labels := make([]string, partitions)
+		for i := range parts {
+			parts[i] = int32(i)
+			labels[i] = fmt.Sprint(3*round + 1)
+		}
+		reqs = append(reqs, multiProduce(7, "w", parts, labels, 8))
+		reqs = append(reqs, multiProduce(9, "w", []int32{7}, []string{fmt.Sprint(3*round + 2)}, 40<<10))
+	}
+	ctx := testContext(t, 60*time.Second)
+	res, err := pipeprobe.Pipeline(ctx, p.Addr(), reqs, pipeprobe.PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOrderNoErrors(t, res)
+	got, err := pipeprobe.ReadPartition(ctx, b.KfakeAddr(), "w", 7, pipeprobe.PinTo(b.KfakeAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range got {
+		got[i], _, _ = strings.Cut(got[i], "|")
+		want = append(want, fmt.Sprint(i))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("partition 7 holds %v, want %v", got, want)
+	}
+	if n := counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedRequestScanned)); n < 1 {
+		t.Fatal("no request streamed")
+	}
+}
+
+// TestStreamedRequestLargeTags streams, in none mode, a Produce request
+// whose partitions carry tagged fields larger than the window that holds
+// the bytes between records: the window grows, and the request lands whole.
+func TestStreamedRequestLargeTags(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(3, "tags"))
+	m := metrics.New()
+	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), nil, proxy.WithMetrics(m))
+	req := multiProduce(9, "tags", []int32{0, 1, 2}, []string{"a", "b", "c"}, 20<<10)
+	for i := range req.Topics[0].Partitions {
+		req.Topics[0].Partitions[i].UnknownTags.Set(40, []byte(strings.Repeat("t", 9000)))
+	}
+	req.Topics[0].UnknownTags.Set(41, []byte(strings.Repeat("u", 5000)))
+	resp := produceOn(t, p.Addr(), kmsg.NewRequestFormatter().AppendRequest(nil, req, 11), 11)
+	if n := len(resp.Topics[0].Partitions); n != 3 {
+		t.Fatalf("%d partitions answered, want 3", n)
+	}
+	if n := counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedRequestScanned)); n != 1 {
+		t.Fatalf("%v requests streamed, want 1", n)
+	}
+	ctx := testContext(t, 20*time.Second)
+	for part, want := range []string{"a", "b", "c"} {
+		got, err := pipeprobe.ReadPartition(ctx, kc.ListenAddrs()[0], "tags", int32(part))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || !strings.HasPrefix(got[0], want+"|") || len(got[0]) != len(want)+1+20<<10 {
+			t.Fatalf("partition %d holds %d records", part, len(got))
+		}
+	}
+}
+
+// TestStreamedRequestWaitIsNotTheClients pipelines large Produce requests
+// to one partition, in none mode, to a backend that takes longer to answer
+// than the read timeout: each request streams, pauses for the one before
+// it, and must not be shed for a read timeout the upstream spent.
+func TestStreamedRequestWaitIsNotTheClients(t *testing.T) {
+	const delay = 600 * time.Millisecond
+	b, err := hostile.NewReorderer(hostile.ReordererConfig{
+		MinDelay: delay, MaxDelay: delay,
+		KfakeOpts: []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(1, "slow")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	m := metrics.New()
+	p := startProxy(t, config.OrderingNone, []string{b.Addr()}, func(cfg *config.Config) {
+		cfg.ReadTimeout = 200 * time.Millisecond
+	}, proxy.WithMetrics(m))
+	var reqs []kmsg.Request
+	for i := range 3 {
+		reqs = append(reqs, multiProduce(9, "slow", []int32{0}, []string{fmt.Sprint(i)}, 64<<10))
+	}
+	ctx := testContext(t, 30*time.Second)
+	res, err := pipeprobe.Pipeline(ctx, p.Addr(), reqs, pipeprobe.PipelineOptions{})
+	if err != nil {
+		t.Fatalf("%v (proxy log: %s)", err, p.log.String())
+	}
+	inOrderNoErrors(t, res)
+	if n := counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedRequestScanned)); n != 3 {
+		t.Fatalf("%v of 3 requests streamed", n)
+	}
+}
