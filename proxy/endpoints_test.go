@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/metrics"
+	"github.com/inorder-proxy/inorder/proxy"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -78,9 +80,21 @@ func endpointsUpstream(t *testing.T, sent chan<- []byte) string {
 // TestLargeResponsesStreamed pipelines Fetch v15 requests whose responses
 // are large enough to be streamed from the upstream socket to the client
 // socket: each arrives whole, in order, with the client's correlation id.
+// With splicing off they are read whole instead, and arrive the same.
 func TestLargeResponsesStreamed(t *testing.T) {
-	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
-		t.Run(string(mode), func(t *testing.T) {
+	for _, tc := range []struct {
+		mode   config.Ordering
+		splice bool
+	}{{config.OrderingConnection, true}, {config.OrderingNone, true}, {config.OrderingConnection, false}} {
+		name := string(tc.mode)
+		m := metrics.New()
+		opts := []proxy.Option{proxy.WithMetrics(m)}
+		if !tc.splice {
+			name += "-nosplice"
+			opts = append(opts, proxy.WithoutSplice())
+		}
+		mode := tc.mode
+		t.Run(name, func(t *testing.T) {
 			const n = 6
 			sent := make(chan []byte, n)
 			up := scriptedUpstream(t, sent, func(i int, h wire.RequestHeader) []byte {
@@ -93,7 +107,7 @@ func TestLargeResponsesStreamed(t *testing.T) {
 				resp.Topics = []kmsg.FetchResponseTopic{{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{{Partition: int32(i), RecordBatches: bytes.Repeat([]byte{byte(i + 1)}, size)}}}}
 				return resp.AppendTo(nil)
 			})
-			p := startProxy(t, mode, []string{up}, nil)
+			p := startProxy(t, mode, []string{up}, nil, opts...)
 			c, err := net.Dial("tcp", p.Addr())
 			if err != nil {
 				t.Fatal(err)
@@ -126,6 +140,12 @@ func TestLargeResponsesStreamed(t *testing.T) {
 					t.Fatalf("response %d differs from what the upstream sent", i)
 				}
 				wire.Put(buf)
+			}
+			// Four of the six are large; each streamed unless an
+			// earlier response was still owed when it arrived.
+			got := counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedResponse))
+			if tc.splice && (got < 1 || got > 4) || !tc.splice && got != 0 {
+				t.Fatalf("%v responses streamed (splicing %v)", got, tc.splice)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/inorder-proxy/inorder/metrics"
@@ -246,6 +247,10 @@ func (c *conn) spliceBody(n int64) error {
 		return fmt.Errorf("%w: a request was cut mid-body", ErrShutdown)
 	case errors.Is(err, io.EOF) && copied < n:
 		return fmt.Errorf("%w: %v", ErrBadRequest, wire.ErrTruncated)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// Only the client socket has a deadline: the body did not
+		// arrive within the read timeout.
+		return c.timedOut(err)
 	}
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,9 +94,9 @@ func TestSplicedRequestTruncated(t *testing.T) {
 	}
 }
 
-func testSplicedRequestTruncated(t *testing.T, mode config.Ordering) {
-	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "big"))
-	p := startProxy(t, mode, kc.ListenAddrs(), nil)
+// bigProduceFrame is a Produce v9 request (correlation id 5) of one 200 KiB
+// batch to big/0: large enough to be spliced.
+func bigProduceFrame() []byte {
 	req := kmsg.NewPtrProduceRequest()
 	req.Version = 9
 	req.Acks = -1
@@ -106,8 +107,13 @@ func testSplicedRequestTruncated(t *testing.T, mode config.Ordering) {
 	part.Records = largeBatch(200 << 10)
 	topic.Partitions = append(topic.Partitions, part)
 	req.Topics = append(req.Topics, topic)
-	frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, 5)
+	return kmsg.NewRequestFormatter().AppendRequest(nil, req, 5)
+}
 
+func testSplicedRequestTruncated(t *testing.T, mode config.Ordering) {
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "big"))
+	p := startProxy(t, mode, kc.ListenAddrs(), nil)
+	frame := bigProduceFrame()
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -127,4 +133,34 @@ func testSplicedRequestTruncated(t *testing.T, mode config.Ordering) {
 
 	// The whole request on a new connection succeeds.
 	produceOn(t, p.Addr(), frame, 5)
+}
+
+// TestSplicedRequestStalls sends the first part of a large produce request
+// and stops: the body being spliced must arrive within the read timeout, so
+// the proxy closes the connection and logs a read timeout, not an upstream
+// failure.
+func TestSplicedRequestStalls(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "big"))
+			p := startProxy(t, mode, kc.ListenAddrs(), func(cfg *config.Config) {
+				cfg.ReadTimeout = 300 * time.Millisecond
+			})
+			c, err := net.Dial("tcp", p.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			local := c.LocalAddr().String()
+			c.Write(bigProduceFrame()[:100<<10])
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if n, err := io.Copy(io.Discard, c); err != nil || n != 0 {
+				t.Fatalf("read %d bytes (%v); want a close with no response", n, err)
+			}
+			p.log.waitFor(t, "client="+local)
+			if line := logLine(p.log.String(), "client="+local); !strings.Contains(line, "read timeout") {
+				t.Fatalf("log line %q does not name the read timeout", line)
+			}
+		})
+	}
 }
