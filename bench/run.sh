@@ -281,7 +281,9 @@ rss10k=$(awk -v a="$rss_before" -v b="$rss" -v n="$SCALE_CONNS" 'BEGIN { if (b !
 
 notes=
 if [ -f "$OUT" ]; then
-	notes=$(sed -n '/^<!-- hand-written below -->$/,$p' "$OUT")
+	# From the marker to the TLS section bench/tls.sh appends, which is
+	# measured again below.
+	notes=$(awk '/^<!-- written by bench\/tls.sh -->$/ { exit } /^<!-- hand-written below -->$/ { on = 1 } on' "$OUT")
 fi
 
 {
@@ -346,10 +348,10 @@ $(cat "$WORK/produce.md")
 Synthetic-fetch broker (the same 1 MiB batch served from every offset).
 **inorder-fetch15** is connection mode with \`--api-version-cap Fetch=15\`:
 clients fetch at v15, whose responses carry no broker addresses, so the proxy
-streams them to the client through one pooled 1 MiB chunk as they arrive;
-the other inorder paths fetch at v16+ and read each response into a buffer
-that grows as it arrives, scan it for KIP-951 endpoints without decoding it,
-and forward the same buffer.
+splices them from the broker's socket to the client's as they arrive; the
+other inorder paths fetch at v16+ and read each response into a buffer (one
+copy of its first 4 KiB as it grows), scan it for KIP-951 endpoints without
+decoding it, and forward the same buffer.
 
 $(cat "$WORK/consume.md")
 
@@ -430,6 +432,6 @@ EOF
 mv "$OUT.tmp" "$OUT"
 if [ "${TLS_BENCH:-1}" = 1 ]; then
 	log "measuring TLS (bench/tls.sh)"
-	{ echo; INORDER_BIN=$BIN ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP GO=$GO bash "$ROOT/bench/tls.sh"; } >>"$OUT"
+	{ printf '\n<!-- written by bench/tls.sh -->\n\n'; INORDER_BIN=$BIN ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP GO=$GO bash "$ROOT/bench/tls.sh"; } >>"$OUT"
 fi
 log "wrote $OUT"
