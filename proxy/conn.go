@@ -193,10 +193,11 @@ func (c *conn) connect() error {
 
 // enableSplice lets large produce requests bypass user space: the
 // request goes upstream as soon as it is read, by the goroutine that reads
-// the client, and its body need not be understood. In None mode only a
-// request that writes one partition named in its head, and that nothing
-// holds back, qualifies (spliceable). Responses stream in both modes, since they are delivered in
-// order whatever the mode, and through user space, so TLS sockets too.
+// the client, and its body need not be understood. In None mode a request
+// streams when nothing waits before it, its partitions found on the way
+// (bodystream.go). Responses stream in both modes, since they are
+// delivered in order whatever the mode: spliced between TCP sockets,
+// copied through a chunk over TLS (stream.go).
 func (c *conn) enableSplice() {
 	_, clientTCP := c.client.(*net.TCPConn)
 	_, upTCP := c.up.(*net.TCPConn)

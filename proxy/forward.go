@@ -91,9 +91,9 @@ func (c *conn) dispatchLocked() (local bool) {
 // until a request whose body must be spliced from the client socket is at
 // its head: that one is left for the client reader. The caller has set
 // c.flushing; flush clears it. It reports whether it moved a body from the
-// client socket. Request frames are taken from the queue
-// under the lock and owned by flush from then on, since a fast upstream may
-// answer and release a request before its write call returns.
+// client socket. Request frames are taken from the queue under the lock
+// and owned by flush from then on, since a fast upstream may answer and
+// release a request before its write call returns.
 func (c *conn) flush(byReader bool) (spliced bool) {
 	c.mu.Lock()
 	frames, bufs := c.flushFrames[:0], c.flushBufs[:0]
