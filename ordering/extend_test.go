@@ -9,9 +9,8 @@ import (
 
 // TestExtendProperty drives a None-mode sequencer through random writes and
 // barriers, some of which learn their keys while forwarded (a streamed
-// request): pushed with the keys of their head once Settled and Immediate
-// say nothing holds them back, then extended key by key, completing other
-// requests while Extend refuses. A model of the live writes checks that no
+// request): pushed with no keys while the sequencer is Open, then extended
+// key by key, completing other requests while Extend refuses. A model of the live writes checks that no
 // two forwarded writes ever share a key, that no barrier overlaps anything,
 // that Extend refuses only while another live write holds the key (or a
 // write too wide waits to become a barrier), and that the wait always ends.
@@ -99,11 +98,12 @@ func extendRun(t *testing.T, seed uint64) {
 			if rng.IntN(10) == 0 {
 				r.kind, r.keys = Barrier, nil
 			}
-			streamed := r.kind == Write && rng.IntN(2) == 0
-			req := Request{Kind: r.kind, Keys: r.keys}
-			if streamed && (!s.Settled() || !s.Immediate(req)) {
-				streamed = false
+			streamed := r.kind == Write && rng.IntN(2) == 0 && s.Open()
+			var more []Key
+			if streamed {
+				more, r.keys = r.keys, nil
 			}
+			req := Request{Kind: r.kind, Keys: r.keys}
 			r.seq = s.Push(req, r)
 			slices.Sort(r.keys)
 			r.keys = slices.Compact(r.keys) // as the sequencer keeps them
@@ -113,13 +113,12 @@ func extendRun(t *testing.T, seed uint64) {
 				continue
 			}
 			if !r.out {
-				fail("write %d: Settled and Immediate, but not dispatched", r.seq)
+				fail("write %d: pushed while Open, but not dispatched", r.seq)
 			}
-			more := randKeys(rng.IntN(4))
+			more = append(more, randKeys(rng.IntN(4))...)
 			if rng.IntN(20) == 0 {
-				more = make([]Key, MaxWriteKeys+5)
-				for i := range more {
-					more[i] = Key(100 + i)
+				for i := range MaxWriteKeys + 5 {
+					more = append(more, Key(100+i))
 				}
 			}
 			for _, k := range more {
@@ -192,7 +191,7 @@ func TestExtendRefusesWhatIsNotInFlight(t *testing.T) {
 		t.Fatalf("Extend once the key is free: %v %v", ok, err)
 	}
 	c := s.Push(Request{Kind: Write, Keys: []Key{1}}, 2)
-	if s.Immediate(Request{Kind: Write, Keys: []Key{1}}) || len(s.Dispatch(nil)) != 0 {
+	if len(s.Dispatch(nil)) != 0 {
 		t.Fatal("a write on a key added by Extend went ahead of it")
 	}
 	if err := s.Complete(b); err != nil {

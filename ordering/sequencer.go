@@ -243,30 +243,6 @@ func (s *Sequencer[T]) Push(r Request, v T) uint64 {
 	return seq
 }
 
-// Immediate reports whether r, pushed now, would be returned by the next
-// Dispatch: in None mode, a write none of whose keys an earlier live write
-// holds, with no barrier before it, or a barrier with nothing live before
-// it. Only Push makes the answer change from true to false, so a caller
-// that alone pushes may act on it before pushing (the proxy lets such a
-// request stream its body upstream, since nothing will hold it back).
-func (s *Sequencer[T]) Immediate(r Request) bool {
-	if s.mode == Connection {
-		return true
-	}
-	if s.barrier || s.later.len() > 0 {
-		return false
-	}
-	if r.Kind != Write || len(r.Keys) > MaxWriteKeys {
-		return s.active == 0
-	}
-	for _, k := range r.Keys {
-		if _, held := s.keyQueues[k]; held {
-			return false
-		}
-	}
-	return true
-}
-
 // activate queues a write on each of its keys, dropping duplicate keys,
 // and makes it ready if it is at the head of every queue.
 func (s *Sequencer[T]) activate(seq uint64, sl *slot[T]) {
@@ -380,15 +356,18 @@ func (s *Sequencer[T]) Dispatch(dst []T) []T {
 	return dst
 }
 
-// Settled reports whether every request pushed has been returned by
-// Dispatch: none waits for another. A write pushed then may learn more keys
-// while it is forwarded (Extend) without the risk of waiting for a request
-// that is itself waiting to be forwarded behind it.
-func (s *Sequencer[T]) Settled() bool {
+// Open reports whether a write pushed now with no keys would be returned
+// by the next Dispatch while nothing pushed before it waits to be
+// forwarded: no request is undispatched and no barrier is in flight. Only
+// Push closes it, so a caller that alone pushes may act on it first. A
+// write pushed while Open may learn its keys as it is forwarded (Extend)
+// without the risk of waiting for a request that itself waits behind it.
+// In Connection mode it is always true.
+func (s *Sequencer[T]) Open() bool {
 	if s.mode == Connection {
-		return len(s.pending) == 0
+		return true
 	}
-	return s.undispatched == 0
+	return s.undispatched == 0 && !s.barrier
 }
 
 // Extend adds key k to the write seq, the last one pushed, which Dispatch
@@ -398,8 +377,8 @@ func (s *Sequencer[T]) Settled() bool {
 // again, and must not send the request's last byte before every key is
 // added. A write that would hold more than MaxWriteKeys keys becomes a
 // barrier once it is the only live write (false until then), and every
-// later Extend of it succeeds. Pushed after a Settled check, seq can only
-// wait for writes already forwarded, so the wait ends. In Connection mode
+// later Extend of it succeeds. Pushed while Open, seq can only wait for
+// writes already forwarded, so the wait ends. In Connection mode
 // it always succeeds. An error says seq is not the last request pushed or
 // is not in flight (answered before it was whole, by a faulty upstream).
 func (s *Sequencer[T]) Extend(seq uint64, k Key) (bool, error) {

@@ -25,16 +25,7 @@ func TestAcksZeroFailureClosesConnection(t *testing.T) {
 	}
 	defer c.Close()
 	fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("t"))
-	prod := kmsg.NewPtrProduceRequest()
-	prod.Version = 9
-	prod.Acks = 0
-	prod.TimeoutMillis = 5000
-	topic := kmsg.NewProduceRequestTopic()
-	topic.Topic = "does-not-exist"
-	part := kmsg.NewProduceRequestTopicPartition()
-	part.Records = oneRecordBatch()
-	topic.Partitions = append(topic.Partitions, part)
-	prod.Topics = append(prod.Topics, topic)
+	prod := produceV9("does-not-exist", 0, oneRecordBatch())
 	meta := kmsg.NewPtrMetadataRequest()
 	meta.Version = 1
 	frames := fmtr.AppendRequest(nil, prod, 1)

@@ -25,7 +25,7 @@ import (
 // waited whole.
 //
 // A request streams only when nothing pushed before it waits to be
-// forwarded (Sequencer.Settled) and no barrier is in flight: then every
+// forwarded and no barrier is in flight (Sequencer.Open): then every
 // wait is for a write already in flight, whose response does not depend on
 // this request. Any other large produce request is read whole and scanned.
 //
@@ -70,11 +70,11 @@ func (c *conn) spliceableNone(head *wire.Buf, h wire.RequestHeader, size int32) 
 		// Nothing to stream past: read whole.
 		return nil
 	}
-	// A write with no keys yet: forwarded at once unless a barrier is in
-	// flight.
+	// A write with no keys yet, forwarded at once while the sequencer
+	// is Open.
 	ord := ordering.Request{Kind: ordering.Write, NoResponse: bs.scan.Acks == 0}
 	c.mu.Lock()
-	now := c.poisoned == nil && c.writeErr == nil && c.seq.Settled() && c.seq.Immediate(ord)
+	now := c.poisoned == nil && c.writeErr == nil && c.seq.Open()
 	c.mu.Unlock()
 	if !now {
 		return nil

@@ -85,15 +85,22 @@ func blackholeProduce(b *testing.B, recordBytes int) (*kfake.Cluster, []byte) {
 		b.Fatal(err)
 	}
 	b.Cleanup(kc.Close)
+	req := produceV9("bench", 1, largeBatch(recordBytes))
+	return kc, kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+}
+
+// produceV9 is a Produce v9 request of records to partition 0 of topic,
+// with a 5 s broker-side timeout.
+func produceV9(topic string, acks int16, records []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.Version = 9
-	req.Acks = 1
+	req.Acks = acks
 	req.TimeoutMillis = 5000
-	topic := kmsg.NewProduceRequestTopic()
-	topic.Topic = "bench"
+	t := kmsg.NewProduceRequestTopic()
+	t.Topic = topic
 	part := kmsg.NewProduceRequestTopicPartition()
-	part.Records = largeBatch(recordBytes)
-	topic.Partitions = append(topic.Partitions, part)
-	req.Topics = append(req.Topics, topic)
-	return kc, kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+	part.Records = records
+	t.Partitions = append(t.Partitions, part)
+	req.Topics = append(req.Topics, t)
+	return req
 }

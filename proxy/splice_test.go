@@ -97,17 +97,7 @@ func TestSplicedRequestTruncated(t *testing.T) {
 // bigProduceFrame is a Produce v9 request (correlation id 5) of one 200 KiB
 // batch to big/0: large enough to be spliced.
 func bigProduceFrame() []byte {
-	req := kmsg.NewPtrProduceRequest()
-	req.Version = 9
-	req.Acks = -1
-	req.TimeoutMillis = 5000
-	topic := kmsg.NewProduceRequestTopic()
-	topic.Topic = "big"
-	part := kmsg.NewProduceRequestTopicPartition()
-	part.Records = largeBatch(200 << 10)
-	topic.Partitions = append(topic.Partitions, part)
-	req.Topics = append(req.Topics, topic)
-	return kmsg.NewRequestFormatter().AppendRequest(nil, req, 5)
+	return kmsg.NewRequestFormatter().AppendRequest(nil, produceV9("big", -1, largeBatch(200<<10)), 5)
 }
 
 func testSplicedRequestTruncated(t *testing.T, mode config.Ordering) {
