@@ -53,6 +53,7 @@ type bodyStream struct {
 	records int64  // of the current partition, not yet passed on
 	socket  int64  // bytes of the frame still in the client socket
 	keys    charge // key state of the partitions added while streaming
+	one     [1][]byte
 }
 
 // spliceableNone is spliceable in None mode: a Produce request whose head
@@ -115,7 +116,7 @@ func (c *conn) streamProduce(seq uint64) error {
 				bs.records -= k
 				continue
 			}
-			if err := c.writeScanned(); err != nil {
+			if err := c.writeScanned(true); err != nil {
 				return err
 			}
 			if err := c.spliceBody(bs.records); err != nil {
@@ -137,7 +138,7 @@ func (c *conn) streamProduce(seq uint64) error {
 		case step.End:
 			// What follows the structure, if anything, goes as it is.
 			bs.done = len(bs.win.B)
-			if err := c.writeScanned(); err != nil {
+			if err := c.writeScanned(bs.socket > 0); err != nil {
 				return err
 			}
 			if bs.socket > 0 {
@@ -210,13 +211,23 @@ func (c *conn) extendLocked(seq uint64, k ordering.Key) (waited bool, err error)
 }
 
 // writeScanned writes the scanned bytes at the front of the window
-// upstream and keeps the rest.
-func (c *conn) writeScanned() error {
+// upstream and keeps the rest. more says more of the frame follows at
+// once: the bytes may wait in the kernel to share its segments.
+func (c *conn) writeScanned(more bool) error {
 	bs := c.bs
 	if bs.done == 0 {
 		return nil
 	}
-	if _, err := c.up.Write(bs.win.B[:bs.done]); err != nil {
+	b := bs.win.B[:bs.done]
+	var err error
+	if more {
+		bs.one[0] = b
+		err = writeBefore(&c.toUp, c.up, bs.one[:])
+		bs.one[0] = nil
+	} else {
+		_, err = c.up.Write(b)
+	}
+	if err != nil {
 		return err
 	}
 	n := copy(bs.win.B, bs.win.B[bs.done:])
@@ -229,7 +240,8 @@ func (c *conn) writeScanned() error {
 // growing it when the bytes still to scan fill it.
 func (c *conn) fillWindow() error {
 	bs := c.bs
-	if err := c.writeScanned(); err != nil {
+	// Nothing can use the frame before its end, which is still to come.
+	if err := c.writeScanned(bs.socket > 0); err != nil {
 		return err
 	}
 	if bs.socket == 0 {

@@ -94,10 +94,13 @@ type conn struct {
 	wmu     sync.Mutex
 	ready   []*request
 	outBufs net.Buffers
+	// toClient writes a streamed response's head with MSG_MORE; under wmu.
+	toClient *moreWriter
 
 	// Scratch of the one flusher at a time (see c.flushing).
 	flushFrames []*wire.Buf
 	flushBufs   net.Buffers
+	toUp        *moreWriter // a spliced request's head, with MSG_MORE
 
 	wg       sync.WaitGroup // upstream reader and flushers
 	dead     atomic.Bool

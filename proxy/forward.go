@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"time"
 
@@ -169,8 +170,14 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 
 		// WriteTo consumes the slice it is called on; writing a copy
 		// keeps bufs' backing array for the next batch.
-		w := bufs
-		_, err := w.WriteTo(c.up)
+		var err error
+		if stream > 0 {
+			// The body follows at once, spliced.
+			err = writeBefore(&c.toUp, c.up, bufs)
+		} else {
+			w := bufs
+			_, err = w.WriteTo(c.up)
+		}
 		clear(bufs)
 		if err == nil && stream > 0 {
 			kind := metrics.StreamedRequestSpliced
@@ -232,6 +239,20 @@ func (c *conn) writeFailed(err error) {
 		return
 	}
 	time.AfterFunc(lingerTimeout, func() { c.die(err) })
+}
+
+// writeBefore writes bufs to nc just before more of the same frame is
+// sent, with MSG_MORE where the platform has it (sendmore_linux.go); *w is
+// made on first use, so idle connections hold none.
+func writeBefore(w **moreWriter, nc net.Conn, bufs net.Buffers) error {
+	if *w == nil {
+		*w = newMoreWriter(nc)
+	}
+	if *w == nil {
+		_, err := bufs.WriteTo(nc)
+		return err
+	}
+	return (*w).write(bufs)
 }
 
 // spliceBody moves the n bytes of a request body still in the client

@@ -77,8 +77,14 @@ func (c *conn) streamResponse(r *request, rd *bufio.Reader, head *[8]byte, size 
 	// The upstream reader's buffer may already hold the start of the body.
 	buffered, _ := rd.Peek(int(min(int64(rd.Buffered()), rest)))
 	c.outBufs = append(c.outBufs[:0], head[:], buffered)
-	w := c.outBufs
-	_, err := w.WriteTo(c.client)
+	var err error
+	if c.splice && rest > int64(len(buffered)) {
+		// The body follows at once, spliced.
+		err = writeBefore(&c.toClient, c.client, c.outBufs)
+	} else {
+		w := c.outBufs
+		_, err = w.WriteTo(c.client)
+	}
 	clear(c.outBufs)
 	if err != nil {
 		return true, c.streamError(fmt.Errorf("%w: client write: %v", errClientClosed, err))

@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"errors"
+	"net"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// moreWriter writes to one TCP socket with MSG_MORE: the kernel holds a
+// partial segment back for what the caller sends next. A large frame's head
+// is written this way just before its body is spliced, so head and body
+// leave in the same segments, as a relay's stream does, instead of the head
+// in a small segment of its own that the peer's stack handles and wakes a
+// reader for. The caller always follows with a send without the flag (the
+// splice, or a plain write of the frame's end), which pushes what is held;
+// until then the peer could not act on the partial frame anyway.
+type moreWriter struct {
+	rc   syscall.RawConn
+	nc   net.Conn
+	bufs [][]byte
+	n    int
+	err  error
+	send func(fd uintptr) bool // bound once, so a write allocates nothing
+}
+
+// newMoreWriter returns nil when nc is not a TCP socket.
+func newMoreWriter(nc net.Conn) *moreWriter {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	w := &moreWriter{rc: rc, nc: nc}
+	w.send = w.sendOnce
+	return w
+}
+
+func (w *moreWriter) sendOnce(fd uintptr) bool {
+	const flags = unix.MSG_MORE | unix.MSG_NOSIGNAL
+	if len(w.bufs) == 1 {
+		w.n, w.err = unix.SendmsgN(int(fd), w.bufs[0], nil, nil, flags)
+	} else {
+		w.n, w.err = unix.SendmsgBuffers(int(fd), w.bufs, nil, nil, flags)
+	}
+	return w.err != unix.EAGAIN && w.err != unix.EINTR
+}
+
+// write sends every byte of bufs, waiting for room as a Write does (the
+// socket's write deadline applies). It consumes bufs.
+func (w *moreWriter) write(bufs [][]byte) error {
+	defer func() { w.bufs = nil }()
+	for len(bufs) > 0 {
+		if len(bufs[0]) == 0 {
+			bufs = bufs[1:]
+			continue
+		}
+		w.bufs = bufs
+		if err := w.rc.Write(w.send); err != nil {
+			return w.opError(err)
+		}
+		if w.err != nil {
+			return w.opError(os.NewSyscallError("sendmsg", w.err))
+		}
+		for n := w.n; n > 0; {
+			k := min(n, len(bufs[0]))
+			bufs[0] = bufs[0][k:]
+			n -= k
+			if len(bufs[0]) == 0 {
+				bufs = bufs[1:]
+			}
+		}
+	}
+	return nil
+}
+
+func (w *moreWriter) opError(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return err
+	}
+	return &net.OpError{Op: "write", Net: "tcp", Source: w.nc.LocalAddr(), Addr: w.nc.RemoteAddr(), Err: err}
+}
