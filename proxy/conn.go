@@ -79,6 +79,10 @@ type conn struct {
 	outq     []*request // dispatched, not yet written upstream
 	flushing bool       // a goroutine is writing outq upstream
 	reading  bool       // the upstream reader runs; see startReaderLocked
+	// lingering: the reader, with nothing in flight, waits on the socket
+	// for the next response (awaitNext); quietWanted: waitQuiet runs, and
+	// a reader that runs out of work ends at once.
+	lingering, quietWanted bool
 	// writeErr is set when a write upstream failed; nothing more is
 	// written, and the connection ends once the upstream reader has read
 	// what the upstream sent before it failed (see writeFailed).

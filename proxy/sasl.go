@@ -240,7 +240,13 @@ func readToken(r io.Reader) ([]byte, error) {
 func (c *conn) waitQuiet() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.quietWanted = true
+	defer func() { c.quietWanted = false }()
 	for !c.dead.Load() && (!c.seq.Idle() || c.reading || c.flushing || len(c.outq) > 0) {
+		if c.lingering {
+			// The reader waits for nothing: wake it now.
+			c.up.SetReadDeadline(time.Now())
+		}
 		c.cond.Wait()
 	}
 	if c.dead.Load() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/wire"
@@ -32,16 +33,47 @@ func (c *conn) readUpstream() {
 	}
 }
 
-// idle ends the reader when no forwarded request awaits a response.
-func (c *conn) idle() bool {
+// readerLinger is how long an upstream reader with nothing in flight waits
+// for the next response before it ends. A client that sends its next
+// request as soon as it has a response (a consumer's fetch loop, a
+// producer with one request in flight) then finds the reader waiting on
+// the socket, instead of starting a goroutine per request whose stack
+// grows again each time. An idle connection holds a reader this long
+// after its last response, then none.
+const readerLinger = 20 * time.Millisecond
+
+// idle reports what the reader does when no forwarded request awaits a
+// response: linger for the next one (once, if mayLinger and nothing needs
+// the upstream quiet), or end. A reader that ends clears c.reading.
+func (c *conn) idle(mayLinger bool) (end, linger bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seq.InFlight() > 0 && !c.dead.Load() {
-		return false
+		return false, false
+	}
+	if mayLinger && !c.quietWanted && !c.dead.Load() {
+		c.lingering = true
+		return false, true
 	}
 	c.reading = false
 	c.cond.Broadcast() // for waitQuiet
-	return true
+	return true, false
+}
+
+// awaitNext waits, for at most readerLinger, until the upstream sends
+// something, and consumes nothing. What arrived, or why nothing did, the
+// loop learns next: a response is read, bytes nothing asked for end the
+// connection, and an upstream that closed while idle is noticed as before
+// (upstreamClosedWhileIdle). waitQuiet cuts the wait short by moving the
+// deadline while c.lingering is set, which is why the deadline is cleared
+// only after lingering is.
+func (c *conn) awaitNext(rd *bufio.Reader) {
+	c.up.SetReadDeadline(time.Now().Add(readerLinger))
+	rd.Peek(1)
+	c.mu.Lock()
+	c.lingering = false
+	c.mu.Unlock()
+	c.up.SetReadDeadline(time.Time{})
 }
 
 // upstreamReaders buffer the upstream side while a reader runs, so a small
@@ -61,15 +93,23 @@ func (c *conn) readUpstreamLoop() error {
 		rd.Reset(nil)
 		upstreamReaders.Put(rd)
 	}()
+	lingered := false
 	for {
-		if c.idle() {
-			if rd.Buffered() > 0 {
-				// Nothing is in flight, so these bytes answer
-				// nothing the proxy sent.
-				return fmt.Errorf("%w: %d %w", ErrUpstreamProtocol, rd.Buffered(), errUnsolicited)
-			}
+		end, linger := c.idle(!lingered)
+		if (end || linger) && rd.Buffered() > 0 {
+			// Nothing is in flight, so these bytes answer nothing
+			// the proxy sent.
+			return fmt.Errorf("%w: %d %w", ErrUpstreamProtocol, rd.Buffered(), errUnsolicited)
+		}
+		if end {
 			return nil
 		}
+		if linger {
+			lingered = true
+			c.awaitNext(rd)
+			continue
+		}
+		lingered = false
 		// The length and correlation id first: they say whether the
 		// body can be streamed to the client instead of read.
 		size, err := wire.ReadLength(rd, &lenBuf, wire.MinResponseFrame, maxResp)
