@@ -123,11 +123,31 @@ func extendRun(t *testing.T, seed uint64) {
 			}
 			for _, k := range more {
 				for {
-					ok, err := s.Extend(r.seq, k)
+					before := s.Bytes()
+					did, err := s.Extend(r.seq, k)
 					if err != nil {
 						fail("Extend(%d, %d): %v", r.seq, k, err)
 					}
-					if ok {
+					delta := s.Bytes() - before
+					switch did {
+					case ExtendAdded:
+						if delta != KeyStateBytes {
+							fail("Extend(%d, %d) added a key, state grew by %d", r.seq, k, delta)
+						}
+					case ExtendHeld:
+						if delta != 0 || (r.kind != Barrier && !slices.Contains(r.keys, k)) {
+							fail("Extend(%d, %d) reported the key held (state grew by %d)", r.seq, k, delta)
+						}
+					case ExtendBarrier:
+						if delta != -int64(len(r.keys))*KeyStateBytes {
+							fail("Extend(%d, %d) made a barrier of a write with %d keys, state changed by %d", r.seq, k, len(r.keys), delta)
+						}
+					case ExtendWait:
+						if delta != 0 {
+							fail("Extend(%d, %d) refused, state changed by %d", r.seq, k, delta)
+						}
+					}
+					if did != ExtendWait {
 						break
 					}
 					held := false
@@ -181,14 +201,17 @@ func TestExtendRefusesWhatIsNotInFlight(t *testing.T) {
 	if _, err := s.Extend(a, 2); !errors.Is(err, ErrUnknownSeq) {
 		t.Fatalf("Extend of a request pushed before the last: %v, want ErrUnknownSeq", err)
 	}
-	if ok, err := s.Extend(b, 1); ok || err != nil {
-		t.Fatalf("Extend onto a key an earlier write holds: %v %v, want a refusal", ok, err)
+	if did, err := s.Extend(b, 1); did != ExtendWait || err != nil {
+		t.Fatalf("Extend onto a key an earlier write holds: %v %v, want a refusal", did, err)
 	}
 	if err := s.Complete(a); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.Extend(b, 1); !ok || err != nil {
-		t.Fatalf("Extend once the key is free: %v %v", ok, err)
+	if did, err := s.Extend(b, 1); did != ExtendAdded || err != nil {
+		t.Fatalf("Extend once the key is free: %v %v", did, err)
+	}
+	if did, err := s.Extend(b, 1); did != ExtendHeld || err != nil {
+		t.Fatalf("Extend of a key the write holds: %v %v", did, err)
 	}
 	c := s.Push(Request{Kind: Write, Keys: []Key{1}}, 2)
 	if len(s.Dispatch(nil)) != 0 {

@@ -370,41 +370,59 @@ func (s *Sequencer[T]) Open() bool {
 	return s.undispatched == 0 && !s.barrier
 }
 
+// Extended says what Extend did.
+type Extended uint8
+
+const (
+	// ExtendWait: an earlier live write holds the key, or the write is
+	// too large to take it while others are live; nothing changed.
+	ExtendWait Extended = iota
+	// ExtendAdded: the write holds the key now, KeyStateBytes more.
+	ExtendAdded
+	// ExtendHeld: nothing to add; the write holds the key already, or is
+	// a barrier.
+	ExtendHeld
+	// ExtendBarrier: the write grew past MaxWriteKeys and is a barrier
+	// now; the keys it held are dropped, and their state with them.
+	ExtendBarrier
+)
+
 // Extend adds key k to the write seq, the last one pushed, which Dispatch
 // has returned: a request whose keys are learned while it is forwarded,
-// before its last byte is sent. It reports false, changing nothing, while
-// an earlier live write holds k; the caller waits for a Complete and tries
-// again, and must not send the request's last byte before every key is
-// added. A write that would hold more than MaxWriteKeys keys becomes a
-// barrier once it is the only live write (false until then), and every
-// later Extend of it succeeds. Pushed while Open, seq can only wait for
-// writes already forwarded, so the wait ends. In Connection mode
-// it always succeeds. An error says seq is not the last request pushed or
-// is not in flight (answered before it was whole, by a faulty upstream).
-func (s *Sequencer[T]) Extend(seq uint64, k Key) (bool, error) {
+// before its last byte is sent. While an earlier live write holds k it
+// reports ExtendWait, changing nothing; the caller waits for a Complete
+// and tries again, and must not send the request's last byte before every
+// key is added. A write that would hold more than MaxWriteKeys keys becomes
+// a barrier once it is the only live write (ExtendWait until then), and
+// every later Extend of it reports ExtendHeld. Pushed while Open, seq can
+// only wait for writes already forwarded, so the wait ends. In Connection
+// mode it reports ExtendHeld. An error says seq is not the last request
+// pushed or is not in flight (answered before it was whole, by a faulty
+// upstream).
+func (s *Sequencer[T]) Extend(seq uint64, k Key) (Extended, error) {
 	if s.mode == Connection {
-		return true, nil
+		return ExtendHeld, nil
 	}
 	sl := s.slot(seq)
 	switch {
 	case sl == nil || seq != s.tail-1:
-		return false, fmt.Errorf("%w: %d is not the last request pushed", ErrUnknownSeq, seq)
+		return ExtendWait, fmt.Errorf("%w: %d is not the last request pushed", ErrUnknownSeq, seq)
 	case sl.state == statePending:
-		return false, fmt.Errorf("%w: %d", ErrNotForwarded, seq)
+		return ExtendWait, fmt.Errorf("%w: %d", ErrNotForwarded, seq)
 	case sl.state == stateCompleted:
-		return false, fmt.Errorf("%w: %d", ErrCompleted, seq)
+		return ExtendWait, fmt.Errorf("%w: %d", ErrCompleted, seq)
 	case sl.kind == Barrier:
-		return true, nil
+		return ExtendHeld, nil
 	}
 	last, queued := s.keyQueues[k]
 	switch {
 	case queued && last.seq == seq:
-		return true, nil
+		return ExtendHeld, nil
 	case queued:
-		return false, nil
+		return ExtendWait, nil
 	case len(sl.keys) >= MaxWriteKeys:
 		if s.active != 1 {
-			return false, nil
+			return ExtendWait, nil
 		}
 		for _, held := range sl.keys {
 			delete(s.keyQueues, held)
@@ -414,7 +432,7 @@ func (s *Sequencer[T]) Extend(seq uint64, k Key) (bool, error) {
 		sl.kind = Barrier
 		s.active--
 		s.barrier = true
-		return true, nil
+		return ExtendBarrier, nil
 	}
 	if s.keyQueues == nil {
 		s.keyQueues = make(map[Key]keyTail)
@@ -423,7 +441,7 @@ func (s *Sequencer[T]) Extend(seq uint64, k Key) (bool, error) {
 	sl.keys = append(sl.keys, k)
 	sl.links = append(sl.links, link{next: noSeq})
 	s.keyBytes += KeyStateBytes
-	return true, nil
+	return ExtendAdded, nil
 }
 
 // Complete records that the upstream answered seq. In None mode this may

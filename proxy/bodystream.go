@@ -182,32 +182,30 @@ func (c *conn) extendKey(seq uint64, k ordering.Key) error {
 func (c *conn) extendLocked(seq uint64, k ordering.Key) (waited bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	before := c.seq.Bytes()
 	for {
-		ok, err := c.seq.Extend(seq, k)
+		did, err := c.seq.Extend(seq, k)
 		if err != nil {
 			return waited, fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
 		}
-		if ok {
-			break
+		switch did {
+		case ordering.ExtendAdded:
+			c.bs.keys.n += ordering.KeyStateBytes
+			return waited, nil
+		case ordering.ExtendHeld:
+			c.p.budget.Release(ordering.KeyStateBytes, false)
+			return waited, nil
+		case ordering.ExtendBarrier:
+			// The write holds no keys any more.
+			c.p.budget.Release(ordering.KeyStateBytes, false)
+			c.bs.keys.release(c.p.budget)
+			return waited, nil
 		}
 		if c.dead.Load() {
 			return waited, ErrShutdown
 		}
 		c.cond.Wait()
-		before, waited = c.seq.Bytes(), true
+		waited = true
 	}
-	switch added := c.seq.Bytes() - before; {
-	case added > 0:
-		c.bs.keys.n += ordering.KeyStateBytes
-	case added < 0:
-		// The write became a barrier and holds no keys.
-		c.p.budget.Release(ordering.KeyStateBytes, false)
-		c.bs.keys.release(c.p.budget)
-	default:
-		c.p.budget.Release(ordering.KeyStateBytes, false)
-	}
-	return waited, nil
 }
 
 // writeScanned writes the scanned bytes at the front of the window
