@@ -8,7 +8,7 @@
 # ratios being the median of per-round ratios.
 #
 # Environment (all optional):
-#   ROUNDS=5  DURATION=4s  WARMUP=1s    rounds and time per path per round
+#   ROUNDS=9  DURATION=3s  WARMUP=1s    rounds and time per path per round
 #   CONNS=10000                         idle connections for the scale test
 #   CHURN=3s                            connection churn time per path
 #   LATENCY_RATE                        records/s of the latency test (default: half the relay's saturating rate)
@@ -23,8 +23,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ROUNDS=${ROUNDS:-5}
-DURATION=${DURATION:-4s}
+ROUNDS=${ROUNDS:-9}
+DURATION=${DURATION:-3s}
 WARMUP=${WARMUP:-1s}
 CONNS=${CONNS:-10000}
 CHURN=${CHURN:-3s}

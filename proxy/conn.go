@@ -98,8 +98,6 @@ type conn struct {
 	wmu     sync.Mutex
 	ready   []*request
 	outBufs net.Buffers
-	// toClient writes a streamed response's head with MSG_MORE; under wmu.
-	toClient *moreWriter
 
 	// Scratch of the one flusher at a time (see c.flushing).
 	flushFrames []*wire.Buf
