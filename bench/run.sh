@@ -316,8 +316,10 @@ median over $ROUNDS rounds of ${DURATION} after ${WARMUP} of warm-up, and each r
 Throughput on a machine this small follows whatever else runs on it (see the
 load average above), so every table also gives **path CPU s/GB**: the CPU
 time the relay or the proxy process spent per 10^9 bytes of record values it
-carried, read from /proc over the same window. It does not depend on the
-competition for the cores, and it is where a proxy's cost shows first.
+carried, read from /proc over the same window. It depends much less on the
+competition for the cores (though a path that moves more bytes per second
+also moves more per system call, so its cost per GB falls), and it is
+where a proxy's cost shows first.
 
 ## Targets
 
