@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"syscall"
@@ -66,6 +67,10 @@ func (w *moreWriter) write(bufs [][]byte) error {
 		}
 		if w.err != nil {
 			return w.opError(os.NewSyscallError("sendmsg", w.err))
+		}
+		if w.n == 0 {
+			// Never from a TCP socket; a loop that cannot end otherwise.
+			return w.opError(io.ErrShortWrite)
 		}
 		for n := w.n; n > 0; {
 			k := min(n, len(bufs[0]))
