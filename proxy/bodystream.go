@@ -220,7 +220,7 @@ func (c *conn) writeScanned(more bool) error {
 	var err error
 	if more {
 		bs.one[0] = b
-		err = writeBefore(&c.toUp, c.up, bs.one[:])
+		err = c.writeUpBefore(bs.one[:])
 		bs.one[0] = nil
 	} else {
 		_, err = c.up.Write(b)

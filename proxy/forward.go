@@ -173,7 +173,7 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 		var err error
 		if stream > 0 {
 			// The body follows at once, spliced.
-			err = writeBefore(&c.toUp, c.up, bufs)
+			err = c.writeUpBefore(bufs)
 		} else {
 			w := bufs
 			_, err = w.WriteTo(c.up)
@@ -241,18 +241,18 @@ func (c *conn) writeFailed(err error) {
 	time.AfterFunc(lingerTimeout, func() { c.die(err) })
 }
 
-// writeBefore writes bufs to nc just before more of the same frame is
-// sent, with MSG_MORE where the platform has it (sendmore_linux.go); *w is
-// made on first use, so idle connections hold none.
-func writeBefore(w **moreWriter, nc net.Conn, bufs net.Buffers) error {
-	if *w == nil {
-		*w = newMoreWriter(nc)
+// writeUpBefore writes bufs upstream just before more of the same frame
+// is sent, with MSG_MORE where the platform has it (sendmore_linux.go).
+// Its writer is made on first use, so idle connections hold none.
+func (c *conn) writeUpBefore(bufs net.Buffers) error {
+	if c.toUp == nil {
+		c.toUp = newMoreWriter(c.up)
 	}
-	if *w == nil {
-		_, err := bufs.WriteTo(nc)
+	if c.toUp == nil {
+		_, err := bufs.WriteTo(c.up)
 		return err
 	}
-	return (*w).write(bufs)
+	return c.toUp.write(bufs)
 }
 
 // spliceBody moves the n bytes of a request body still in the client

@@ -38,7 +38,7 @@ func tcpPair(t *testing.T) (a, b net.Conn) {
 // A head written with MSG_MORE, larger than the socket takes at once so
 // that it goes in several calls, arrives whole and in order before what a
 // plain write sends after it.
-func TestWriteBeforeWholeInOrder(t *testing.T) {
+func TestMoreWriterWholeInOrder(t *testing.T) {
 	a, b := tcpPair(t)
 	head := []byte("head0123")
 	body := make([]byte, 8<<20)
@@ -51,8 +51,7 @@ func TestWriteBeforeWholeInOrder(t *testing.T) {
 		buf, _ := io.ReadAll(io.LimitReader(b, int64(len(want))))
 		got <- buf
 	}()
-	var w *moreWriter
-	if err := writeBefore(&w, a, net.Buffers{head, nil, body}); err != nil {
+	if err := newMoreWriter(a).write(net.Buffers{head, nil, body}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Write(tail); err != nil {
@@ -69,11 +68,10 @@ func TestWriteBeforeWholeInOrder(t *testing.T) {
 }
 
 // The socket's write deadline holds while the peer reads nothing.
-func TestWriteBeforeDeadline(t *testing.T) {
+func TestMoreWriterDeadline(t *testing.T) {
 	a, _ := tcpPair(t)
 	a.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	var w *moreWriter
-	err := writeBefore(&w, a, net.Buffers{make([]byte, 64<<20)})
+	err := newMoreWriter(a).write(net.Buffers{make([]byte, 64<<20)})
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("err = %v, want a deadline error", err)
 	}
@@ -84,15 +82,15 @@ func TestWriteBeforeDeadline(t *testing.T) {
 }
 
 // A write to a socket the peer has reset fails as a Write does.
-func TestWriteBeforePeerGone(t *testing.T) {
+func TestMoreWriterPeerGone(t *testing.T) {
 	a, b := tcpPair(t)
 	b.(*net.TCPConn).SetLinger(0)
 	b.Close()
-	var w *moreWriter
+	w := newMoreWriter(a)
 	var err error
 	deadline := time.Now().Add(5 * time.Second)
 	for err == nil && time.Now().Before(deadline) {
-		err = writeBefore(&w, a, net.Buffers{[]byte("x")})
+		err = w.write(net.Buffers{[]byte("x")})
 		time.Sleep(10 * time.Millisecond)
 	}
 	var op *net.OpError
