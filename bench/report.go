@@ -58,15 +58,22 @@ type Comparison struct {
 	Produce, Consume float64
 	// P99Delta is target p99 produce latency minus the reference's.
 	P99Delta time.Duration
+	// CPU is the ratio of CPU seconds per GB (target / reference), zero
+	// unless both processes were measured; CPULow and CPUHigh are the
+	// quartiles of the per-round ratios, the spread to read it beside.
+	CPU, CPULow, CPUHigh float64
 }
 
 // Compare compares target i with target j.
 func (r Result) Compare(i, j int) Comparison {
 	a, b := r.Targets[i], r.Targets[j]
 	n := min(len(a.Rounds), len(b.Rounds))
-	var prod, cons, dp99 []float64
+	var prod, cons, dp99, cpu []float64
 	for k := 0; k < n; k++ {
 		x, y := a.Rounds[k], b.Rounds[k]
+		if x.CPU > 0 && y.CPUPerGB() > 0 {
+			cpu = append(cpu, x.CPUPerGB()/y.CPUPerGB())
+		}
 		if y.ProduceRate() > 0 {
 			prod = append(prod, x.ProduceRate()/y.ProduceRate())
 		}
@@ -81,6 +88,9 @@ func (r Result) Compare(i, j int) Comparison {
 		Produce:   median(prod),
 		Consume:   median(cons),
 		P99Delta:  time.Duration(median(dp99)),
+		CPU:       median(cpu),
+		CPULow:    quantile(cpu, 0.25),
+		CPUHigh:   quantile(cpu, 0.75),
 	}
 }
 
@@ -91,6 +101,22 @@ func (r Result) index(name string) int {
 		}
 	}
 	return -1
+}
+
+// quantile is the q-quantile of v, interpolated between the two nearest
+// values.
+func quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	pos := q * float64(len(v)-1)
+	i := int(pos)
+	if i+1 >= len(v) {
+		return v[i]
+	}
+	return v[i] + (pos-float64(i))*(v[i+1]-v[i])
 }
 
 func median(v []float64) float64 {
@@ -130,6 +156,9 @@ func (r Result) Write(w io.Writer, format string) error {
 		if o.Produce {
 			head = append(head, "Δp99 vs "+ref)
 		}
+		if cpuCompared(o, ref) {
+			head = append(head, "CPU/GB ×"+ref, "CPU/GB ×"+ref+" IQR")
+		}
 	}
 	rows := [][]string{head}
 	for i, t := range r.Targets {
@@ -159,6 +188,9 @@ func (r Result) Write(w io.Writer, format string) error {
 				if o.Consume {
 					n++
 				}
+				if cpuCompared(o, ref) {
+					n += 2
+				}
 				for ; n > 0; n-- {
 					row = append(row, "—")
 				}
@@ -174,6 +206,13 @@ func (r Result) Write(w io.Writer, format string) error {
 			if o.Produce {
 				row = append(row, fmtDelta(c.P99Delta))
 			}
+			if cpuCompared(o, ref) {
+				if c.CPU > 0 {
+					row = append(row, fmt.Sprintf("%.3f", c.CPU), fmt.Sprintf("%.2f–%.2f", c.CPULow, c.CPUHigh))
+				} else {
+					row = append(row, "—", "—")
+				}
+			}
 		}
 		rows = append(rows, row)
 	}
@@ -181,6 +220,13 @@ func (r Result) Write(w io.Writer, format string) error {
 		return writeMarkdown(w, rows)
 	}
 	return writeText(w, rows, r)
+}
+
+// cpuCompared reports whether the table has CPU ratio columns against ref:
+// its process was measured.
+func cpuCompared(o Options, ref string) bool {
+	_, ok := o.CPUPIDs[ref]
+	return ok
 }
 
 func writeMarkdown(w io.Writer, rows [][]string) error {

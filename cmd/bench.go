@@ -77,7 +77,7 @@ repeated runs do not fill the broker's disk.`,
 	f.StringVarP(&bootstrap, "bootstrap", "b", "127.0.0.1:9092", "bootstrap address to measure, [NAME=]HOST:PORT[,HOST:PORT]")
 	f.StringArrayVar(&compare, "compare", nil, "also run the workload against this [NAME=]ADDRESS in every round (repeatable)")
 	f.StringSliceVar(&ratioTo, "ratio-to", nil, "names of the targets to divide by (default: every --compare target)")
-	f.StringToIntVar(&cpuPIDs, "cpu-pid", nil, "NAME=PID: report the CPU time per GB of this process (a proxy on that target's path), read from /proc")
+	f.StringToIntVar(&cpuPIDs, "cpu-pid", nil, "NAME=PID: report the CPU time per GB of this process (a proxy on that target's path), read from /proc, and its round-by-round ratio to every --ratio-to target so measured")
 	f.IntVar(&o.Rounds, "rounds", 0, "rounds; every target runs once per round (default 1, or 5 with --compare)")
 	f.BoolVar(&o.Produce, "produce", o.Produce, "produce records")
 	f.BoolVar(&o.Consume, "consume", o.Consume, "consume records from the start of the topic")
