@@ -95,8 +95,10 @@ func (c *conn) readUpstreamLoop() error {
 	}()
 	lingered := false
 	for {
-		end, linger := c.idle(!lingered)
-		if (end || linger) && rd.Buffered() > 0 {
+		// Bytes already buffered with nothing in flight end the
+		// connection below, so they rule out lingering.
+		end, linger := c.idle(!lingered && rd.Buffered() == 0)
+		if end && rd.Buffered() > 0 {
 			// Nothing is in flight, so these bytes answer nothing
 			// the proxy sent.
 			return fmt.Errorf("%w: %d %w", ErrUpstreamProtocol, rd.Buffered(), errUnsolicited)
