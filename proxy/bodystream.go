@@ -257,7 +257,7 @@ func (c *conn) fillWindow() error {
 		bs.win, bs.winCh = nb, charge{n: int64(wire.Cap(n))}
 	}
 	free := bs.win.B[len(bs.win.B):cap(bs.win.B)]
-	k, err := c.client.Read(free[:min(int64(len(free)), bs.socket)])
+	k, err := c.in.Read(free[:min(int64(len(free)), bs.socket)])
 	bs.win.B = bs.win.B[:len(bs.win.B)+k]
 	bs.socket -= int64(k)
 	switch {

@@ -67,6 +67,8 @@ type conn struct {
 	cfg    *config.Config // as it was when the connection was accepted; see Proxy.Reload
 	mode   ordering.Mode  // cfg's
 	client net.Conn
+	in     clientIn  // the client reader's way to read client
+	one    [1][]byte // spliceBody's scratch for one buffer
 	up     net.Conn
 	target target
 	node   int32 // -1 on the bootstrap listener
@@ -147,6 +149,7 @@ func (c *conn) serve() {
 	}
 	if err == nil {
 		err = c.readClient()
+		c.in.release()
 	}
 	c.die(err)
 	c.wg.Wait()
@@ -204,6 +207,7 @@ func (c *conn) connect() error {
 // delivered in order whatever the mode: spliced between TCP sockets,
 // copied through a chunk over TLS (stream.go).
 func (c *conn) enableSplice() {
+	c.in.init(c.client)
 	_, clientTCP := c.client.(*net.TCPConn)
 	_, upTCP := c.up.(*net.TCPConn)
 	c.splice = clientTCP && upTCP && !c.p.noSplice

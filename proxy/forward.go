@@ -249,17 +249,37 @@ func (c *conn) writeUpBefore(bufs net.Buffers) error {
 		c.toUp = newMoreWriter(c.up)
 	}
 	if c.toUp == nil {
-		_, err := bufs.WriteTo(c.up)
+		// A copy: WriteTo's receiver escapes, and bufs itself would
+		// then be moved to the heap on every call.
+		w := bufs
+		_, err := w.WriteTo(c.up)
 		return err
 	}
 	return c.toUp.write(bufs)
 }
 
-// spliceBody moves the n bytes of a request body still in the client
-// socket to the upstream. It runs only on the client reader, which alone
+// spliceBody moves the next n bytes of a request body from the client to
+// the upstream: what the client reader's buffer holds is written, the rest
+// spliced from the socket. It runs only on the client reader, which alone
 // reads the client; a short body leaves the upstream mid-frame, so any
 // error ends the connection.
 func (c *conn) spliceBody(n int64) error {
+	if k := int64(c.in.Buffered()); k > 0 {
+		b := c.in.Next(int(min(k, n)))
+		n -= int64(len(b))
+		var err error
+		if n > 0 {
+			c.one[0] = b
+			err = c.writeUpBefore(c.one[:])
+			c.one[0] = nil
+		} else {
+			_, err = c.up.Write(b)
+		}
+		c.in.Done()
+		if err != nil || n == 0 {
+			return err
+		}
+	}
 	copied, err := io.CopyN(c.up, c.client, n)
 	switch {
 	case err == nil:

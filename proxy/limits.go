@@ -132,7 +132,7 @@ func (c *conn) readPrefix(lenBuf *[4]byte, maxReq int32) (int32, error) {
 	c.setReadDeadline(c.lim.idle)
 	n := 0
 	for n < 4 {
-		k, err := c.client.Read(lenBuf[n:])
+		k, err := c.in.Read(lenBuf[n:])
 		if n == 0 && k > 0 {
 			c.startFrame()
 		}
@@ -205,7 +205,7 @@ func (c *conn) readFrame(head []byte, upto, total int) (*wire.Buf, charge, error
 		return nil, charge{}, c.timedOut(err)
 	}
 	ch := charge{n: int64(cap(b.B)), bulk: acct.bulk}
-	b, err = wire.Grow(c.client, b, upto, acct, wire.GrowFactor)
+	b, err = wire.Grow(&c.in, b, upto, acct, wire.GrowFactor)
 	if err != nil {
 		return nil, charge{}, c.timedOut(err)
 	}
@@ -226,7 +226,7 @@ func (c *conn) growFrame(b *wire.Buf, ch charge, total int) (*wire.Buf, charge, 
 		c.p.budget.Release(ch.n, ch.bulk)
 		ch.bulk = acct.bulk
 	}
-	b, err := wire.Grow(c.client, b, total, acct, wire.GrowFactor)
+	b, err := wire.Grow(&c.in, b, total, acct, wire.GrowFactor)
 	if err != nil {
 		return nil, charge{}, c.timedOut(err)
 	}

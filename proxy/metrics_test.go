@@ -78,14 +78,18 @@ func serveMetrics(t *testing.T, m *metrics.Metrics) func() scrape {
 	}
 }
 
-// waitFigure scrapes until key reaches want: figures recorded when a
-// connection ends land just after the client sees it close.
+// waitFigure scrapes until key reaches want, then returns a scrape taken
+// after that one: figures recorded when a connection ends land just after
+// the client sees it close. One scrape is no snapshot, since the registry
+// runs its collectors concurrently: the scrape that sees a close counted
+// may hold gauges read before the connection left them (it leaves before
+// its close is counted). The next scrape starts after both.
 func waitFigure(t *testing.T, get func() scrape, key string, want float64) scrape {
 	t.Helper()
 	var s scrape
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if s = get(); s[key] == want {
-			return s
+			return get()
 		}
 	}
 	t.Fatalf("%s = %v, want %v", key, s[key], want)

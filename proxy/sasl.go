@@ -195,7 +195,7 @@ func (c *conn) relayRawSASL(mech string) error {
 		// A token has the read timeout of a request, and the idle
 		// timeout does not apply: the exchange is in progress.
 		c.setReadDeadline(c.lim.read)
-		tok, err := readToken(c.client)
+		tok, err := readToken(&c.in)
 		if err != nil {
 			return fmt.Errorf("%w: client SASL token: %v", ErrBadRequest, err)
 		}

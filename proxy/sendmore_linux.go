@@ -29,12 +29,8 @@ type moreWriter struct {
 
 // newMoreWriter returns nil when nc is not a TCP socket.
 func newMoreWriter(nc net.Conn) *moreWriter {
-	tc, ok := nc.(*net.TCPConn)
-	if !ok {
-		return nil
-	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
+	rc := tcpRawConn(nc)
+	if rc == nil {
 		return nil
 	}
 	w := &moreWriter{rc: rc, nc: nc}

@@ -1,0 +1,112 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"io"
+	"os"
+	"testing"
+	"time"
+)
+
+// The client reader's buffer is held only while it holds bytes: pipelined
+// frames come in one read, and once they are consumed, or a read would
+// wait, the buffer is back in the pool.
+func TestClientInHoldsBufferOnlyWithBytes(t *testing.T) {
+	a, b := tcpPair(t)
+	var in clientIn
+	in.init(b)
+	if in.raw == nil {
+		t.Skip("no non-blocking socket read on this platform")
+	}
+	frames := bytes.Repeat([]byte("0123456789"), 30)
+	if _, err := a.Write(frames); err != nil {
+		t.Fatal(err)
+	}
+	// Let all of it arrive, so that one read takes it.
+	time.Sleep(50 * time.Millisecond)
+	var p [4]byte
+	if _, err := io.ReadFull(&in, p[:]); err != nil {
+		t.Fatal(err)
+	}
+	if in.buf == nil || in.Buffered() != len(frames)-4 {
+		t.Fatalf("after the first read: buffer %v, %d bytes buffered, want %d", in.buf != nil, in.Buffered(), len(frames)-4)
+	}
+	rest := make([]byte, len(frames)-4)
+	if _, err := io.ReadFull(&in, rest); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(append(p[:], rest...), frames) {
+		t.Fatal("bytes read differ from bytes sent")
+	}
+	if in.buf != nil {
+		t.Fatal("buffer held after everything in it was consumed")
+	}
+
+	// A read that waits does so without the buffer, and the deadline
+	// applies.
+	b.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := in.Read(p[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past the deadline: %v", err)
+	}
+	if in.buf != nil {
+		t.Fatal("buffer held by a read that timed out")
+	}
+	b.SetReadDeadline(time.Time{})
+
+	// A read as large as the buffer bypasses it.
+	big := make([]byte, clientBufSize)
+	rand.Read(big)
+	go a.Write(big)
+	got := make([]byte, clientBufSize)
+	if _, err := io.ReadFull(&in, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, big) || in.buf != nil {
+		t.Fatalf("large read: equal %v, buffer held %v", bytes.Equal(got, big), in.buf != nil)
+	}
+
+	a.Close()
+	if _, err := in.Read(p[:]); err != io.EOF {
+		t.Fatalf("read after the peer closed: %v, want io.EOF", err)
+	}
+	if in.buf != nil {
+		t.Fatal("buffer held at the end of the stream")
+	}
+}
+
+// A spliced body whose first bytes the client reader's buffer already holds
+// reaches the upstream whole and in order, whether the buffer holds part
+// of it or all of it.
+func TestSpliceBodyStartsWithBuffered(t *testing.T) {
+	for _, size := range []int{100, 64 << 10} {
+		client, clientSide := tcpPair(t)
+		up, upstream := tcpPair(t)
+		c := &conn{client: clientSide, up: up}
+		c.in.init(clientSide)
+		// A body that never arrives whole ends the test, not hangs it.
+		clientSide.SetReadDeadline(time.Now().Add(5 * time.Second))
+		body := make([]byte, size)
+		rand.Read(body)
+		go client.Write(append([]byte("head"), body...))
+		var head [4]byte
+		if _, err := io.ReadFull(&c.in, head[:]); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan []byte, 1)
+		go func() {
+			b, _ := io.ReadAll(io.LimitReader(upstream, int64(size)))
+			got <- b
+		}()
+		if err := c.spliceBody(int64(size)); err != nil {
+			t.Fatal(err)
+		}
+		if b := <-got; !bytes.Equal(b, body) {
+			t.Fatalf("%d-byte body: upstream got %d bytes, differing", size, len(b))
+		}
+		if c.in.buf != nil {
+			t.Fatalf("%d-byte body: buffer held after the body was moved", size)
+		}
+	}
+}
