@@ -71,7 +71,9 @@ func (r Result) Compare(i, j int) Comparison {
 	var prod, cons, dp99, cpu []float64
 	for k := 0; k < n; k++ {
 		x, y := a.Rounds[k], b.Rounds[k]
-		if x.CPU > 0 && y.CPUPerGB() > 0 {
+		// A round in which either path moved nothing, or was not
+		// measured, has no ratio.
+		if x.CPUPerGB() > 0 && y.CPUPerGB() > 0 {
 			cpu = append(cpu, x.CPUPerGB()/y.CPUPerGB())
 		}
 		if y.ProduceRate() > 0 {
