@@ -100,10 +100,17 @@ type conn struct {
 	wmu     sync.Mutex
 	ready   []*request
 	outBufs net.Buffers
+	outW    net.Buffers // what WriteTo consumes, so outBufs keeps its array
+
+	// undelivered: the upstream reader has completed responses it has not
+	// delivered yet, because the next one was already in its buffer
+	// (readUpstreamLoop); upstream reader only.
+	undelivered bool
 
 	// Scratch of the one flusher at a time (see c.flushing).
 	flushFrames []*wire.Buf
 	flushBufs   net.Buffers
+	flushW      net.Buffers // what WriteTo consumes, so flushBufs keeps its array
 	toUp        *moreWriter // a spliced request's head, with MSG_MORE
 
 	wg       sync.WaitGroup // upstream reader and flushers

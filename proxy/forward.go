@@ -168,15 +168,24 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 		c.outq = c.outq[:n]
 		c.mu.Unlock()
 
-		// WriteTo consumes the slice it is called on; writing a copy
-		// keeps bufs' backing array for the next batch.
+		// A body to splice goes out in the same call as its head as far
+		// as the client reader's buffer holds it.
+		rest := stream
+		if stream > 0 && !scanBody {
+			bufs, rest = c.appendBuffered(bufs, stream)
+		}
+		// WriteTo consumes the slice it is called on; handing it
+		// c.flushW keeps bufs' backing array for the next batch.
 		var err error
-		if stream > 0 {
+		if rest > 0 {
 			// The body follows at once, spliced.
 			err = c.writeUpBefore(bufs)
 		} else {
-			w := bufs
-			_, err = w.WriteTo(c.up)
+			c.flushW = bufs
+			_, err = c.flushW.WriteTo(c.up)
+		}
+		if rest < stream {
+			c.in.Done()
 		}
 		clear(bufs)
 		if err == nil && stream > 0 {
@@ -184,8 +193,8 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 			if scanBody {
 				kind = metrics.StreamedRequestScanned
 				err = c.streamProduce(streamSeq)
-			} else {
-				err = c.spliceBody(stream)
+			} else if rest > 0 {
+				err = c.spliceBody(rest)
 			}
 			spliced = err == nil
 			if spliced {
@@ -256,6 +265,18 @@ func (c *conn) writeUpBefore(bufs net.Buffers) error {
 		return err
 	}
 	return c.toUp.write(bufs)
+}
+
+// appendBuffered appends to bufs the first of the next n body bytes that
+// the client reader's buffer holds, consuming them, and reports how many
+// are still in the socket. Only the client reader calls it (a body to
+// splice is flushed by it alone); it writes bufs, then calls c.in.Done.
+func (c *conn) appendBuffered(bufs net.Buffers, n int64) (net.Buffers, int64) {
+	if c.in.Buffered() == 0 {
+		return bufs, n
+	}
+	b := c.in.Next(int(min(int64(c.in.Buffered()), n)))
+	return append(bufs, b), n - int64(len(b))
 }
 
 // spliceBody moves the next n bytes of a request body from the client to

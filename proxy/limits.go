@@ -48,11 +48,23 @@ type frameAccount struct {
 	// read: a frame that cannot get memory before it is shed like one
 	// that does not arrive (client reader only).
 	deadline *time.Time
+	// before, when not nil, runs before a wait for memory: the upstream
+	// reader delivers the responses it holds back, which may be what
+	// the budget waits for.
+	before func() error
 }
 
 func (a *frameAccount) Reserve(n int) error {
 	if a.p.budget.TryReserve(int64(n), a.bulk) {
 		return nil
+	}
+	if a.before != nil {
+		if err := a.before(); err != nil {
+			return err
+		}
+		if a.p.budget.TryReserve(int64(n), a.bulk) {
+			return nil
+		}
 	}
 	start := a.p.metrics.Now()
 	var deadline time.Time
@@ -102,7 +114,7 @@ func (c *conn) initLimits() {
 	c.lim = connLimits{idle: c.cfg.IdleTimeout, read: c.cfg.ReadTimeout}
 	c.accts = [4]frameAccount{
 		{p: c.p, stop: c.halt, deadline: &c.frameDeadline}, {p: c.p, bulk: true, stop: c.halt, deadline: &c.frameDeadline},
-		{p: c.p, stop: c.halt}, {p: c.p, bulk: true, stop: c.halt},
+		{p: c.p, stop: c.halt, before: c.deliverUndelivered}, {p: c.p, bulk: true, stop: c.halt, before: c.deliverUndelivered},
 	}
 }
 

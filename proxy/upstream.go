@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -81,12 +82,18 @@ func (c *conn) awaitNext(rd *bufio.Reader) {
 // buffer. Idle connections hold none.
 var upstreamReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
 
+// A response whose successor is already whole in the reader's buffer is
+// recorded but not delivered at once: the successor is read first, from
+// memory, and both go to the client in one write, as a relay would pass
+// them on in one read. Holding back waits for nothing but the buffer: what
+// is held is delivered before the reader reads the socket, streams a
+// response, waits for memory (frameAccount.before) or fails. c.undelivered
+// is touched only here, before idle can end the reader.
 func (c *conn) readUpstreamLoop() error {
 	var (
 		lenBuf [4]byte
 		head   [8]byte // length prefix and correlation id
 	)
-	maxResp := c.cfg.MaxResponseSize
 	rd := upstreamReaders.Get().(*bufio.Reader)
 	rd.Reset(c.up)
 	defer func() {
@@ -95,91 +102,138 @@ func (c *conn) readUpstreamLoop() error {
 	}()
 	lingered := false
 	for {
-		// Bytes already buffered with nothing in flight end the
-		// connection below, so they rule out lingering.
-		end, linger := c.idle(!lingered && rd.Buffered() == 0)
-		if end && rd.Buffered() > 0 {
-			// Nothing is in flight, so these bytes answer nothing
-			// the proxy sent.
-			return fmt.Errorf("%w: %d %w", ErrUpstreamProtocol, rd.Buffered(), errUnsolicited)
-		}
-		if end {
-			return nil
-		}
-		if linger {
-			lingered = true
-			c.awaitNext(rd)
-			continue
-		}
-		lingered = false
-		// The length and correlation id first: they say whether the
-		// body can be streamed to the client instead of read.
-		size, err := wire.ReadLength(rd, &lenBuf, wire.MinResponseFrame, maxResp)
-		if err == nil {
-			copy(head[:], lenBuf[:])
-			err = wire.ReadBody(rd, head[4:])
-		}
-		if err != nil {
-			return c.upstreamReadError(err)
-		}
-		corr := wire.ResponseCorrelation(head[:])
-		c.mu.Lock()
-		seq, ok := c.seq.Lookup(corr)
-		var r *request
-		if ok {
-			r, _ = c.seq.Get(seq)
-		}
-		c.answeredLocked(r, corr)
-		// Checked under the lock: a request already answered (a
-		// duplicate id) may be delivered and recycled by another
-		// goroutine the moment the lock is released. One that is not
-		// answered stays live until this reader completes it.
-		known := r != nil && r.resp == nil && r.upCorr == corr
-		c.mu.Unlock()
-		if !known {
-			return fmt.Errorf("%w: %w %d", ErrUpstreamProtocol, errUnknownCorrelation, corr)
-		}
-		var sent uint64 // r's place in write order, for the verifier
-		if c.verify != nil {
-			sent = c.verify.answered(r)
-		}
-		if c.streamable(r, size) {
-			streamed, err := c.streamResponse(r, rd, &head, size)
-			if err != nil {
+		if c.undelivered && !wholeFrameBuffered(rd) {
+			if err := c.deliverUndelivered(); err != nil {
 				return err
 			}
-			if streamed {
-				c.streamed(r)
-				// Delivered already: the sequencer only has to
-				// learn it, and sends nothing more.
-				if err := c.complete(r, noResponse); err != nil {
-					return err
-				}
+		}
+		// A response held back means the next frame is buffered and
+		// read at once, whatever idle would say.
+		if !c.undelivered {
+			// Bytes already buffered with nothing in flight end
+			// the connection below, so they rule out lingering.
+			end, linger := c.idle(!lingered && rd.Buffered() == 0)
+			if end && rd.Buffered() > 0 {
+				// Nothing is in flight, so these bytes answer
+				// nothing the proxy sent.
+				return fmt.Errorf("%w: %d %w", ErrUpstreamProtocol, rd.Buffered(), errUnsolicited)
+			}
+			if end {
+				return nil
+			}
+			if linger {
+				lingered = true
+				c.awaitNext(rd)
 				continue
 			}
 		}
-		acct := c.upAccount(4 + int(size))
-		buf, err := wire.Start(head[:], 4+int(size), acct)
-		if err == nil {
-			buf, err = wire.Grow(rd, buf, 4+int(size), acct, wire.TrustedGrowFactor)
-		}
-		if err != nil {
-			return c.upstreamReadError(err)
-		}
-		ch := charge{n: int64(cap(buf.B)), bulk: acct.bulk}
-		if c.verify != nil {
-			c.verify.inspect(r, buf.B, sent)
-		}
-		resp, err := c.response(r, buf)
-		if err != nil {
-			ch.release(c.p.budget)
-			return err
-		}
-		r.bud, r.respCharge = c.p.budget, ch
-		if err := c.complete(r, resp); err != nil {
+		lingered = false
+		if err := c.readResponse(rd, &lenBuf, &head); err != nil {
+			// What was held back precedes the failure, and is
+			// delivered as it would have been before it.
+			_ = c.deliverUndelivered()
 			return err
 		}
 	}
+}
+
+// readResponse reads one response and records it, delivering it unless the
+// next one is already buffered (then c.undelivered is set).
+func (c *conn) readResponse(rd *bufio.Reader, lenBuf *[4]byte, head *[8]byte) error {
+	// The length and correlation id first: they say whether the body can
+	// be streamed to the client instead of read.
+	size, err := wire.ReadLength(rd, lenBuf, wire.MinResponseFrame, c.cfg.MaxResponseSize)
+	if err == nil {
+		copy(head[:], lenBuf[:])
+		err = wire.ReadBody(rd, head[4:])
+	}
+	if err != nil {
+		return c.upstreamReadError(err)
+	}
+	corr := wire.ResponseCorrelation(head[:])
+	c.mu.Lock()
+	seq, ok := c.seq.Lookup(corr)
+	var r *request
+	if ok {
+		r, _ = c.seq.Get(seq)
+	}
+	c.answeredLocked(r, corr)
+	// Checked under the lock: a request already answered (a duplicate
+	// id) may be delivered and recycled by another goroutine the moment
+	// the lock is released. One that is not answered stays live until
+	// this reader completes it.
+	known := r != nil && r.resp == nil && r.upCorr == corr
+	c.mu.Unlock()
+	if !known {
+		return fmt.Errorf("%w: %w %d", ErrUpstreamProtocol, errUnknownCorrelation, corr)
+	}
+	var sent uint64 // r's place in write order, for the verifier
+	if c.verify != nil {
+		sent = c.verify.answered(r)
+	}
+	if c.streamable(r, size) {
+		if err := c.deliverUndelivered(); err != nil {
+			return err
+		}
+		streamed, err := c.streamResponse(r, rd, head, size)
+		if err != nil {
+			return err
+		}
+		if streamed {
+			c.streamed(r)
+			// Delivered already: the sequencer only has to learn
+			// it, and sends nothing more.
+			return c.complete(r, noResponse)
+		}
+	}
+	acct := c.upAccount(4 + int(size))
+	buf, err := wire.Start(head[:], 4+int(size), acct)
+	if err == nil {
+		buf, err = wire.Grow(rd, buf, 4+int(size), acct, wire.TrustedGrowFactor)
+	}
+	if err != nil {
+		return c.upstreamReadError(err)
+	}
+	ch := charge{n: int64(cap(buf.B)), bulk: acct.bulk}
+	if c.verify != nil {
+		c.verify.inspect(r, buf.B, sent)
+	}
+	resp, err := c.response(r, buf)
+	if err != nil {
+		ch.release(c.p.budget)
+		return err
+	}
+	r.bud, r.respCharge = c.p.budget, ch
+	if err := c.record(r, resp); err != nil {
+		return err
+	}
+	c.undelivered = true
+	if wholeFrameBuffered(rd) {
+		return nil
+	}
+	return c.deliverUndelivered()
+}
+
+// wholeFrameBuffered reports whether rd holds the whole of the next frame,
+// going by its length prefix.
+func wholeFrameBuffered(rd *bufio.Reader) bool {
+	n := rd.Buffered()
+	if n < 4 {
+		return false
+	}
+	b, _ := rd.Peek(4)
+	size := int32(binary.BigEndian.Uint32(b))
+	return size >= 0 && int64(n)-4 >= int64(size)
+}
+
+// deliverUndelivered delivers the responses the upstream reader completed
+// without delivering; upstream reader only.
+func (c *conn) deliverUndelivered() error {
+	if !c.undelivered {
+		return nil
+	}
+	c.undelivered = false
+	return c.deliver()
 }
 
 func (c *conn) upstreamReadError(err error) error {
@@ -195,6 +249,15 @@ func (c *conn) upstreamReadError(err error) error {
 // complete records r's response, releases what the sequencer lets go, and
 // delivers what is ready.
 func (c *conn) complete(r *request, resp *wire.Buf) error {
+	if err := c.record(r, resp); err != nil {
+		return err
+	}
+	return c.deliver()
+}
+
+// record records r's response and releases what the sequencer lets go;
+// the response waits for a deliver.
+func (c *conn) record(r *request, resp *wire.Buf) error {
 	c.mu.Lock()
 	if err := c.seq.Complete(r.seq); err != nil {
 		c.mu.Unlock()
@@ -230,7 +293,7 @@ func (c *conn) complete(r *request, resp *wire.Buf) error {
 	if async {
 		go c.flushAsync()
 	}
-	return c.deliver()
+	return nil
 }
 
 // noResponse marks a completed request that sends nothing to the client:
@@ -270,8 +333,8 @@ func (c *conn) deliver() error {
 			c.outBufs = append(c.outBufs, r.resp.B)
 			held += len(r.resp.B)
 		}
-		w := c.outBufs
-		_, err := w.WriteTo(c.client)
+		c.outW = c.outBufs
+		_, err := c.outW.WriteTo(c.client)
 		clear(c.outBufs)
 		if err == nil {
 			c.delivered(c.ready)
