@@ -82,13 +82,15 @@ func (c *conn) awaitNext(rd *bufio.Reader) {
 // buffer. Idle connections hold none.
 var upstreamReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
 
-// A response whose successor is already whole in the reader's buffer is
-// recorded but not delivered at once: the successor is read first, from
-// memory, and both go to the client in one write, as a relay would pass
-// them on in one read. Holding back waits for nothing but the buffer: what
-// is held is delivered before the reader reads the socket, streams a
-// response, waits for memory (frameAccount.before) or fails. c.undelivered
-// is touched only here, before idle can end the reader.
+// readUpstreamLoop reads responses until the reader ends (see idle) or
+// fails. A response whose successor is already whole in the reader's
+// buffer is recorded but not delivered at once: the successor is read
+// first, from memory, and both go to the client in one write, as a relay
+// would pass them on in one read. Holding back waits for nothing but the
+// buffer: what is held is delivered before the reader reads the socket,
+// streams a response, waits for memory (frameAccount.before) or fails.
+// c.undelivered belongs to the reader, which touches it only before idle
+// can end it.
 func (c *conn) readUpstreamLoop() error {
 	var (
 		lenBuf [4]byte
