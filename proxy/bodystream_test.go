@@ -131,7 +131,7 @@ func TestStreamedProduceKeepsPartitionOrder(t *testing.T) {
 	// The first large requests all streamed: nothing before them waits to
 	// be forwarded, so none is read whole. Later ones stream unless a
 	// request read whole before them still waits.
-	if n := counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedRequestScanned)); n < allLarge || n > float64(large) {
+	if n := streamedCounter(t, m, metrics.StreamedRequestScanned, allLarge); n < allLarge || n > float64(large) {
 		t.Fatalf("%v of %d large requests streamed, want at least %d", n, large, allLarge)
 	}
 }
@@ -229,7 +229,7 @@ func TestStreamedRequestTooWide(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("partition 7 holds %v, want %v", got, want)
 	}
-	if n := counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedRequestScanned)); n < 1 {
+	if n := streamedCounter(t, m, metrics.StreamedRequestScanned, 1); n < 1 {
 		t.Fatal("no request streamed")
 	}
 }
@@ -250,7 +250,7 @@ func TestStreamedRequestLargeTags(t *testing.T) {
 	if n := len(resp.Topics[0].Partitions); n != 3 {
 		t.Fatalf("%d partitions answered, want 3", n)
 	}
-	if n := counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedRequestScanned)); n != 1 {
+	if n := streamedCounter(t, m, metrics.StreamedRequestScanned, 1); n != 1 {
 		t.Fatalf("%v requests streamed, want 1", n)
 	}
 	ctx := testContext(t, 20*time.Second)
@@ -293,7 +293,7 @@ func TestStreamedRequestWaitIsNotTheClients(t *testing.T) {
 		t.Fatalf("%v (proxy log: %s)", err, p.log.String())
 	}
 	inOrderNoErrors(t, res)
-	if n := counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedRequestScanned)); n != 3 {
+	if n := streamedCounter(t, m, metrics.StreamedRequestScanned, 3); n != 3 {
 		t.Fatalf("%v of 3 requests streamed", n)
 	}
 }

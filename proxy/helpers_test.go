@@ -224,3 +224,19 @@ func counter(t *testing.T, m *metrics.Metrics, name string, labels ...string) fl
 	v, _ := findCounter(t, m, name, labels...)
 	return v
 }
+
+// streamedCounter returns inorder_streamed_total for kind once it is at
+// least least, or after 5 s whatever it is then. A stream is counted once
+// its last byte has moved, and by then the peer may have answered and the
+// client have its response: reading the counter at once races with that.
+func streamedCounter(t *testing.T, m *metrics.Metrics, kind metrics.Streamed, least float64) float64 {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := counter(t, m, metrics.NameStreamed, "kind", string(kind))
+		if n >= least || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -56,7 +56,7 @@ func TestApacheKafkaStreamedProduce(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	if n := counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedRequestScanned)); n == 0 {
+	if n := streamedCounter(t, m, metrics.StreamedRequestScanned, 1); n == 0 {
 		t.Fatal("no request streamed: the run did not exercise the streamed path")
 	}
 
