@@ -168,24 +168,13 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 		c.outq = c.outq[:n]
 		c.mu.Unlock()
 
-		// A body to splice goes out in the same call as its head as far
-		// as the client reader's buffer holds it.
-		rest := stream
-		if stream > 0 && !scanBody {
-			bufs, rest = c.appendBuffered(bufs, stream)
-		}
-		// WriteTo consumes the slice it is called on; handing it
-		// c.flushW keeps bufs' backing array for the next batch.
 		var err error
-		if rest > 0 {
-			// The body follows at once, spliced.
+		rest := stream
+		if scanBody {
+			// The body follows at once, scanned.
 			err = c.writeUpBefore(bufs)
 		} else {
-			c.flushW = bufs
-			_, err = c.flushW.WriteTo(c.up)
-		}
-		if rest < stream {
-			c.in.Done()
+			bufs, rest, err = c.writeHead(bufs, stream)
 		}
 		clear(bufs)
 		if err == nil && stream > 0 {
@@ -194,7 +183,7 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 				kind = metrics.StreamedRequestScanned
 				err = c.streamProduce(streamSeq)
 			} else if rest > 0 {
-				err = c.spliceBody(rest)
+				err = c.spliceRest(rest)
 			}
 			spliced = err == nil
 			if spliced {
@@ -267,40 +256,54 @@ func (c *conn) writeUpBefore(bufs net.Buffers) error {
 	return c.toUp.write(bufs)
 }
 
-// appendBuffered appends to bufs the first of the next n body bytes that
-// the client reader's buffer holds, consuming them, and reports how many
-// are still in the socket. Only the client reader calls it (a body to
-// splice is flushed by it alone); it writes bufs, then calls c.in.Done.
-func (c *conn) appendBuffered(bufs net.Buffers, n int64) (net.Buffers, int64) {
-	if c.in.Buffered() == 0 {
-		return bufs, n
+// writeHead writes bufs upstream together with as much of the next n
+// bytes of the request body as the client reader's buffer holds, and
+// reports how many are still in the client socket; it returns bufs, whose
+// array the caller keeps. A body still in the socket follows at once,
+// spliced (spliceRest), so the head then goes with MSG_MORE. Whoever
+// flushes calls it; with n > 0 that is the client reader, which alone
+// moves a body from the client socket.
+func (c *conn) writeHead(bufs net.Buffers, n int64) (net.Buffers, int64, error) {
+	rest := n
+	if n > 0 && c.in.Buffered() > 0 {
+		b := c.in.Next(int(min(int64(c.in.Buffered()), n)))
+		bufs, rest = append(bufs, b), n-int64(len(b))
 	}
-	b := c.in.Next(int(min(int64(c.in.Buffered()), n)))
-	return append(bufs, b), n - int64(len(b))
+	var err error
+	switch {
+	case len(bufs) == 0:
+	case rest > 0:
+		err = c.writeUpBefore(bufs)
+	default:
+		// WriteTo consumes the slice it is called on; handing it
+		// c.flushW keeps bufs' backing array.
+		c.flushW = bufs
+		_, err = c.flushW.WriteTo(c.up)
+	}
+	if rest < n {
+		c.in.Done()
+	}
+	return bufs, rest, err
 }
 
 // spliceBody moves the next n bytes of a request body from the client to
 // the upstream: what the client reader's buffer holds is written, the rest
-// spliced from the socket. It runs only on the client reader, which alone
-// reads the client; a short body leaves the upstream mid-frame, so any
-// error ends the connection.
+// spliced from the socket (spliceRest). It runs only on the client reader,
+// inside flush.
 func (c *conn) spliceBody(n int64) error {
-	if k := int64(c.in.Buffered()); k > 0 {
-		b := c.in.Next(int(min(k, n)))
-		n -= int64(len(b))
-		var err error
-		if n > 0 {
-			c.one[0] = b
-			err = c.writeUpBefore(c.one[:])
-			c.one[0] = nil
-		} else {
-			_, err = c.up.Write(b)
-		}
-		c.in.Done()
-		if err != nil || n == 0 {
-			return err
-		}
+	one, rest, err := c.writeHead(c.one[:0], n)
+	clear(one)
+	if err != nil || rest == 0 {
+		return err
 	}
+	return c.spliceRest(rest)
+}
+
+// spliceRest splices the next n bytes of a request body, none of them in
+// the client reader's buffer, from the client socket to the upstream. A
+// short body leaves the upstream mid-frame, so any error ends the
+// connection.
+func (c *conn) spliceRest(n int64) error {
 	copied, err := io.CopyN(c.up, c.client, n)
 	switch {
 	case err == nil:
