@@ -67,8 +67,9 @@ type conn struct {
 	cfg    *config.Config // as it was when the connection was accepted; see Proxy.Reload
 	mode   ordering.Mode  // cfg's
 	client net.Conn
-	in     clientIn  // the client reader's way to read client
-	one    [1][]byte // spliceBody's scratch for one buffer
+	in     clientIn         // the client reader's way to read client
+	one    [1][]byte        // spliceBody's scratch for one buffer
+	body   io.LimitedReader // spliceRest's, client reader only
 	up     net.Conn
 	target target
 	node   int32 // -1 on the bootstrap listener
@@ -93,8 +94,10 @@ type conn struct {
 	poison   uint64 // close once the head passes this seq (0: none)
 	poisoned error
 	// streamResp: large responses that need no rewriting are copied to
-	// the client as they arrive (see stream.go).
+	// the client as they arrive (see stream.go); respBody is the upstream
+	// reader's for that.
 	streamResp bool
+	respBody   io.LimitedReader
 
 	// wmu makes the client writer one at a time; see deliver.
 	wmu     sync.Mutex

@@ -304,7 +304,7 @@ func (c *conn) spliceBody(n int64) error {
 // short body leaves the upstream mid-frame, so any error ends the
 // connection.
 func (c *conn) spliceRest(n int64) error {
-	copied, err := io.CopyN(c.up, c.client, n)
+	copied, err := copyN(c.up, c.client, n, &c.body)
 	switch {
 	case err == nil:
 		return nil
@@ -318,6 +318,19 @@ func (c *conn) spliceRest(n int64) error {
 		return c.timedOut(err)
 	}
 	return err
+}
+
+// copyN is io.CopyN through lr, which the caller owns and the call leaves
+// empty: a splice per request, or per partition in None mode, allocates
+// nothing.
+func copyN(dst io.Writer, src io.Reader, n int64, lr *io.LimitedReader) (int64, error) {
+	*lr = io.LimitedReader{R: src, N: n}
+	copied, err := io.Copy(dst, lr)
+	*lr = io.LimitedReader{}
+	if copied < n && err == nil {
+		err = io.EOF
+	}
+	return copied, err
 }
 
 // flushAsync runs flush on its own goroutine, for callers that must not

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bufio"
 	"fmt"
-	"io"
 
 	"github.com/inorder-proxy/inorder/rewrite"
 	"github.com/inorder-proxy/inorder/wire"
@@ -93,7 +92,7 @@ func (c *conn) streamResponse(r *request, rd *bufio.Reader, head *[8]byte, size 
 	}
 	// rd is empty now, so the rest is read from the socket itself.
 	if c.splice {
-		copied, err := io.CopyN(c.client, c.up, rest)
+		copied, err := copyN(c.client, c.up, rest, &c.respBody)
 		if err != nil {
 			return true, c.streamError(fmt.Errorf("%w: a streamed response was cut with %d bytes to go: %v", ErrUpstreamFailed, rest-copied, err))
 		}

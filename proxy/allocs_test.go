@@ -1,0 +1,151 @@
+package proxy_test
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/metrics"
+	"github.com/inorder-proxy/inorder/proxy"
+)
+
+// cannedBackend answers every request on every connection it accepts with
+// one Produce v9 response (no topics, and an unknown tagged field of pad
+// bytes), the request's correlation id copied in. It reads each request
+// into one buffer and writes from another, so it allocates nothing per
+// request: what a test counts is the proxy's.
+func cannedBackend(t *testing.T, pad int) string {
+	t.Helper()
+	body := kmsg.NewPtrProduceResponse()
+	body.Version = 9
+	if pad > 0 {
+		body.UnknownTags.Set(99, make([]byte, pad))
+	}
+	resp := binary.BigEndian.AppendUint32(nil, 0)
+	resp = append(resp, 0, 0, 0, 0, 0) // correlation id, no header tags
+	resp = body.AppendTo(resp)
+	binary.BigEndian.PutUint32(resp, uint32(len(resp)-4))
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				out := append([]byte(nil), resp...)
+				in := make([]byte, 1<<20)
+				for {
+					if _, err := io.ReadFull(c, in[:12]); err != nil {
+						return
+					}
+					copy(out[4:8], in[8:12])
+					n := int(binary.BigEndian.Uint32(in[:4])) - 8
+					if n < 0 || n > len(in) {
+						return
+					}
+					if _, err := io.ReadFull(c, in[:n]); err != nil {
+						return
+					}
+					if _, err := c.Write(out); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestLargeFramesAllocateNothing sends Produce requests large enough to
+// stream, through the proxy to cannedBackend, and counts the proxy's
+// allocations per round trip: none per request, and in None mode, where
+// every partition's records are spliced on their own, none per partition
+// (3 and 12 partitions of 16 KiB each). In Connection mode the request body
+// is spliced whole and the response, 40 KiB, streamed back unread. The
+// race detector allocates on its own (sync.Pool drops items at random
+// under it), so the test runs without it; CI runs it so.
+func TestLargeFramesAllocateNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	const runs = 200
+	for _, tc := range []struct {
+		name  string
+		mode  config.Ordering
+		pad   int
+		kind  metrics.Streamed
+		parts []int
+	}{
+		{"none", config.OrderingNone, 0, metrics.StreamedRequestScanned, []int{3, 12}},
+		{"connection", config.OrderingConnection, 40 << 10, metrics.StreamedResponse, []int{3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := metrics.New()
+			p := startProxy(t, tc.mode, []string{cannedBackend(t, tc.pad)}, nil, proxy.WithMetrics(m))
+			c, err := net.Dial("tcp", p.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			resp := make([]byte, 64<<10)
+			roundTrip := func(frame []byte) {
+				if _, err := c.Write(frame); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, resp[:4]); err != nil {
+					t.Fatal(err)
+				}
+				n := binary.BigEndian.Uint32(resp)
+				if n > uint32(len(resp)) {
+					t.Fatalf("response of %d bytes", n)
+				}
+				if _, err := io.ReadFull(c, resp[:n]); err != nil {
+					t.Fatal(err)
+				}
+				if got, want := binary.BigEndian.Uint32(resp), binary.BigEndian.Uint32(frame[8:]); got != want {
+					t.Fatalf("response correlation id %d, want %d", got, want)
+				}
+			}
+			allocs := make([]float64, len(tc.parts))
+			for i, parts := range tc.parts {
+				ps := make([]int32, parts)
+				labels := make([]string, parts)
+				for j := range ps {
+					ps[j], labels[j] = int32(j), "p"
+				}
+				frame := kmsg.NewRequestFormatter().AppendRequest(nil, multiProduce(9, "allocs", ps, labels, 16<<10), 5)
+				roundTrip(frame) // the connection's one-time state
+				allocs[i] = testing.AllocsPerRun(runs, func() { roundTrip(frame) })
+				t.Logf("%d partitions: %.2f allocations per request", parts, allocs[i])
+			}
+			// Every request streamed (AllocsPerRun adds a warm-up run).
+			want := float64(len(tc.parts) * (runs + 2))
+			if n := streamedCounter(t, m, tc.kind, want); n != want {
+				t.Fatalf("%v frames streamed, want %v", n, want)
+			}
+			for i, n := range allocs {
+				if n >= 0.5 {
+					t.Errorf("%d partitions: %.2f allocations per request, want none", tc.parts[i], n)
+				}
+			}
+		})
+	}
+}
