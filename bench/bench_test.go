@@ -136,6 +136,32 @@ func TestRelayCarriesRecords(t *testing.T) {
 	}
 }
 
+// TestConsumeRate consumes from the synthetic broker, which serves a 1 MiB
+// batch from every offset at once, capped at 20,000 records/s: the run
+// takes no more than are due, give or take the batch a poll returns, where
+// uncapped it takes hundreds of thousands per second.
+func TestConsumeRate(t *testing.T) {
+	b, err := NewBroker(BrokerConfig{Kind: Synthetic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	o := Default()
+	o.Targets = []Target{{Name: "direct", Addr: b.Addr()}}
+	o.Produce, o.Consume = false, true
+	o.Duration, o.Warmup = time.Second, 0
+	o.Rate = 20000
+	res, err := Run(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Targets[0].Rounds[0]
+	due := o.Rate * s.Elapsed.Seconds()
+	if got := float64(s.Consumed); got == 0 || got > due+4096 {
+		t.Fatalf("consumed %v records in %v at %v records/s: want some, and at most %.0f", got, s.Elapsed, o.Rate, due+4096)
+	}
+}
+
 func TestRunCompares(t *testing.T) {
 	for _, kind := range []BrokerKind{Blackhole, Synthetic} {
 		t.Run(string(kind), func(t *testing.T) {

@@ -101,8 +101,8 @@ type Options struct {
 	// target per round, measured from the first send to the last ack,
 	// instead of running for Duration.
 	Records int64
-	// Rate caps produce at this many records per second. Zero means as
-	// fast as the path allows.
+	// Rate caps produce, and consume, each at this many records per
+	// second. Zero means as fast as the path allows.
 	Rate float64
 
 	// RecordBytes is the size of each produced value. Zero means 1024.

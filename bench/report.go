@@ -254,6 +254,9 @@ func writeText(w io.Writer, rows [][]string, r Result) error {
 	}
 	if o.Consume {
 		what = append(what, fmt.Sprintf("consume with %d B fetches", o.FetchMaxBytes))
+		if o.Rate > 0 {
+			what = append(what, fmt.Sprintf("at %.0f rec/s", o.Rate))
+		}
 	}
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s; median of %d round(s)\n", strings.Join(what, ", "), o.Rounds)

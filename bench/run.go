@@ -290,7 +290,7 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int, cr
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			consumeLoop(runCtx, cl, &c)
+			consumeLoop(runCtx, cl, &c, o.Rate)
 		}()
 	}
 	if !sleepCtx(ctx, o.Warmup) || !c.waitFlowing(ctx) {
@@ -389,18 +389,29 @@ func produceLoop(ctx context.Context, cl *kgo.Client, o Options, p *payload, pro
 	}
 }
 
-func consumeLoop(ctx context.Context, cl *kgo.Client, c *counters) {
+// consumeLoop polls until ctx ends. With a rate it polls only while fewer
+// records than are due have been taken: a kgo client fetches from a broker
+// again only once what it fetched before has been polled, so the fetches,
+// and the bytes the path carries, follow the polls.
+func consumeLoop(ctx context.Context, cl *kgo.Client, c *counters, rate float64) {
+	start := time.Now()
+	var taken int64
 	for ctx.Err() == nil {
+		if rate > 0 && taken >= int64(rate*time.Since(start).Seconds()) {
+			time.Sleep(100 * time.Microsecond)
+			continue
+		}
 		fs := cl.PollFetches(ctx)
-		if fs.NumRecords() > 0 {
+		n := int64(fs.NumRecords())
+		taken += n
+		if n > 0 {
 			c.flowed()
 		}
 		if !c.measuring.Load() {
 			continue
 		}
-		var n, b int64
+		var b int64
 		fs.EachRecord(func(r *kgo.Record) {
-			n++
 			b += int64(len(r.Value))
 		})
 		c.consumed.Add(n)

@@ -89,7 +89,7 @@ repeated runs do not fill the broker's disk.`,
 	f.DurationVar(&o.Duration, "duration", o.Duration, "measured time per target per round")
 	f.DurationVar(&o.Warmup, "warmup", o.Warmup, "unmeasured time before each measurement")
 	f.Int64Var(&o.Records, "records", 0, "produce exactly this many records per target per round instead of running for --duration")
-	f.Float64Var(&o.Rate, "rate", 0, "produce at most this many records per second (0: as fast as possible)")
+	f.Float64Var(&o.Rate, "rate", 0, "produce, and consume, at most this many records per second each (0: as fast as possible)")
 	f.IntVar(&o.RecordBytes, "record-size", o.RecordBytes, "bytes per record value")
 	f.BoolVar(&o.Compressible, "compressible", false, "fill values with a repeating pattern instead of random bytes")
 	f.StringVar(&o.Compression, "compression", o.Compression, "none, gzip, snappy, lz4 or zstd")
