@@ -31,17 +31,7 @@ func cannedBackend(t *testing.T, pad int) string {
 	resp = body.AppendTo(resp)
 	binary.BigEndian.PutUint32(resp, uint32(len(resp)-4))
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-	})
-	go func() {
-		defer close(done)
+	return loopbackBackend(t, func(ln net.Listener) {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -69,8 +59,7 @@ func cannedBackend(t *testing.T, pad int) string {
 				}
 			}()
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // TestLargeFramesAllocateNothing sends Produce requests large enough to

@@ -12,9 +12,10 @@ import (
 	"github.com/inorder-proxy/inorder/config"
 )
 
-// heartbeatBackend accepts one connection, reads n requests and hands
-// their upstream correlation ids to answer, which writes the responses.
-func heartbeatBackend(t *testing.T, n int, answer func(c net.Conn, corrs [][4]byte)) string {
+// loopbackBackend listens on a loopback port and runs serve on the
+// listener; when the test ends it closes the listener and waits for serve
+// to return.
+func loopbackBackend(t *testing.T, serve func(ln net.Listener)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -27,6 +28,16 @@ func heartbeatBackend(t *testing.T, n int, answer func(c net.Conn, corrs [][4]by
 	})
 	go func() {
 		defer close(done)
+		serve(ln)
+	}()
+	return ln.Addr().String()
+}
+
+// heartbeatBackend accepts one connection, reads n requests and hands
+// their upstream correlation ids to answer, which writes the responses.
+func heartbeatBackend(t *testing.T, n int, answer func(c net.Conn, corrs [][4]byte)) string {
+	t.Helper()
+	return loopbackBackend(t, func(ln net.Listener) {
 		c, err := ln.Accept()
 		if err != nil {
 			return
@@ -45,8 +56,7 @@ func heartbeatBackend(t *testing.T, n int, answer func(c net.Conn, corrs [][4]by
 		}
 		answer(c, corrs)
 		io.Copy(io.Discard, c)
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // heartbeatResponse is a Heartbeat v0 response frame: no error.
