@@ -327,7 +327,10 @@ func copyN(dst io.Writer, src io.Reader, n int64, lr *io.LimitedReader) (int64, 
 	*lr = io.LimitedReader{R: src, N: n}
 	copied, err := io.Copy(dst, lr)
 	*lr = io.LimitedReader{}
-	if copied < n && err == nil {
+	switch {
+	case copied == n:
+		return n, nil
+	case err == nil:
 		err = io.EOF
 	}
 	return copied, err
