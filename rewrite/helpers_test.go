@@ -14,14 +14,15 @@ var errBoom = errors.New("mapper boom")
 
 // fakeMapper maps node n to p<n>.proxy.test:30000+n%1000, so a test can tell
 // from an address alone which node it was mapped for.
+// Every int32 is a node id a response may carry (the fuzzer finds them
+// all), so failing is a flag of its own, not a reserved id.
 type fakeMapper struct {
-	failNode int32 // MapNode fails for this node; failNone for none
+	fail     bool  // MapNode fails for failNode
+	failNode int32 // with fail set
 	calls    int
 }
 
-const failNone = int32(-1 << 31)
-
-func newFakeMapper() *fakeMapper { return &fakeMapper{failNode: failNone} }
+func newFakeMapper() *fakeMapper { return &fakeMapper{} }
 
 func (m *fakeMapper) MapController(id int32, host string, port int32) (string, int32, error) {
 	return m.MapNode(id, host, port)
@@ -29,7 +30,7 @@ func (m *fakeMapper) MapController(id int32, host string, port int32) (string, i
 
 func (m *fakeMapper) MapNode(id int32, _ string, _ int32) (string, int32, error) {
 	m.calls++
-	if id == m.failNode {
+	if m.fail && id == m.failNode {
 		return "", 0, errBoom
 	}
 	return proxyHost(id), proxyPort(id), nil

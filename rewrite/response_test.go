@@ -246,7 +246,7 @@ func TestResponseReturnsMapperError(t *testing.T) {
 		for _, v := range c.versions {
 			t.Run(fmt.Sprintf("%s/v%d", c.name, v), func(t *testing.T) {
 				m := newFakeMapper()
-				m.failNode = 2
+				m.fail, m.failNode = true, 2
 				err := Response(decoded(t, c, v), m)
 				if !errors.Is(err, ErrMap) || !errors.Is(err, errBoom) {
 					t.Fatalf("Response error = %v, want one wrapping ErrMap and the Mapper's error", err)
