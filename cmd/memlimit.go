@@ -7,9 +7,13 @@ import (
 	"github.com/inorder-proxy/inorder/config"
 )
 
-// memoryHeadroom is what serve's process may use beyond max-memory: the
-// runtime, goroutine stacks, listeners, TLS and metrics state.
-const memoryHeadroom = 64 << 20
+// memoryHeadroom is what the runtime's soft limit allows serve's heap
+// beyond max-memory: goroutine stacks, connection state, listeners, TLS
+// and metrics state, and garbage not yet collected. It is half of what
+// resident memory may exceed max-memory by (README's 64 MiB): the soft
+// limit is a target the runtime can overshoot while it collects, and the
+// binary's code is resident too without being in the runtime's count.
+const memoryHeadroom = 32 << 20
 
 // setMemoryLimit asks the garbage collector to keep the heap under
 // max-memory plus memoryHeadroom. The budget bounds what the proxy holds;
