@@ -527,7 +527,19 @@ class KafkaPython:
 
 
 def kafkapython_member(bootstrap, topic, group, i, q, stop, leave):
-    """One kafka-python group member (runs in its own process)."""
+    """One kafka-python group member (runs in its own process). Its
+    coordinator's decisions and a line for every request it sends and
+    response it parses go to the row's stderr log, so that a member that
+    stops heartbeating (see group_consume) shows what it last sent and
+    received. The parser's raw byte dumps are left out: they hold the SASL
+    exchange."""
+    h = logging.StreamHandler(sys.stderr)
+    h.setFormatter(logging.Formatter("%(asctime)s member" + str(i) + " %(name)s %(levelname)s %(message)s"))
+    h.addFilter(lambda rec: not (rec.name == "kafka.protocol.parser" and re.search(r"\] (Send|Recv): ", rec.getMessage())))
+    logging.getLogger("kafka").addHandler(h)
+    logging.getLogger("kafka").setLevel(logging.INFO)
+    for name in ("kafka.coordinator", "kafka.protocol.parser"):
+        logging.getLogger(name).setLevel(logging.DEBUG)
     try:
         from kafka import ConsumerRebalanceListener
         cl = KafkaPython(",".join(bootstrap), admin=False)
