@@ -388,16 +388,35 @@ class KafkaPython:
                                      session_timeout_ms=10000, heartbeat_interval_ms=1000, **kw)
         if topic is not None:
             # Wait until this consumer's metadata has every partition of the
-            # (new) topic before it joins: a group leader whose metadata
-            # changes right after its assignment rejoins during Stable, and
-            # kafka-python 3.0.x then sometimes stops heartbeating and stays
-            # without partitions (seen against Kafka without the proxy too).
+            # (new) topic before it joins; subscribe() then waits for the
+            # group coordinator's own snapshot of it (see there).
             alive = deadline(30)
             while len(c.partitions_for_topic(topic) or ()) < MAIN_PARTITIONS:
                 if not alive():
                     raise AssertionError("metadata for %s never showed %d partitions" % (topic, MAIN_PARTITIONS))
                 time.sleep(0.1)
         return c
+
+    @staticmethod
+    def subscribe(c, topic, **kw):
+        """Subscribes c to topic and waits until its group coordinator's own
+        metadata snapshot holds every partition of it. kafka-python 3.0.12
+        builds that snapshot when the consumer is made and refreshes it only
+        on the next metadata response, not on subscribe, so without the wait
+        the first assignment is made against a stale snapshot and the next
+        metadata response makes the leader rejoin during Stable. Such a
+        rejoin is not marked as needed (need_rejoin() turns False once the
+        JoinGroup is sent), so if a poll's timeout ends while the rejoin is
+        in flight, no later poll awaits it: the member has received its
+        SyncGroup response but never takes its assignment or re-enables
+        its heartbeat, and is evicted (the matrix's member logs show exactly
+        this, ending in need_rejoin: False)."""
+        c.subscribe([topic], **kw)
+        alive = deadline(30)
+        while len(c._coordinator._metadata_snapshot.get(topic) or ()) < MAIN_PARTITIONS:
+            if not alive():
+                raise AssertionError("the group coordinator's metadata for %s never showed %d partitions" % (topic, MAIN_PARTITIONS))
+            time.sleep(0.05)
 
     def _poll(self, c, timeout_ms=200):
         out = []
@@ -473,7 +492,7 @@ class KafkaPython:
 
     def resume(self, topic, group, want):
         c = self.consumer(group, topic)
-        c.subscribe([topic])
+        self.subscribe(c, topic)
         out, alive = [], deadline(60)
         try:
             while len(out) < want and alive():
@@ -554,7 +573,7 @@ def kafkapython_member(bootstrap, topic, group, i, q, stop, leave):
             def on_partitions_assigned(self, new):
                 assigned.update(tp.partition for tp in new if tp.topic == topic)
                 q.put(("assigned", i, sorted(assigned)))
-        c.subscribe([topic], listener=L())
+        cl.subscribe(c, topic, listener=L())
         while not stop.is_set():
             gots = cl._poll(c)
             if gots:
