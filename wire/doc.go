@@ -6,10 +6,9 @@
 // and forward the same bytes it read. Lengths are checked against a limit
 // before anything is allocated, a frame's buffer grows as its bytes arrive
 // (a length prefix alone allocates nothing large, and an Account can charge
-// every growth to a wider bound before it happens), and frame buffers of up
-// to 1 MiB come from size-classed pools so that steady forwarding allocates
-// nothing proportional to records (larger ones are made to measure and not
-// kept, see pool.go).
+// every growth to a wider bound before it happens), and frame buffers come
+// from size-classed pools so that steady forwarding allocates nothing
+// proportional to records.
 //
 // Header rules (Kafka protocol, "Request header" / "Response header"): the
 // client id is a nullable non-compact string even in flexible headers, and

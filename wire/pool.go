@@ -10,16 +10,9 @@ type Buf struct {
 	B []byte
 }
 
-// Buffers of up to 1<<maxClassShift bytes come from per-class pools and
-// cost their class's power of two. Larger ones are made to measure and
-// dropped when put back: they are the rare frames a client or an upstream
-// makes the proxy read whole, and a pool would keep them alive outside the
-// memory budget (a buffer put back is no longer charged, but a pool keeps
-// it for two garbage collections), so that budget plus pools could exceed
-// --max-memory by as much as the largest frames that were just released.
 const (
 	minClassShift = 9  // 512 B
-	maxClassShift = 20 // 1 MiB
+	maxClassShift = 31 // 2 GiB
 )
 
 var pools [maxClassShift - minClassShift + 1]sync.Pool

@@ -109,31 +109,6 @@ func TestPoolClasses(t *testing.T) {
 	}
 }
 
-// TestLargeBuffersUnpooled checks that a buffer above the largest class
-// costs its size, not the next power of two, and is not kept when put back:
-// a pool would hold it outside the memory budget.
-func TestLargeBuffersUnpooled(t *testing.T) {
-	const n = 1<<20 + 1
-	if c := Cap(n); c != n {
-		t.Fatalf("Cap(%d) = %d", n, c)
-	}
-	for range 8 {
-		b := Get(n)
-		if cap(b.B) != n {
-			t.Fatalf("Get(%d): cap %d", n, cap(b.B))
-		}
-		p := &b.B[0]
-		Put(b)
-		if q := Get(n); &q.B[0] == p {
-			t.Fatal("a buffer above the largest class came back from the pool")
-		}
-	}
-	// The largest pooled class is exactly its power of two.
-	if c := Cap(1 << 20); c != 1<<20 {
-		t.Fatalf("Cap(1 MiB) = %d", c)
-	}
-}
-
 // FuzzRequestStream feeds arbitrary bytes as a client stream, split at
 // every point, through ReadFrame and ParseRequestHeader: nothing may panic,
 // a frame longer than the limit is never allocated, and a parsed header's
