@@ -135,11 +135,15 @@ func configFromMap(t *testing.T, source string, cm *corev1.ConfigMap) config.Con
 	return loadInorderConfig(t, source, file, nil)
 }
 
+// residentAboveBudget is what README says serve's resident memory may
+// exceed max-memory by.
+const residentAboveBudget = 64 << 20
+
 // checkWorkload checks what every inorder pod in the assets must have:
 // the inorder container runs serve as non-root on a read-only root with no
 // capabilities, has liveness and readiness probes on the admin endpoint,
-// resource requests, and a termination grace period longer than the
-// shutdown grace.
+// resource requests, a memory limit (if it has one) that a full budget fits
+// under, and a termination grace period longer than the shutdown grace.
 func checkWorkload(t *testing.T, source string, d *appsv1.Deployment, cfg config.Config) {
 	t.Helper()
 	spec := d.Spec.Template.Spec
@@ -176,6 +180,10 @@ func checkWorkload(t *testing.T, source string, d *appsv1.Deployment, cfg config
 	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
 		t.Errorf("%s: inorder has no CPU and memory requests", source)
+	}
+	if lim := c.Resources.Limits.Memory(); !lim.IsZero() && lim.Value() < cfg.Memory()+residentAboveBudget {
+		t.Errorf("%s: inorder's memory limit %s is below max-memory %d MiB plus the %d MiB resident memory may exceed it by (README): a full budget would be killed",
+			source, lim, cfg.Memory()>>20, residentAboveBudget>>20)
 	}
 	grace := spec.TerminationGracePeriodSeconds
 	if grace == nil || time.Duration(*grace)*time.Second <= cfg.ShutdownGrace {
