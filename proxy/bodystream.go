@@ -42,6 +42,11 @@ import (
 // whose tagged fields or names outgrow it.
 const streamWindow = 4 << 10
 
+// streamPeek is how many bytes the client reader peeks at to find the next
+// partition without reading it: enough for a partition's index and record
+// length, and for the topic before it with a name of Kafka's longest.
+const streamPeek = 512
+
 // bodyStream is the client reader's state while it streams one request.
 type bodyStream struct {
 	scan wire.ProduceStream
@@ -54,6 +59,10 @@ type bodyStream struct {
 	socket  int64  // bytes of the frame still in the client socket
 	keys    charge // key state of the partitions added while streaming
 	one     [1][]byte
+	// peek looks at the client socket's next bytes in peeked; nil when
+	// the client is not a TCP socket.
+	peek   *peeker
+	peeked [streamPeek]byte
 }
 
 // spliceableNone is spliceable in None mode: a Produce request whose head
@@ -63,7 +72,7 @@ func (c *conn) spliceableNone(head *wire.Buf, h wire.RequestHeader, size int32) 
 	body := head.B[h.Body:]
 	total := 4 + int(size)
 	if c.bs == nil {
-		c.bs = new(bodyStream)
+		c.bs = &bodyStream{peek: newPeeker(c.client)}
 	}
 	bs := c.bs
 	used, err := bs.scan.Start(body, h.Version, total-h.Body)
@@ -106,6 +115,13 @@ func (c *conn) spliceableNone(head *wire.Buf, h wire.RequestHeader, size int32) 
 // just written, from the client socket and c.bs's window. It runs on the
 // client reader, inside flush. Any error leaves the upstream mid-frame and
 // ends the connection.
+//
+// Where the window holds nothing unscanned, the next partition is found by
+// peeking at the client socket (peekPartition), and its header is spliced
+// with its records; otherwise the window is filled by reading. After the
+// last partition's records only tag sections follow, which the proxy needs
+// nothing from: they go with those records, unscanned, as a request's body
+// does in connection mode, and the upstream judges them.
 func (c *conn) streamProduce(seq uint64) error {
 	bs := c.bs
 	defer c.endStream(seq)
@@ -116,14 +132,16 @@ func (c *conn) streamProduce(seq uint64) error {
 				bs.records -= k
 				continue
 			}
-			if err := c.writeScanned(true); err != nil {
-				return err
-			}
-			if err := c.spliceBody(bs.records); err != nil {
+			if err := c.sendScanned(bs.records); err != nil {
 				return err
 			}
 			bs.socket -= bs.records
 			bs.records = 0
+			continue
+		}
+		if done, ok, err := c.peekPartition(seq); err != nil || done {
+			return err
+		} else if ok {
 			continue
 		}
 		step, err := bs.scan.Next(bs.win.B[bs.done:])
@@ -137,25 +155,95 @@ func (c *conn) streamProduce(seq uint64) error {
 			return fmt.Errorf("%w: Produce: %v", ErrBadRequest, err)
 		case step.End:
 			// What follows the structure, if anything, goes as it is.
-			bs.done = len(bs.win.B)
-			if err := c.writeScanned(bs.socket > 0); err != nil {
-				return err
-			}
-			if bs.socket > 0 {
-				if err := c.spliceBody(bs.socket); err != nil {
-					return err
-				}
-				bs.socket = 0
-			}
-			return nil
+			return c.passRest()
 		}
-		p := step.Partition
-		if err := c.extendKey(seq, partitionKey('p', "", kbin.UnsafeString(p.Topic), p.TopicID, p.Partition)); err != nil {
+		if err := c.extendPartition(seq, step.Partition); err != nil {
 			return err
 		}
 		bs.done += step.Used
+		if bs.scan.Last() {
+			return c.passRest()
+		}
 		bs.records = step.Records
 	}
+}
+
+// peekPartition finds the next partition (or the end of the request) in
+// the client socket's next bytes, without reading them, and splices them
+// upstream with the partition's records. It does nothing (ok false) unless
+// the window and the client reader's buffer are empty and the peeked bytes
+// hold what is scanned whole; the caller then reads. done: the request is
+// forwarded whole.
+func (c *conn) peekPartition(seq uint64) (done, ok bool, err error) {
+	bs := c.bs
+	if bs.peek == nil || bs.done != len(bs.win.B) || c.in.Buffered() > 0 || bs.socket == 0 {
+		return false, false, nil
+	}
+	n := bs.peek.peek(bs.peeked[:min(int64(len(bs.peeked)), bs.socket)])
+	if n == 0 {
+		return false, false, nil
+	}
+	step, err := bs.scan.Next(bs.peeked[:n])
+	switch {
+	case errors.Is(err, wire.ErrNeedMore):
+		return false, false, nil
+	case err != nil:
+		return false, false, fmt.Errorf("%w: Produce: %v", ErrBadRequest, err)
+	case step.End:
+		return true, true, c.passRest()
+	}
+	if err := c.extendPartition(seq, step.Partition); err != nil {
+		return false, false, err
+	}
+	if bs.scan.Last() {
+		return true, true, c.passRest()
+	}
+	k := int64(step.Used) + step.Records
+	if err := c.sendScanned(k); err != nil {
+		return false, false, err
+	}
+	bs.socket -= k
+	return false, true, nil
+}
+
+// extendPartition adds the partition p, just found, to the streaming write
+// seq.
+func (c *conn) extendPartition(seq uint64, p wire.Partition) error {
+	return c.extendKey(seq, partitionKey('p', "", kbin.UnsafeString(p.Topic), p.TopicID, p.Partition))
+}
+
+// passRest forwards the rest of the frame as it is: the window's bytes,
+// then what is still in the client socket.
+func (c *conn) passRest() error {
+	bs := c.bs
+	bs.done = len(bs.win.B)
+	if err := c.sendScanned(bs.socket); err != nil {
+		return err
+	}
+	bs.socket = 0
+	return nil
+}
+
+// sendScanned writes the window, every byte of it scanned or records,
+// together with the next n bytes of the body: those the client reader's
+// buffer holds go in the same system call, the rest is spliced from the
+// client socket after them. The window is left empty.
+func (c *conn) sendScanned(n int64) error {
+	bs := c.bs
+	bufs := c.spliced[:0]
+	if len(bs.win.B) > 0 {
+		bufs = append(bufs, bs.win.B)
+	}
+	bufs, rest, err := c.writeHead(bufs, n)
+	clear(bufs)
+	if err != nil {
+		return err
+	}
+	bs.win.B, bs.done = bs.win.B[:0], 0
+	if rest == 0 {
+		return nil
+	}
+	return c.spliceRest(rest)
 }
 
 // extendKey adds k to the streaming write seq, waiting while an earlier

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strings"
@@ -295,5 +296,78 @@ func TestStreamedRequestWaitIsNotTheClients(t *testing.T) {
 	inOrderNoErrors(t, res)
 	if n := streamedCounter(t, m, metrics.StreamedRequestScanned, 3); n != 3 {
 		t.Fatalf("%v of 3 requests streamed", n)
+	}
+}
+
+// TestStreamedRequestTrickles streams, in none mode, Produce requests whose
+// bytes arrive in small pieces with pauses between them, so that the
+// proxy's look at the next partition often finds its header cut short:
+// every record lands whole in its partition, with topic names up to Kafka's
+// longest, flexible and not.
+func TestStreamedRequestTrickles(t *testing.T) {
+	long := strings.Repeat("t", 249)
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(3, "short", long))
+	m := metrics.New()
+	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), nil, proxy.WithMetrics(m))
+	rng := rand.New(rand.NewPCG(1, 2))
+	streamed := 0
+	for i, version := range []int16{7, 9, 11} {
+		req := multiProduce(version, "short", []int32{0, 1, 2}, []string{"a", "b", "c"}, 12<<10)
+		more := multiProduce(version, long, []int32{2, 0}, []string{"d", "e"}, 12<<10)
+		req.Topics = append(req.Topics, more.Topics...)
+		frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, int32(i))
+		c, err := net.Dial("tcp", p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		for rest := frame; len(rest) > 0; {
+			n := min(len(rest), 1+rng.IntN(700))
+			if _, err := c.Write(rest[:n]); err != nil {
+				t.Fatal(err)
+			}
+			rest = rest[n:]
+			time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+		}
+		resp := kmsg.NewPtrProduceResponse()
+		resp.Version = version
+		body := readResponse(t, c, int32(i))
+		if version >= 9 {
+			body = body[1:] // the flexible header's tags
+		}
+		if err := resp.ReadFrom(body); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					t.Fatalf("v%d: produce to %.10s/%d: error %d", version, rt.Topic, rp.Partition, rp.ErrorCode)
+				}
+			}
+		}
+		streamed++
+		if n := streamedCounter(t, m, metrics.StreamedRequestScanned, float64(streamed)); n != float64(streamed) {
+			t.Fatalf("v%d: %v requests streamed, want %d", version, n, streamed)
+		}
+	}
+	ctx := testContext(t, 20*time.Second)
+	for _, tc := range []struct {
+		topic string
+		part  int32
+		want  string
+	}{{"short", 0, "a"}, {"short", 1, "b"}, {"short", 2, "c"}, {long, 2, "d"}, {long, 0, "e"}} {
+		got, err := pipeprobe.ReadPartition(ctx, kc.ListenAddrs()[0], tc.topic, tc.part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 {
+			t.Fatalf("%.10s/%d holds %d records, want 3", tc.topic, tc.part, len(got))
+		}
+		for _, r := range got {
+			if !strings.HasPrefix(r, tc.want+"|") || len(r) != len(tc.want)+1+12<<10 {
+				t.Fatalf("%.10s/%d holds a record of %d bytes starting %.8q", tc.topic, tc.part, len(r), r)
+			}
+		}
 	}
 }

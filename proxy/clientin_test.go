@@ -8,6 +8,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/inorder-proxy/inorder/wire"
 )
 
 // The client reader's buffer is held only while it holds bytes: pipelined
@@ -77,13 +79,15 @@ func TestClientInHoldsBufferOnlyWithBytes(t *testing.T) {
 }
 
 // A spliced body whose first bytes the client reader's buffer already holds
-// reaches the upstream whole and in order, whether the buffer holds part
-// of it or all of it.
+// reaches the upstream whole and in order, behind the streaming window's
+// bytes, whether the buffer holds part of it or all of it.
 func TestSpliceBodyStartsWithBuffered(t *testing.T) {
 	for _, size := range []int{100, 64 << 10} {
 		client, clientSide := tcpPair(t)
 		up, upstream := tcpPair(t)
-		c := &conn{client: clientSide, up: up}
+		c := &conn{client: clientSide, up: up, bs: &bodyStream{win: wire.Get(16)}}
+		c.bs.win.B = append(c.bs.win.B[:0], "window|"...)
+		defer wire.Put(c.bs.win)
 		c.in.init(clientSide)
 		// A body that never arrives whole ends the test, not hangs it.
 		clientSide.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -94,16 +98,20 @@ func TestSpliceBodyStartsWithBuffered(t *testing.T) {
 		if _, err := io.ReadFull(&c.in, head[:]); err != nil {
 			t.Fatal(err)
 		}
+		want := append([]byte("window|"), body...)
 		got := make(chan []byte, 1)
 		go func() {
-			b, _ := io.ReadAll(io.LimitReader(upstream, int64(size)))
+			b, _ := io.ReadAll(io.LimitReader(upstream, int64(len(want))))
 			got <- b
 		}()
-		if err := c.spliceBody(int64(size)); err != nil {
+		if err := c.sendScanned(int64(size)); err != nil {
 			t.Fatal(err)
 		}
-		if b := <-got; !bytes.Equal(b, body) {
+		if b := <-got; !bytes.Equal(b, want) {
 			t.Fatalf("%d-byte body: upstream got %d bytes, differing", size, len(b))
+		}
+		if len(c.bs.win.B) != 0 || c.bs.done != 0 {
+			t.Fatalf("%d-byte body: window holds %d bytes after it was sent", size, len(c.bs.win.B))
 		}
 		if c.in.buf != nil {
 			t.Fatalf("%d-byte body: buffer held after the body was moved", size)

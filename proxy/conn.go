@@ -63,16 +63,16 @@ const noCorrelation = -1
 
 // conn is one client connection and its own upstream connection.
 type conn struct {
-	p      *Proxy
-	cfg    *config.Config // as it was when the connection was accepted; see Proxy.Reload
-	mode   ordering.Mode  // cfg's
-	client net.Conn
-	in     clientIn         // the client reader's way to read client
-	one    [1][]byte        // spliceBody's scratch for one buffer
-	body   io.LimitedReader // spliceRest's, client reader only
-	up     net.Conn
-	target target
-	node   int32 // -1 on the bootstrap listener
+	p       *Proxy
+	cfg     *config.Config // as it was when the connection was accepted; see Proxy.Reload
+	mode    ordering.Mode  // cfg's
+	client  net.Conn
+	in      clientIn         // the client reader's way to read client
+	spliced [2][]byte        // sendScanned's scratch: the window, the buffered body
+	body    io.LimitedReader // spliceRest's, client reader only
+	up      net.Conn
+	target  target
+	node    int32 // -1 on the bootstrap listener
 
 	// mu guards seq, the upstream queue and the flags below it; cond
 	// wakes the client reader when capacity frees or the conn dies.

@@ -286,19 +286,6 @@ func (c *conn) writeHead(bufs net.Buffers, n int64) (net.Buffers, int64, error) 
 	return bufs, rest, err
 }
 
-// spliceBody moves the next n bytes of a request body from the client to
-// the upstream: what the client reader's buffer holds is written, the rest
-// spliced from the socket (spliceRest). It runs only on the client reader,
-// inside flush.
-func (c *conn) spliceBody(n int64) error {
-	one, rest, err := c.writeHead(c.one[:0], n)
-	clear(one)
-	if err != nil || rest == 0 {
-		return err
-	}
-	return c.spliceRest(rest)
-}
-
 // spliceRest splices the next n bytes of a request body, none of them in
 // the client reader's buffer, from the client socket to the upstream. A
 // short body leaves the upstream mid-frame, so any error ends the

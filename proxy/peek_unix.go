@@ -33,3 +33,56 @@ func peekClosed(nc net.Conn) bool {
 	})
 	return closed
 }
+
+// peeker copies a TCP socket's next bytes without taking them from it,
+// waiting while there are none as a read does (the connection's read
+// deadline applies). The client reader uses it to learn what comes next
+// in a streaming request before it splices those bytes, unread.
+type peeker struct {
+	rc  syscall.RawConn
+	buf []byte
+	n   int
+	err error
+	cb  func(fd uintptr) bool // bound once, so a peek allocates nothing
+}
+
+// newPeeker returns nil when nc is not a TCP socket.
+func newPeeker(nc net.Conn) *peeker {
+	rc := tcpRawConn(nc)
+	if rc == nil {
+		return nil
+	}
+	p := &peeker{rc: rc}
+	p.cb = p.peekOnce
+	return p
+}
+
+// peek copies up to len(buf) of the socket's next bytes into buf. It
+// returns 0 at the end of the stream or on any error, for the caller to
+// read the socket instead and learn which.
+func (p *peeker) peek(buf []byte) int {
+	p.buf, p.n, p.err = buf, 0, nil
+	err := p.rc.Read(p.cb)
+	p.buf = nil
+	if err != nil || p.err != nil {
+		return 0
+	}
+	return p.n
+}
+
+func (p *peeker) peekOnce(fd uintptr) bool {
+	for {
+		n, _, err := syscall.Recvfrom(int(fd), p.buf, syscall.MSG_PEEK)
+		switch err {
+		case nil:
+			p.n = n
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		p.err = err
+		return true
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -432,6 +433,7 @@ func streamScan(body []byte, version int16, headLen int, chunk func() int) ([]Pa
 	}
 	var got []Partition
 	pos, win := used, 0
+	last := false
 	for {
 		win = min(win, len(body)-pos)
 		step, err := s.Next(body[pos : pos+win])
@@ -446,7 +448,10 @@ func streamScan(body []byte, version int16, headLen int, chunk func() int) ([]Pa
 			return nil, err
 		case step.End:
 			return got, nil
+		case last:
+			return nil, fmt.Errorf("a partition after the one Last reported")
 		}
+		last = s.Last()
 		p := step.Partition
 		p.Topic = bytes.Clone(p.Topic)
 		got = append(got, p)
@@ -497,6 +502,49 @@ func TestProduceStream(t *testing.T) {
 			for n := range len(body) {
 				checkProduceStream(t, body[:n], v, len(body), uint64(i))
 			}
+		}
+	}
+}
+
+// TestProduceStreamLast: Last is reported at a request's last partition,
+// and at no other (streamScan fails a scan that finds one after it).
+func TestProduceStreamLast(t *testing.T) {
+	for _, parts := range []int{1, 2, 12} {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version = 9
+		for topic := range 2 {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = fmt.Sprintf("t%d", topic)
+			for p := range parts {
+				rp := kmsg.NewProduceRequestTopicPartition()
+				rp.Partition = int32(p)
+				rp.Records = []byte("records")
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		body := req.AppendTo(nil)
+		var s ProduceStream
+		pos, err := s.Start(body, 9, len(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lasts []bool
+		for {
+			step, err := s.Next(body[pos:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if step.End {
+				break
+			}
+			lasts = append(lasts, s.Last())
+			pos += step.Used + int(step.Records)
+		}
+		want := make([]bool, 2*parts)
+		want[len(want)-1] = true
+		if !slices.Equal(lasts, want) {
+			t.Fatalf("%d partitions per topic: Last after each partition %v, want %v", parts, lasts, want)
 		}
 	}
 }

@@ -84,6 +84,14 @@ func (s *ProduceStream) Start(head []byte, version int16, bodyLen int) (int, err
 // topic count.
 func (s *ProduceStream) Topics() int32 { return s.topics }
 
+// Last reports whether the partition Next just returned is the request's
+// last: after its records only tag sections follow (in flexible versions),
+// and then whatever bytes kmsg ignores up to the body's end. A caller that
+// passes those on unscanned learns nothing it needs from them.
+func (s *ProduceStream) Last() bool {
+	return s.at == atPartitionTags && s.parts == 0 && s.topics == 0
+}
+
 // Next scans window, the body's bytes from the resume point on (the end of
 // the last partition's records, or of what Start used). It returns the next
 // partition or the end of the request; ErrNeedMore if window ends inside a
