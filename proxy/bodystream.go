@@ -117,9 +117,9 @@ func (c *conn) spliceableNone(head *wire.Buf, h wire.RequestHeader, size int32) 
 // ends the connection.
 //
 // Where the window holds nothing unscanned, the next partition is found by
-// peeking at the client socket (peekPartition), and its header is spliced
-// with its records; otherwise the window is filled by reading. After the
-// last partition's records only tag sections follow, which the proxy needs
+// peeking at the client socket (peekNext), and its header is spliced with
+// its records; otherwise the window is filled by reading. After the last
+// partition's records only tag sections follow, which the proxy needs
 // nothing from: they go with those records, unscanned, as a request's body
 // does in connection mode, and the upstream judges them.
 func (c *conn) streamProduce(seq uint64) error {
@@ -139,14 +139,17 @@ func (c *conn) streamProduce(seq uint64) error {
 			bs.records = 0
 			continue
 		}
-		if done, ok, err := c.peekPartition(seq); err != nil || done {
-			return err
-		} else if ok {
-			continue
+		window := bs.win.B[bs.done:]
+		peeked := false
+		if len(window) == 0 {
+			if n := c.peekNext(); n > 0 {
+				window, peeked = bs.peeked[:n], true
+			}
 		}
-		step, err := bs.scan.Next(bs.win.B[bs.done:])
+		step, err := bs.scan.Next(window)
 		switch {
 		case errors.Is(err, wire.ErrNeedMore):
+			// What was peeked at is read now, with whatever follows.
 			if err := c.fillWindow(); err != nil {
 				return err
 			}
@@ -160,50 +163,33 @@ func (c *conn) streamProduce(seq uint64) error {
 		if err := c.extendPartition(seq, step.Partition); err != nil {
 			return err
 		}
-		bs.done += step.Used
 		if bs.scan.Last() {
 			return c.passRest()
 		}
+		if peeked {
+			// Header and records are still in the socket.
+			k := int64(step.Used) + step.Records
+			if err := c.sendScanned(k); err != nil {
+				return err
+			}
+			bs.socket -= k
+			continue
+		}
+		bs.done += step.Used
 		bs.records = step.Records
 	}
 }
 
-// peekPartition finds the next partition (or the end of the request) in
-// the client socket's next bytes, without reading them, and splices them
-// upstream with the partition's records. It does nothing (ok false) unless
-// the window and the client reader's buffer are empty and the peeked bytes
-// hold what is scanned whole; the caller then reads. done: the request is
-// forwarded whole.
-func (c *conn) peekPartition(seq uint64) (done, ok bool, err error) {
+// peekNext copies the client socket's next bytes of the frame into
+// bs.peeked without taking them, and returns how many; 0 when the client
+// reader's buffer holds bytes (they come first), nothing is left, the
+// client is not a TCP socket, or the peek fails (a read then says why).
+func (c *conn) peekNext() int {
 	bs := c.bs
-	if bs.peek == nil || bs.done != len(bs.win.B) || c.in.Buffered() > 0 || bs.socket == 0 {
-		return false, false, nil
+	if bs.peek == nil || c.in.Buffered() > 0 || bs.socket == 0 {
+		return 0
 	}
-	n := bs.peek.peek(bs.peeked[:min(int64(len(bs.peeked)), bs.socket)])
-	if n == 0 {
-		return false, false, nil
-	}
-	step, err := bs.scan.Next(bs.peeked[:n])
-	switch {
-	case errors.Is(err, wire.ErrNeedMore):
-		return false, false, nil
-	case err != nil:
-		return false, false, fmt.Errorf("%w: Produce: %v", ErrBadRequest, err)
-	case step.End:
-		return true, true, c.passRest()
-	}
-	if err := c.extendPartition(seq, step.Partition); err != nil {
-		return false, false, err
-	}
-	if bs.scan.Last() {
-		return true, true, c.passRest()
-	}
-	k := int64(step.Used) + step.Records
-	if err := c.sendScanned(k); err != nil {
-		return false, false, err
-	}
-	bs.socket -= k
-	return false, true, nil
+	return bs.peek.peek(bs.peeked[:min(int64(len(bs.peeked)), bs.socket)])
 }
 
 // extendPartition adds the partition p, just found, to the streaming write

@@ -523,24 +523,9 @@ func TestProduceStreamLast(t *testing.T) {
 			}
 			req.Topics = append(req.Topics, rt)
 		}
-		body := req.AppendTo(nil)
 		var s ProduceStream
-		pos, err := s.Start(body, 9, len(body))
-		if err != nil {
-			t.Fatal(err)
-		}
 		var lasts []bool
-		for {
-			step, err := s.Next(body[pos:])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if step.End {
-				break
-			}
-			lasts = append(lasts, s.Last())
-			pos += step.Used + int(step.Records)
-		}
+		streamWhole(t, &s, req.AppendTo(nil), 9, func() { lasts = append(lasts, s.Last()) })
 		want := make([]bool, 2*parts)
 		want[len(want)-1] = true
 		if !slices.Equal(lasts, want) {
@@ -553,25 +538,30 @@ func TestProduceStreamAllocatesNothing(t *testing.T) {
 	body := produceRequests(9)[1]
 	var s ProduceStream
 	s.topic = make([]byte, 0, 64)
-	n := testing.AllocsPerRun(100, func() {
-		used, err := s.Start(body, 9, len(body))
+	n := testing.AllocsPerRun(100, func() { streamWhole(t, &s, body, 9, func() {}) })
+	if n != 0 {
+		t.Fatalf("streaming allocates %v times", n)
+	}
+}
+
+// streamWhole runs s over body, shown whole, calling found after each
+// partition.
+func streamWhole(t *testing.T, s *ProduceStream, body []byte, version int16, found func()) {
+	t.Helper()
+	pos, err := s.Start(body, version, len(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		step, err := s.Next(body[pos:])
 		if err != nil {
 			t.Fatal(err)
 		}
-		pos := used
-		for {
-			step, err := s.Next(body[pos:])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if step.End {
-				break
-			}
-			pos += step.Used + int(step.Records)
+		if step.End {
+			return
 		}
-	})
-	if n != 0 {
-		t.Fatalf("streaming allocates %v times", n)
+		found()
+		pos += step.Used + int(step.Records)
 	}
 }
 
