@@ -212,9 +212,10 @@ type Streamed string
 // Streamed kinds.
 const (
 	StreamedRequestSpliced Streamed = "request_spliced" // a produce body spliced in connection mode
+	StreamedRequestUnread  Streamed = "request_unread"  // a whole produce frame, head too, spliced in connection mode (its correlation id needed no rewrite)
 	StreamedRequestScanned Streamed = "request_scanned" // a produce body spliced in none mode, its partitions scanned on the way
 	StreamedResponse       Streamed = "response"        // a response copied through one chunk (stream.go)
 	StreamedOther          Streamed = "other"
 )
 
-var streamedKinds = []Streamed{StreamedRequestSpliced, StreamedRequestScanned, StreamedResponse, StreamedOther}
+var streamedKinds = []Streamed{StreamedRequestSpliced, StreamedRequestUnread, StreamedRequestScanned, StreamedResponse, StreamedOther}

@@ -59,10 +59,7 @@ type bodyStream struct {
 	socket  int64  // bytes of the frame still in the client socket
 	keys    charge // key state of the partitions added while streaming
 	one     [1][]byte
-	// peek looks at the client socket's next bytes in peeked; nil when
-	// the client is not a TCP socket.
-	peek   *peeker
-	peeked [streamPeek]byte
+	peeked  [streamPeek]byte // what peekNext saw
 }
 
 // spliceableNone is spliceable in None mode: a Produce request whose head
@@ -72,7 +69,7 @@ func (c *conn) spliceableNone(head *wire.Buf, h wire.RequestHeader, size int32) 
 	body := head.B[h.Body:]
 	total := 4 + int(size)
 	if c.bs == nil {
-		c.bs = &bodyStream{peek: newPeeker(c.client)}
+		c.bs = new(bodyStream)
 	}
 	bs := c.bs
 	used, err := bs.scan.Start(body, h.Version, total-h.Body)
@@ -186,10 +183,16 @@ func (c *conn) streamProduce(seq uint64) error {
 // client is not a TCP socket, or the peek fails (a read then says why).
 func (c *conn) peekNext() int {
 	bs := c.bs
-	if bs.peek == nil || c.in.Buffered() > 0 || bs.socket == 0 {
+	p := c.clientPeeker()
+	if p == nil || c.in.Buffered() > 0 || bs.socket == 0 {
 		return 0
 	}
-	return bs.peek.peek(bs.peeked[:min(int64(len(bs.peeked)), bs.socket)])
+	n, err := p.peek(bs.peeked[:min(int64(len(bs.peeked)), bs.socket)])
+	if err != nil {
+		// Reading says what went wrong.
+		return 0
+	}
+	return n
 }
 
 // extendPartition adds the partition p, just found, to the streaming write

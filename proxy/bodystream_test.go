@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -41,25 +42,19 @@ func multiProduce(version int16, topic string, parts []int32, labels []string, v
 	return req
 }
 
-// TestStreamedProduceKeepsPartitionOrder pipelines, on one connection
-// through the proxy in none mode, Produce requests large enough to stream
-// (each writes two or three partitions, consecutive ones sharing some),
-// flexible and not, with small produce requests and OffsetCommits among
-// them, to a backend that handles requests concurrently and answers in
-// completion order. The large ones stream, their partitions found on the
-// way: each partition's log must still hold its records in send order, and
-// the responses come back in request order.
-func TestStreamedProduceKeepsPartitionOrder(t *testing.T) {
-	const partitions = 4
-	var reqs []kmsg.Request
-	sent := map[int32][]string{}
-	large := 0
+// streamingMix is 90 requests to topic "s" of partitions partitions: Produce
+// requests large enough to stream (each writes two or three partitions,
+// consecutive ones sharing some, v7 and v9), and from request allLarge on
+// small Produce requests and OffsetCommits among them. sent holds each
+// partition's record labels in send order; large counts the large
+// requests.
+func streamingMix(partitions, allLarge int) (reqs []kmsg.Request, sent map[int32][]string, large int) {
+	sent = map[int32][]string{}
 	label := func(part int32) string {
 		l := fmt.Sprintf("%d-%d", part, len(sent[part]))
 		sent[part] = append(sent[part], l)
 		return l
 	}
-	const allLarge = 20 // requests before the first small one or commit
 	for i := range 90 {
 		small, commit := i >= allLarge && i%10 == 9, i >= allLarge && i%15 == 7
 		switch {
@@ -95,17 +90,43 @@ func TestStreamedProduceKeepsPartitionOrder(t *testing.T) {
 			large++
 		}
 	}
-	newBackend := func() *hostile.Reorderer {
-		b, err := hostile.NewReorderer(hostile.ReordererConfig{
-			MaxDelay:  2 * time.Millisecond,
-			KfakeOpts: []kfake.Opt{kfake.SeedTopics(partitions, "s")},
-		})
+	return reqs, sent, large
+}
+
+// partitionsHold fails t unless each partition of topic "s" on b holds the
+// labels sent to it, in send order if inOrder.
+func partitionsHold(t *testing.T, ctx context.Context, b *hostile.Reorderer, sent map[int32][]string, inOrder bool) {
+	t.Helper()
+	for part, want := range sent {
+		got, err := pipeprobe.ReadPartition(ctx, b.KfakeAddr(), "s", part, pipeprobe.PinTo(b.KfakeAddr()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { b.Close() })
-		return b
+		for i := range got {
+			got[i], _, _ = strings.Cut(got[i], "|")
+		}
+		if !inOrder {
+			got, want = slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("partition %d holds %v, sent %v", part, got, want)
+		}
 	}
+}
+
+// TestStreamedProduceKeepsPartitionOrder pipelines, on one connection
+// through the proxy in none mode, Produce requests large enough to stream
+// (each writes two or three partitions, consecutive ones sharing some),
+// flexible and not, with small produce requests and OffsetCommits among
+// them, to a backend that handles requests concurrently and answers in
+// completion order. The large ones stream, their partitions found on the
+// way: each partition's log must still hold its records in send order, and
+// the responses come back in request order.
+func TestStreamedProduceKeepsPartitionOrder(t *testing.T) {
+	const partitions = 4
+	const allLarge = 20 // requests before the first small one or commit
+	reqs, sent, large := streamingMix(partitions, allLarge)
+	newBackend := func() *hostile.Reorderer { return newReorderer(t, 0, 2*time.Millisecond, "s", partitions) }
 	ctx := testContext(t, 60*time.Second)
 	reordersDirectly(t, ctx, newBackend, reqs)
 
@@ -117,18 +138,7 @@ func TestStreamedProduceKeepsPartitionOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	inOrderNoErrors(t, res)
-	for part := range int32(partitions) {
-		got, err := pipeprobe.ReadPartition(ctx, b.KfakeAddr(), "s", part, pipeprobe.PinTo(b.KfakeAddr()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range got {
-			got[i], _, _ = strings.Cut(got[i], "|")
-		}
-		if !slices.Equal(got, sent[part]) {
-			t.Fatalf("partition %d holds %v, sent %v", part, got, sent[part])
-		}
-	}
+	partitionsHold(t, ctx, b, sent, true)
 	// The first large requests all streamed: nothing before them waits to
 	// be forwarded, so none is read whole. Later ones stream unless a
 	// request read whole before them still waits.

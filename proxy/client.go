@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -40,6 +41,7 @@ func (c *conn) readClient() error {
 			return err
 		}
 		c.requestRead(r)
+		spliced := r.stream > 0 && !r.scanBody
 		if c.submit(r) {
 			// The connection is ending (see submit); what was
 			// forwarded before may still be answered.
@@ -48,6 +50,10 @@ func (c *conn) readClient() error {
 			return errStranded
 		}
 		c.endFrame()
+		if spliced && c.mode == ordering.Connection {
+			// The next request may well be spliced too: peek at it.
+			c.uh.on = !c.uh.never && c.clientPeeker() != nil
+		}
 		if err := c.afterSubmit(); err != nil {
 			return err
 		}
@@ -68,6 +74,12 @@ const (
 // refuses.
 func (c *conn) readRequest(size int32, lenBuf *[4]byte) (r *request, readErr, err error) {
 	total := 4 + int(size)
+	if c.uh.n > 0 {
+		r, readErr, err := c.unreadRequest(size, lenBuf)
+		if r != nil || readErr != nil || err != nil {
+			return r, readErr, err
+		}
+	}
 	if c.splice && size >= spliceMin {
 		head, ch, err := c.readFrame(lenBuf[:], 4+spliceHead, total)
 		if err != nil {

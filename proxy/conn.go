@@ -123,7 +123,15 @@ type conn struct {
 
 	dec  *decoder    // request bodies, used by the client reader only
 	bs   *bodyStream // a None-mode request streaming; client reader only
-	sasl saslState
+	peek *peeker     // the client socket's, made on first use; client reader only
+	// peekMade: peek is made, or cannot be (not a TCP socket).
+	peekMade bool
+	uh       unreadHead // see unread.go; client reader only
+	// corrBase is added to a sequence number to make the upstream
+	// correlation id (unread.go); set under mu when the first request is
+	// sequenced, constant after.
+	corrBase uint32
+	sasl     saslState
 
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).

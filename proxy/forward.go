@@ -29,7 +29,10 @@ func (c *conn) submit(r *request) (stranded bool) {
 		c.outq = append(c.outq, r)
 	} else {
 		r.seq = c.seq.Push(r.ord, r)
-		r.upCorr = int32(r.seq & (1<<31 - 1))
+		if r.seq == 0 {
+			c.corrBase = uint32(r.hdr.Correlation)
+		}
+		r.upCorr = c.upstreamCorrelation(r.seq)
 		if r.frame != nil {
 			c.seq.Hold(len(r.frame.B))
 		}
@@ -115,7 +118,7 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 		}
 		frames, bufs = frames[:0], bufs[:0]
 		held, taken, stream := 0, 0, int64(0)
-		scanBody, streamSeq := false, uint64(0)
+		scanBody, unread, streamSeq := false, false, uint64(0)
 		now, writes := c.p.metrics.Now(), 0
 		var charged [2]charge // small, bulk: released once written
 		for _, r := range c.outq {
@@ -127,14 +130,19 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 			if r.ord.Kind == ordering.Write {
 				writes++
 			}
-			frames = append(frames, r.frame)
-			wire.SetRequestCorrelation(r.frame.B, r.upCorr)
+			if r.frame != nil {
+				// Unread requests have none: the client's id is
+				// the upstream's (unread.go).
+				frames = append(frames, r.frame)
+				wire.SetRequestCorrelation(r.frame.B, r.upCorr)
+				bufs = append(bufs, r.frame.B)
+			}
 			if c.verify != nil && r.upCorr != noCorrelation {
 				c.verify.sent(r)
 			}
-			bufs = append(bufs, r.frame.B)
 			stream = int64(r.stream)
 			scanBody, streamSeq = r.scanBody, r.seq
+			unread = r.frame == nil && r.stream > 0
 			if ch := &r.frameCharge; ch.n > 0 {
 				i := 0
 				if ch.bulk {
@@ -147,7 +155,7 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 			if r.upCorr == noCorrelation {
 				r.frame = nil
 				putRequest(r)
-			} else {
+			} else if r.frame != nil {
 				held += len(r.frame.B)
 				r.frame = nil
 			}
@@ -179,6 +187,9 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 		clear(bufs)
 		if err == nil && stream > 0 {
 			kind := metrics.StreamedRequestSpliced
+			if unread {
+				kind = metrics.StreamedRequestUnread
+			}
 			if scanBody {
 				kind = metrics.StreamedRequestScanned
 				err = c.streamProduce(streamSeq)

@@ -172,13 +172,13 @@ func checkNoProxyGoroutines(t testing.TB) {
 
 // newReorderer starts a backend that answers pipelined requests in
 // completion order after a random delay in [min, max], with topic seeded
-// with one partition, and closes it when the test ends.
-func newReorderer(t testing.TB, min, max time.Duration, topic string) *hostile.Reorderer {
+// with partitions partitions, and closes it when the test ends.
+func newReorderer(t testing.TB, min, max time.Duration, topic string, partitions int32) *hostile.Reorderer {
 	t.Helper()
 	b, err := hostile.NewReorderer(hostile.ReordererConfig{
 		MinDelay:  min,
 		MaxDelay:  max,
-		KfakeOpts: []kfake.Opt{kfake.SeedTopics(1, topic)},
+		KfakeOpts: []kfake.Opt{kfake.SeedTopics(partitions, topic)},
 	})
 	if err != nil {
 		t.Fatal(err)

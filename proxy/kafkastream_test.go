@@ -15,21 +15,34 @@ import (
 	"github.com/inorder-proxy/inorder/proxy"
 )
 
-// TestApacheKafkaStreamedProduce produces, through the proxy in none mode
-// in front of Apache Kafka (testenv/kafka, INORDER_KAFKA_BOOTSTRAP), large
-// pipelined batches to three partitions, so that the proxy streams the
-// requests and finds their partitions on the way, and reads every record
-// back in order: Kafka must accept the streamed frames as the client wrote
-// them.
+// TestApacheKafkaStreamedProduce produces, through the proxy in front of
+// Apache Kafka (testenv/kafka, INORDER_KAFKA_BOOTSTRAP), large pipelined
+// batches to three partitions, and reads every record back in order: Kafka
+// must accept the streamed frames as the client wrote them. In none mode
+// the proxy streams the requests and finds their partitions on the way; in
+// connection mode it splices them whole, heads unread under the client's
+// correlation ids.
 func TestApacheKafkaStreamedProduce(t *testing.T) {
 	boot := os.Getenv("INORDER_KAFKA_BOOTSTRAP")
 	if boot == "" {
 		t.Skip("no Apache Kafka: run testenv/kafka/start.sh single and set INORDER_KAFKA_BOOTSTRAP to what it prints")
 	}
+	for _, tc := range []struct {
+		mode config.Ordering
+		kind metrics.Streamed
+	}{
+		{config.OrderingNone, metrics.StreamedRequestScanned},
+		{config.OrderingConnection, metrics.StreamedRequestUnread},
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) { testApacheKafkaStreamedProduce(t, boot, tc.mode, tc.kind) })
+	}
+}
+
+func testApacheKafkaStreamedProduce(t *testing.T, boot string, mode config.Ordering, kind metrics.Streamed) {
 	m := metrics.New()
-	p := startProxy(t, config.OrderingNone, strings.Split(boot, ","), nil, proxy.WithMetrics(m))
+	p := startProxy(t, mode, strings.Split(boot, ","), nil, proxy.WithMetrics(m))
 	ctx := testContext(t, 120*time.Second)
-	topic := fmt.Sprintf("streamed-%d", time.Now().UnixNano())
+	topic := fmt.Sprintf("streamed-%s-%d", mode, time.Now().UnixNano())
 	createTopic(t, ctx, topic, kgo.SeedBrokers(p.Addr()))
 
 	const perPartition, size = 300, 12 << 10
@@ -56,8 +69,8 @@ func TestApacheKafkaStreamedProduce(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	if n := streamedCounter(t, m, metrics.StreamedRequestScanned, 1); n == 0 {
-		t.Fatal("no request streamed: the run did not exercise the streamed path")
+	if n := streamedCounter(t, m, kind, 1); n == 0 {
+		t.Fatalf("no request streamed as %s: the run did not exercise that path", kind)
 	}
 
 	cons, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ConsumeTopics(topic),

@@ -144,7 +144,27 @@ func (c *conn) readPrefix(lenBuf *[4]byte, maxReq int32) (int32, error) {
 	c.setReadDeadline(c.lim.idle)
 	n := 0
 	for n < 4 {
-		k, err := c.in.Read(lenBuf[n:])
+		var k int
+		var err error
+		if n == 0 && c.uh.on && c.in.Buffered() == 0 {
+			// The frame may go upstream unread (unread.go).
+			k, err = c.peekPrefix(lenBuf)
+			if k >= 4 {
+				c.startFrame()
+				size, err := wire.CheckLength(lenBuf, wire.MinRequestFrame, maxReq)
+				if err != nil {
+					c.uh.drop()
+				}
+				return size, err
+			}
+			if k > 0 {
+				// Too little to go on: read it.
+				c.uh.on = false
+				continue
+			}
+		} else {
+			k, err = c.in.Read(lenBuf[n:])
+		}
 		if n == 0 && k > 0 {
 			c.startFrame()
 		}

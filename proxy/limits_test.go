@@ -106,7 +106,7 @@ func TestIdleTimeout(t *testing.T) {
 // the idle timeout keeps its connection open.
 func TestIdleTimeoutSparesInFlight(t *testing.T) {
 	const idle = 200 * time.Millisecond
-	r := newReorderer(t, 3*idle, 4*idle, "t")
+	r := newReorderer(t, 3*idle, 4*idle, "t", 1)
 	p := startProxy(t, config.OrderingNone, []string{r.Addr()}, func(c *config.Config) { c.IdleTimeout = idle })
 	c := dial(t, p.Addr())
 	if took := ask(t, c); took < 2*idle {

@@ -18,7 +18,7 @@ import (
 // reader lingered or after it had ended: the linger's read deadline never
 // outlives the linger.
 func TestReaderLingerSlowResponses(t *testing.T) {
-	b := newReorderer(t, 150*time.Millisecond, 150*time.Millisecond, "t")
+	b := newReorderer(t, 150*time.Millisecond, 150*time.Millisecond, "t", 1)
 	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
 		t.Run(string(mode), func(t *testing.T) {
 			p := startProxy(t, mode, []string{b.Addr()}, nil)

@@ -112,7 +112,7 @@ func checkFigures(t *testing.T, s scrape, want map[string]float64) {
 // and nothing left in flight.
 func TestMetricsAfterReorderingWorkload(t *testing.T) {
 	const n = 200
-	b := newReorderer(t, 0, 2*time.Millisecond, "m")
+	b := newReorderer(t, 0, 2*time.Millisecond, "m", 1)
 	m := metrics.New()
 	p := startProxy(t, config.OrderingConnection, []string{b.Addr()}, nil, proxy.WithMetrics(m))
 	get := serveMetrics(t, m)
@@ -154,7 +154,7 @@ func TestMetricsAfterReorderingWorkload(t *testing.T) {
 // in flight allowed, the client reader pauses and the pauses are counted.
 func TestMetricsBackpressureAndNoneMode(t *testing.T) {
 	const n = 60
-	b := newReorderer(t, 0, time.Millisecond, "bp")
+	b := newReorderer(t, 0, time.Millisecond, "bp", 1)
 	m := metrics.New()
 	p := startProxy(t, config.OrderingNone, []string{b.Addr()}, func(c *config.Config) { c.MaxInFlight = 3 }, proxy.WithMetrics(m))
 	get := serveMetrics(t, m)

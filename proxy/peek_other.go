@@ -2,7 +2,12 @@
 
 package proxy
 
-import "net"
+import (
+	"errors"
+	"net"
+)
+
+var errNoPeek = errors.New("cannot peek here")
 
 // peekClosed cannot look at a socket without reading it here; a close by
 // the upstream is then noticed at the next request.
@@ -14,4 +19,4 @@ type peeker struct{}
 
 func newPeeker(net.Conn) *peeker { return nil }
 
-func (*peeker) peek([]byte) int { return 0 }
+func (*peeker) peek([]byte) (int, error) { return 0, errNoPeek }

@@ -3,7 +3,9 @@
 package proxy
 
 import (
+	"io"
 	"net"
+	"os"
 	"syscall"
 )
 
@@ -57,17 +59,22 @@ func newPeeker(nc net.Conn) *peeker {
 	return p
 }
 
-// peek copies up to len(buf) of the socket's next bytes into buf. It
-// returns 0 at the end of the stream or on any error, for the caller to
-// read the socket instead and learn which.
-func (p *peeker) peek(buf []byte) int {
+// peek copies up to len(buf) of the socket's next bytes into buf and
+// reports what a read would have: io.EOF at the end of the stream, the
+// deadline's error, or the socket's.
+func (p *peeker) peek(buf []byte) (int, error) {
 	p.buf, p.n, p.err = buf, 0, nil
 	err := p.rc.Read(p.cb)
 	p.buf = nil
-	if err != nil || p.err != nil {
-		return 0
+	switch {
+	case err != nil:
+		return 0, err
+	case p.err != nil:
+		return 0, os.NewSyscallError("recvfrom", p.err)
+	case p.n == 0:
+		return 0, io.EOF
 	}
-	return p.n
+	return p.n, nil
 }
 
 func (p *peeker) peekOnce(fd uintptr) bool {

@@ -19,7 +19,7 @@ import (
 func TestReorderingBackend(t *testing.T) {
 	const n = 300
 	newBackend := func(t *testing.T, topic string) *hostile.Reorderer {
-		return newReorderer(t, 0, 2*time.Millisecond, topic)
+		return newReorderer(t, 0, 2*time.Millisecond, topic, 1)
 	}
 	readLog := func(t *testing.T, b *hostile.Reorderer, topic string) []string {
 		vals, err := pipeprobe.ReadPartition(testContext(t, 30*time.Second), b.KfakeAddr(), topic, 0, pipeprobe.PinTo(b.KfakeAddr()))
@@ -84,7 +84,7 @@ func TestReorderingBackend(t *testing.T) {
 // TestBackpressure bounds a connection to 3 requests in flight: a client
 // pipelining 200 still gets every response, in order.
 func TestBackpressure(t *testing.T) {
-	b := newReorderer(t, 0, time.Millisecond, "bp")
+	b := newReorderer(t, 0, time.Millisecond, "bp", 1)
 	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
 		p := startProxy(t, mode, []string{b.Addr()}, func(c *config.Config) { c.MaxInFlight = 3 })
 		res, err := pipeprobe.ProducePipelined(testContext(t, 60*time.Second), p.Addr(), "bp", 0, 200, pipeprobe.Options{})

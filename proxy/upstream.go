@@ -154,7 +154,7 @@ func (c *conn) readResponse(rd *bufio.Reader, lenBuf *[4]byte, head *[8]byte) er
 	}
 	corr := wire.ResponseCorrelation(head[:])
 	c.mu.Lock()
-	seq, ok := c.seq.Lookup(corr)
+	seq, ok := c.sequenceOf(corr)
 	var r *request
 	if ok {
 		r, _ = c.seq.Get(seq)

@@ -97,7 +97,7 @@ func TestUpstreamRefused(t *testing.T) {
 // in flight upstream: every response still reaches the client, in order,
 // new connections are refused, and Shutdown returns within the grace.
 func TestShutdownDrains(t *testing.T) {
-	b := newReorderer(t, 200*time.Millisecond, 400*time.Millisecond, "t")
+	b := newReorderer(t, 200*time.Millisecond, 400*time.Millisecond, "t", 1)
 	p := startProxy(t, config.OrderingConnection, []string{b.Addr()}, nil)
 	ctx := testContext(t, 30*time.Second)
 
@@ -138,7 +138,7 @@ func TestShutdownDrains(t *testing.T) {
 // TestShutdownGraceExpires checks that Shutdown cuts connections whose
 // responses do not arrive within the grace period.
 func TestShutdownGraceExpires(t *testing.T) {
-	b := newReorderer(t, 20*time.Second, 20*time.Second, "t")
+	b := newReorderer(t, 20*time.Second, 20*time.Second, "t", 1)
 	p := startProxy(t, config.OrderingConnection, []string{b.Addr()}, nil)
 	ctx := testContext(t, 30*time.Second)
 	done := make(chan error, 1)

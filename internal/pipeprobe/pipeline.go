@@ -16,6 +16,10 @@ type PipelineOptions struct {
 	// Seed shuffles the correlation ids. If zero, 1, so that a run is
 	// repeatable.
 	Seed uint64
+	// Numbered gives the requests correlation ids counting up by one from
+	// 1000 instead, as most clients number a connection's requests; Seed
+	// is then unused.
+	Numbered bool
 	// ClientID is the request header's client id. If empty, "pipeprobe".
 	ClientID string
 	// Progress, if set, is called by the reading goroutine after each
@@ -64,6 +68,11 @@ func Pipeline(ctx context.Context, addr string, reqs []kmsg.Request, opts Pipeli
 		opts.ClientID = "pipeprobe"
 	}
 	ids := correlationIDs(n, opts.Seed)
+	if opts.Numbered {
+		for i := range ids {
+			ids[i] = int32(1000 + i)
+		}
+	}
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID(opts.ClientID))
 	frames := make([][]byte, n)
 	for i, req := range reqs {
