@@ -212,8 +212,8 @@ type Streamed string
 // Streamed kinds.
 const (
 	StreamedRequestSpliced Streamed = "request_spliced" // a produce body spliced in connection mode
-	StreamedRequestUnread  Streamed = "request_unread"  // a whole produce frame, head too, spliced in connection mode (its correlation id needed no rewrite)
-	StreamedRequestScanned Streamed = "request_scanned" // a produce body spliced in none mode, its partitions scanned on the way
+	StreamedRequestUnread  Streamed = "request_unread"  // a whole produce frame, head too, spliced (its correlation id needed no rewrite); in none mode its partitions scanned on the way
+	StreamedRequestScanned Streamed = "request_scanned" // a produce body spliced in none mode after its head was read, its partitions scanned on the way
 	StreamedResponse       Streamed = "response"        // a response copied through one chunk (stream.go)
 	StreamedOther          Streamed = "other"
 )

@@ -67,9 +67,10 @@ func cannedBackend(t *testing.T, pad int) string {
 // allocations per round trip: none per request, and in None mode, where
 // every partition's records are spliced on their own, none per partition
 // (3 and 12 partitions of 16 KiB each). In Connection mode the request body
-// is spliced whole and the response, 40 KiB, streamed back unread; when the
-// client numbers its requests one by one, the head goes with the body
-// unread, and when it does not, the head is read as before. The
+// is spliced whole and the response, 40 KiB, streamed back unread. In
+// either mode, when the client numbers its requests one by one, the head
+// goes with the body unread, and when it does not, the head is read as
+// before. The
 // race detector allocates on its own (sync.Pool drops items at random
 // under it), so the test runs without it; CI runs it so.
 func TestLargeFramesAllocateNothing(t *testing.T) {
@@ -92,6 +93,7 @@ func TestLargeFramesAllocateNothing(t *testing.T) {
 		first int
 	}{
 		{"none", config.OrderingNone, 0, metrics.StreamedRequestScanned, []int{3, 12}, false, 0},
+		{"none numbered", config.OrderingNone, 0, metrics.StreamedRequestUnread, []int{3, 12}, true, 1},
 		{"connection", config.OrderingConnection, 40 << 10, metrics.StreamedRequestSpliced, []int{3}, false, 0},
 		{"connection numbered", config.OrderingConnection, 40 << 10, metrics.StreamedRequestUnread, []int{3}, true, 1},
 	} {

@@ -55,11 +55,16 @@ type bodyStream struct {
 	win     *wire.Buf
 	winCh   charge
 	done    int
-	records int64  // of the current partition, not yet passed on
-	socket  int64  // bytes of the frame still in the client socket
-	keys    charge // key state of the partitions added while streaming
-	one     [1][]byte
-	peeked  [streamPeek]byte // what peekNext saw
+	records int64 // of the current partition, not yet passed on
+	socket  int64 // bytes of the frame still in the client socket
+	// lead: bytes at the front of the client socket, scanned already from
+	// a peek, that go upstream before the rest (a head left unread); the
+	// first leadN bytes of peeked are those that follow them.
+	lead   int64
+	leadN  int
+	keys   charge // key state of the partitions added while streaming
+	one    [1][]byte
+	peeked [streamPeek]byte // what peekNext saw
 }
 
 // spliceableNone is spliceable in None mode: a Produce request whose head
@@ -68,6 +73,57 @@ type bodyStream struct {
 func (c *conn) spliceableNone(head *wire.Buf, h wire.RequestHeader, size int32) *request {
 	body := head.B[h.Body:]
 	total := 4 + int(size)
+	used, ok := c.startStream(body, h, total)
+	if !ok {
+		return nil
+	}
+	bs := c.bs
+	rest := body[used:]
+	bs.win.B = append(bs.win.B, rest...) // within its capacity
+	bs.socket = int64(total - len(head.B))
+	head.B = head.B[:h.Body+used]
+
+	r := getRequest()
+	r.hdr, r.frame = h, head
+	r.stream, r.scanBody = int(bs.socket), true
+	r.noResp = bs.scan.Acks == 0
+	r.ord = ordering.Request{Kind: ordering.Write, NoResponse: r.noResp}
+	if r.noResp {
+		// As classifyProduce: forwarded as acks=1.
+		body[bs.scan.AcksAt], body[bs.scan.AcksAt+1] = 0, 1
+		r.forcedAck = true
+	}
+	return r
+}
+
+// unreadNone is spliceableNone for a request whose first bytes, head,
+// were peeked at and are all still in the client socket (unread.go): the
+// head goes upstream unread, spliced with the first partition the scan
+// finds. Its acks are not 0, which would need a rewrite.
+func (c *conn) unreadNone(head []byte, h wire.RequestHeader, size int32) *request {
+	total := 4 + int(size)
+	used, ok := c.startStream(head[h.Body:], h, total)
+	if !ok {
+		return nil
+	}
+	bs := c.bs
+	bs.socket = int64(total)
+	bs.lead = int64(h.Body + used)
+	bs.leadN = copy(bs.peeked[:], head[bs.lead:])
+
+	r := getRequest()
+	r.hdr = h
+	r.stream, r.scanBody = total, true
+	r.ord = ordering.Request{Kind: ordering.Write}
+	return r
+}
+
+// startStream starts c.bs's scan of the Produce request h of total bytes,
+// whose body begins with body, and takes its window, empty, from the
+// budget. It returns how many bytes of body precede the topics, or false
+// when the request is not to stream: the scan cannot start, it has no
+// topics, or a request pushed before it still waits to be forwarded.
+func (c *conn) startStream(body []byte, h wire.RequestHeader, total int) (int, bool) {
 	if c.bs == nil {
 		c.bs = new(bodyStream)
 	}
@@ -75,37 +131,24 @@ func (c *conn) spliceableNone(head *wire.Buf, h wire.RequestHeader, size int32) 
 	used, err := bs.scan.Start(body, h.Version, total-h.Body)
 	if err != nil || bs.scan.Topics() == 0 {
 		// Nothing to stream past: read whole.
-		return nil
+		return 0, false
 	}
 	// A write with no keys yet, forwarded at once while the sequencer
 	// is Open.
-	ord := ordering.Request{Kind: ordering.Write, NoResponse: bs.scan.Acks == 0}
 	c.mu.Lock()
 	now := c.poisoned == nil && c.writeErr == nil && c.seq.Open()
 	c.mu.Unlock()
 	if !now {
-		return nil
+		return 0, false
 	}
-	rest := body[used:]
-	n := max(streamWindow, len(rest))
+	n := max(streamWindow, len(body)-used)
 	if err := c.accts[0].Reserve(wire.Cap(n)); err != nil {
-		return nil
+		return 0, false
 	}
 	bs.win, bs.winCh = wire.Get(n), charge{n: int64(wire.Cap(n))}
-	bs.win.B = bs.win.B[:copy(bs.win.B, rest)]
-	bs.done, bs.records, bs.socket = 0, 0, int64(total-len(head.B))
-	head.B = head.B[:h.Body+used]
-
-	r := getRequest()
-	r.hdr, r.frame = h, head
-	r.stream, r.scanBody = int(bs.socket), true
-	r.noResp, r.ord = ord.NoResponse, ord
-	if r.noResp {
-		// As classifyProduce: forwarded as acks=1.
-		body[bs.scan.AcksAt], body[bs.scan.AcksAt+1] = 0, 1
-		r.forcedAck = true
-	}
-	return r
+	bs.win.B = bs.win.B[:0]
+	bs.done, bs.records, bs.lead, bs.leadN = 0, 0, 0, 0
+	return used, true
 }
 
 // streamProduce forwards the rest of the request seq, whose head flush has
@@ -138,13 +181,25 @@ func (c *conn) streamProduce(seq uint64) error {
 		}
 		window := bs.win.B[bs.done:]
 		peeked := false
-		if len(window) == 0 {
+		switch {
+		case len(window) > 0:
+		case bs.lead > 0:
+			// Seen with the unread head: no need to peek again.
+			window, peeked = bs.peeked[:bs.leadN], true
+		default:
 			if n := c.peekNext(); n > 0 {
 				window, peeked = bs.peeked[:n], true
 			}
 		}
 		step, err := bs.scan.Next(window)
 		switch {
+		case errors.Is(err, wire.ErrNeedMore) && bs.lead > 0:
+			// The head goes by itself, and what follows it is
+			// peeked at or read afresh.
+			if err := c.sendLead(); err != nil {
+				return err
+			}
+			continue
 		case errors.Is(err, wire.ErrNeedMore):
 			// What was peeked at is read now, with whatever follows.
 			if err := c.fillWindow(); err != nil {
@@ -164,17 +219,30 @@ func (c *conn) streamProduce(seq uint64) error {
 			return c.passRest()
 		}
 		if peeked {
-			// Header and records are still in the socket.
-			k := int64(step.Used) + step.Records
+			// Header and records are still in the socket, behind
+			// the head if it is there too.
+			k := bs.lead + int64(step.Used) + step.Records
 			if err := c.sendScanned(k); err != nil {
 				return err
 			}
 			bs.socket -= k
+			bs.lead = 0
 			continue
 		}
 		bs.done += step.Used
 		bs.records = step.Records
 	}
+}
+
+// sendLead splices the unread head upstream by itself.
+func (c *conn) sendLead() error {
+	bs := c.bs
+	if err := c.sendScanned(bs.lead); err != nil {
+		return err
+	}
+	bs.socket -= bs.lead
+	bs.lead, bs.leadN = 0, 0
+	return nil
 }
 
 // peekNext copies the client socket's next bytes of the frame into
@@ -209,7 +277,7 @@ func (c *conn) passRest() error {
 	if err := c.sendScanned(bs.socket); err != nil {
 		return err
 	}
-	bs.socket = 0
+	bs.socket, bs.lead, bs.leadN = 0, 0, 0
 	return nil
 }
 
@@ -358,6 +426,7 @@ func (c *conn) endStream(seq uint64) {
 	wire.Put(bs.win)
 	bs.win = nil
 	bs.winCh.release(c.p.budget)
+	bs.lead, bs.leadN = 0, 0
 	if bs.keys.n == 0 {
 		return
 	}

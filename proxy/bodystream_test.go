@@ -121,29 +121,77 @@ func partitionsHold(t *testing.T, ctx context.Context, b *hostile.Reorderer, sen
 // them, to a backend that handles requests concurrently and answers in
 // completion order. The large ones stream, their partitions found on the
 // way: each partition's log must still hold its records in send order, and
-// the responses come back in request order.
+// the responses come back in request order. With correlation ids that
+// count up by one, heads go upstream unread; with shuffled ids none can.
 func TestStreamedProduceKeepsPartitionOrder(t *testing.T) {
 	const partitions = 4
 	const allLarge = 20 // requests before the first small one or commit
+	for _, numbered := range []bool{true, false} {
+		name := "shuffled ids"
+		if numbered {
+			name = "numbered ids"
+		}
+		t.Run(name, func(t *testing.T) {
+			m, large := pipelineStreamingMix(t, config.OrderingNone, partitions, allLarge, numbered)
+			// The first large requests all streamed: nothing before
+			// them waits to be forwarded, so none is read whole.
+			// Later ones stream unless a request read whole before
+			// them still waits.
+			scanned, unread := noneStreamed(t, m, allLarge)
+			if n := scanned + unread; n < allLarge || n > float64(large) {
+				t.Fatalf("%v of %d large requests streamed, want at least %d", n, large, allLarge)
+			}
+			if numbered && unread == 0 {
+				t.Fatal("no request went upstream unread")
+			}
+			if !numbered && unread != 0 {
+				t.Fatalf("%v requests with shuffled ids went upstream unread", unread)
+			}
+		})
+	}
+}
+
+// pipelineStreamingMix pipelines streamingMix(partitions, allLarge) on one
+// connection through a proxy in mode in front of a backend that answers
+// in completion order (after checking that the backend does reorder them
+// when reached directly), and checks that the responses come back in
+// order without errors and that every partition holds every record sent
+// to it: in send order in none mode, in the order the backend chose in
+// connection mode, where the proxy trusts the backend to process a
+// connection's requests in the order written. It returns the proxy's
+// metrics and how many requests were large.
+func pipelineStreamingMix(t *testing.T, mode config.Ordering, partitions, allLarge int, numbered bool) (*metrics.Metrics, int) {
+	t.Helper()
 	reqs, sent, large := streamingMix(partitions, allLarge)
-	newBackend := func() *hostile.Reorderer { return newReorderer(t, 0, 2*time.Millisecond, "s", partitions) }
+	newBackend := func() *hostile.Reorderer { return newReorderer(t, 0, 2*time.Millisecond, "s", int32(partitions)) }
 	ctx := testContext(t, 60*time.Second)
 	reordersDirectly(t, ctx, newBackend, reqs)
 
 	b := newBackend()
 	m := metrics.New()
-	p := startProxy(t, config.OrderingNone, []string{b.Addr()}, nil, proxy.WithMetrics(m))
-	res, err := pipeprobe.Pipeline(ctx, p.Addr(), reqs, pipeprobe.PipelineOptions{})
+	p := startProxy(t, mode, []string{b.Addr()}, nil, proxy.WithMetrics(m))
+	res, err := pipeprobe.Pipeline(ctx, p.Addr(), reqs, pipeprobe.PipelineOptions{Numbered: numbered})
 	if err != nil {
 		t.Fatal(err)
 	}
 	inOrderNoErrors(t, res)
-	partitionsHold(t, ctx, b, sent, true)
-	// The first large requests all streamed: nothing before them waits to
-	// be forwarded, so none is read whole. Later ones stream unless a
-	// request read whole before them still waits.
-	if n := streamedCounter(t, m, metrics.StreamedRequestScanned, allLarge); n < allLarge || n > float64(large) {
-		t.Fatalf("%v of %d large requests streamed, want at least %d", n, large, allLarge)
+	partitionsHold(t, ctx, b, sent, mode == config.OrderingNone)
+	return m, large
+}
+
+// noneStreamed waits until at least least requests have streamed in none
+// mode, or 5 s have passed, and returns how many did with their heads read
+// (scanned) and unread.
+func noneStreamed(t *testing.T, m *metrics.Metrics, least float64) (scanned, unread float64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		scanned = counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedRequestScanned))
+		unread = counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedRequestUnread))
+		if scanned+unread >= least || time.Now().After(deadline) {
+			return scanned, unread
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -41,7 +40,7 @@ func (c *conn) readClient() error {
 			return err
 		}
 		c.requestRead(r)
-		spliced := r.stream > 0 && !r.scanBody
+		streamed := r.stream > 0
 		if c.submit(r) {
 			// The connection is ending (see submit); what was
 			// forwarded before may still be answered.
@@ -50,8 +49,8 @@ func (c *conn) readClient() error {
 			return errStranded
 		}
 		c.endFrame()
-		if spliced && c.mode == ordering.Connection {
-			// The next request may well be spliced too: peek at it.
+		if streamed {
+			// The next request may well stream too: peek at it.
 			c.uh.on = !c.uh.never && c.clientPeeker() != nil
 		}
 		if err := c.afterSubmit(); err != nil {

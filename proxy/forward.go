@@ -191,7 +191,9 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 				kind = metrics.StreamedRequestUnread
 			}
 			if scanBody {
-				kind = metrics.StreamedRequestScanned
+				if !unread {
+					kind = metrics.StreamedRequestScanned
+				}
 				err = c.streamProduce(streamSeq)
 			} else if rest > 0 {
 				err = c.spliceRest(rest)

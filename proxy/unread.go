@@ -5,11 +5,12 @@ import (
 	"github.com/inorder-proxy/inorder/wire"
 )
 
-// In connection mode a large Produce request can go upstream unread, head
-// and body spliced together from the client socket as a relay moves them,
-// when its head needs no change: the client reader peeks at the head
-// (MSG_PEEK), learns from it what it would have read it for (the key,
-// the version, acks), and splices the whole frame.
+// A large Produce request can go upstream unread, head and body spliced
+// together from the client socket as a relay moves them, when its head
+// needs no change: the client reader peeks at the head (MSG_PEEK), learns
+// from it what it would have read it for (the key, the version, acks), and
+// splices the whole frame. In None mode the partitions are still found on
+// the way (bodystream.go), and the head goes spliced with the first.
 //
 // The one field the proxy otherwise rewrites is the correlation id: the
 // upstream's is the request's sequence number plus corrBase, a constant
@@ -20,7 +21,7 @@ import (
 // Because corrBase never changes, ids stay unique among live requests and
 // a late or repeated response can never match a newer request.
 //
-// The client reader peeks only while the requests it sees are spliced
+// The client reader peeks only while the requests it sees stream
 // (unreadHead.on): a peek that is no use costs a system call, and a
 // connection that sends small requests never peeks.
 
@@ -97,6 +98,8 @@ func (c *conn) unreadRequest(size int32, lenBuf *[4]byte) (r *request, readErr, 
 	c.uh.drop()
 	c.uh.never = c.uh.never || foreign
 	if r != nil {
+		// It holds no frame, but may come to hold key state.
+		r.bud = c.p.budget
 		if err := c.reserveState(r); err != nil {
 			putRequest(r)
 			return nil, nil, err
@@ -115,10 +118,12 @@ func (c *conn) unreadRequest(size int32, lenBuf *[4]byte) (r *request, readErr, 
 	return nil, nil, nil
 }
 
-// foreign reports a request that could have gone unread but for its
-// correlation id.
+// unreadable returns the request head begins, to go upstream unread, if
+// it can; foreign reports a request that could have but for its
+// correlation id. In None mode the request streams (bodystream.go), its
+// head spliced with its first partition.
 func (c *conn) unreadable(head []byte, size int32) (r *request, foreign bool) {
-	if c.mode != ordering.Connection || !c.splice || size < spliceMin {
+	if !c.splice || size < spliceMin {
 		return nil, false
 	}
 	h, err := wire.ParseRequestHeader(head)
@@ -135,6 +140,9 @@ func (c *conn) unreadable(head []byte, size int32) (r *request, foreign bool) {
 	c.mu.Unlock()
 	if !fits {
 		return nil, true
+	}
+	if c.mode == ordering.None {
+		return c.unreadNone(head, h, size), false
 	}
 	r = getRequest()
 	r.hdr = h

@@ -1,16 +1,19 @@
 package proxy_test
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
-	"github.com/inorder-proxy/inorder/internal/hostile"
 	"github.com/inorder-proxy/inorder/internal/pipeprobe"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/proxy"
@@ -36,21 +39,7 @@ func TestUnreadHeadsKeepOrder(t *testing.T) {
 			name = "numbered ids"
 		}
 		t.Run(name, func(t *testing.T) {
-			reqs, sent, large := streamingMix(partitions, 20)
-			newBackend := func() *hostile.Reorderer { return newReorderer(t, 0, 2*time.Millisecond, "s", partitions) }
-			ctx := testContext(t, 60*time.Second)
-			reordersDirectly(t, ctx, newBackend, reqs)
-
-			b := newBackend()
-			m := metrics.New()
-			p := startProxy(t, config.OrderingConnection, []string{b.Addr()}, nil, proxy.WithMetrics(m))
-			res, err := pipeprobe.Pipeline(ctx, p.Addr(), reqs, pipeprobe.PipelineOptions{Numbered: numbered})
-			if err != nil {
-				t.Fatal(err)
-			}
-			inOrderNoErrors(t, res)
-			partitionsHold(t, ctx, b, sent, false)
-
+			m, large := pipelineStreamingMix(t, config.OrderingConnection, partitions, 20, numbered)
 			// Every large request streamed, its head read or not. A
 			// head is peeked at only after a large request, and
 			// goes unread only when the peek saw all of it.
@@ -101,38 +90,48 @@ func TestUnreadHeadsStopForOtherNumbering(t *testing.T) {
 // cut short by the client. The proxy closes that connection with a log
 // line naming the truncation, and the next connection is served.
 func TestUnreadRequestTruncated(t *testing.T) {
-	p, m, c := connectionModeConn(t)
-	local := c.LocalAddr().String()
-	frame := bigProduceFrame()
-	if _, err := c.Write(frame); err != nil {
-		t.Fatal(err)
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			p, m, c := modeConn(t, mode)
+			local := c.LocalAddr().String()
+			frame := bigProduceFrame()
+			if _, err := c.Write(frame); err != nil {
+				t.Fatal(err)
+			}
+			readResponse(t, c, 5)
+			binary.BigEndian.PutUint32(frame[8:], 6)
+			c.Write(frame[:100<<10])
+			c.(*net.TCPConn).CloseWrite()
+			if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+				t.Fatalf("read %d bytes (%v); want a close with no response", n, err)
+			}
+			p.log.waitFor(t, "client="+local)
+			if line := logLine(p.log.String(), "client="+local); !strings.Contains(line, "inside a frame") {
+				t.Fatalf("log line %q does not name the truncation", line)
+			}
+			// Only the cut request could have been unread; it was on its way.
+			if n := counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedRequestUnread)); n != 0 {
+				t.Fatalf("%v requests counted as streamed unread, want none: the one was cut", n)
+			}
+			produceOn(t, p.Addr(), bigProduceFrame(), 5)
+		})
 	}
-	readResponse(t, c, 5)
-	binary.BigEndian.PutUint32(frame[8:], 6)
-	c.Write(frame[:100<<10])
-	c.(*net.TCPConn).CloseWrite()
-	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
-		t.Fatalf("read %d bytes (%v); want a close with no response", n, err)
-	}
-	p.log.waitFor(t, "client="+local)
-	if line := logLine(p.log.String(), "client="+local); !strings.Contains(line, "inside a frame") {
-		t.Fatalf("log line %q does not name the truncation", line)
-	}
-	// Only the cut request could have been unread; it was on its way.
-	if n := counter(t, m, metrics.NameStreamed, "kind", string(metrics.StreamedRequestUnread)); n != 0 {
-		t.Fatalf("%v requests counted as streamed unread, want none: the one was cut", n)
-	}
-	produceOn(t, p.Addr(), bigProduceFrame(), 5)
 }
 
-// connectionModeConn starts a one-broker kfake with topic "big", a proxy
-// in connection mode in front of it, and a connection to the proxy with
-// a 20 s deadline, closed when the test ends.
+// connectionModeConn is modeConn in connection mode.
 func connectionModeConn(t *testing.T) (*testProxy, *metrics.Metrics, net.Conn) {
+	t.Helper()
+	return modeConn(t, config.OrderingConnection)
+}
+
+// modeConn starts a one-broker kfake with topic "big", a proxy in the
+// given mode in front of it, and a connection to the proxy with a 20 s
+// deadline, closed when the test ends.
+func modeConn(t *testing.T, mode config.Ordering) (*testProxy, *metrics.Metrics, net.Conn) {
 	t.Helper()
 	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "big"))
 	m := metrics.New()
-	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), nil, proxy.WithMetrics(m))
+	p := startProxy(t, mode, kc.ListenAddrs(), nil, proxy.WithMetrics(m))
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -140,4 +139,99 @@ func connectionModeConn(t *testing.T) (*testProxy, *metrics.Metrics, net.Conn) {
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(20 * time.Second))
 	return p, m, c
+}
+
+// TestUnreadHeadArrivesInPieces sends, on one connection through the proxy
+// in none mode, large Produce requests with numbered correlation ids, each
+// written in two pieces with a pause between them, cut at four places: at
+// the end of the frame (the peek sees the head and the first partition,
+// spliced together unread), inside the first topic's name (the head goes
+// upstream unread by itself, and the partition is peeked at afterwards),
+// and right before that name or inside the head (too little to go on: the
+// head is read). Each
+// version the proxy scans (v7 fixed-width, v9 and v11 flexible) takes every
+// cut; every record lands in its partition in order.
+func TestUnreadHeadArrivesInPieces(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(3, "pieces"))
+	m := metrics.New()
+	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), nil, proxy.WithMetrics(m))
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	parts := []int32{0, 1, 2}
+	corr := int32(70)
+	var labels []string
+	send := func(version int16, cut func(frame []byte, version int16) int) {
+		t.Helper()
+		label := fmt.Sprint(len(labels))
+		labels = append(labels, label)
+		req := multiProduce(version, "pieces", parts, []string{label, label, label}, 16<<10)
+		frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, corr)
+		at := cut(frame, version)
+		if _, err := c.Write(frame[:at]); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if _, err := c.Write(frame[at:]); err != nil {
+			t.Fatal(err)
+		}
+		resp := kmsg.NewPtrProduceResponse()
+		resp.Version = version
+		body := readResponse(t, c, corr)
+		if version >= 9 {
+			body = body[1:] // the flexible header's tags
+		}
+		if err := resp.ReadFrom(body); err != nil {
+			t.Fatal(err)
+		}
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					t.Fatalf("v%d: produce to %s/%d: error %d", version, rt.Topic, rp.Partition, rp.ErrorCode)
+				}
+			}
+		}
+		corr++
+	}
+	name := func(frame []byte) int { return bytes.Index(frame, []byte("pieces")) }
+	whole := func(frame []byte, _ int16) int { return len(frame) }
+	inName := func(frame []byte, _ int16) int { return name(frame) + 2 }
+	atTopics := func(frame []byte, version int16) int {
+		if version >= 9 {
+			return name(frame) - 1 // a compact string's length
+		}
+		return name(frame) - 2
+	}
+	beforeTopics := func(frame []byte, _ int16) int { return name(frame) - 8 }
+
+	send(9, whole) // the connection's first request: its head is read
+	for _, version := range []int16{7, 9, 11} {
+		send(version, whole)
+		send(version, inName)
+		send(version, atTopics)
+		send(version, beforeTopics)
+	}
+	scanned, unread := noneStreamed(t, m, float64(len(labels)))
+	if scanned != 7 || unread != 6 {
+		t.Fatalf("%v requests streamed with their heads read and %v unread, want 7 and 6", scanned, unread)
+	}
+	ctx := testContext(t, 20*time.Second)
+	for _, part := range parts {
+		got, err := pipeprobe.ReadPartition(ctx, kc.ListenAddrs()[0], "pieces", part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if len(got[i]) != len(labels[min(i, len(labels)-1)])+1+16<<10 {
+				t.Fatalf("partition %d: record %d is %d bytes", part, i, len(got[i]))
+			}
+			got[i], _, _ = strings.Cut(got[i], "|")
+		}
+		if !slices.Equal(got, labels) {
+			t.Fatalf("partition %d holds %v, want %v", part, got, labels)
+		}
+	}
 }
