@@ -418,6 +418,22 @@ func (c *conn) fillWindow() error {
 	return err
 }
 
+// dropStream gives back the window of a request that was set up to stream
+// and never did: the connection ended first (a refused re-authentication,
+// a failed upstream). The client reader, which alone streams, calls it as
+// it stops; after a stream that ran, endStream has left nothing.
+func (c *conn) dropStream() {
+	bs := c.bs
+	if bs == nil || bs.win == nil {
+		return
+	}
+	wire.Put(bs.win)
+	bs.win = nil
+	bs.winCh.release(c.p.budget)
+	bs.keys.release(c.p.budget)
+	bs.lead, bs.leadN = 0, 0
+}
+
 // endStream returns the window and hands the key state charged while
 // streaming to the request, which releases it when it completes; if it has
 // completed already, the charge goes back now.

@@ -2,10 +2,12 @@ package proxy_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -427,5 +429,52 @@ func TestStreamedRequestTrickles(t *testing.T) {
 				t.Fatalf("%.10s/%d holds a record of %d bytes starting %.8q", tc.topic, tc.part, len(r), r)
 			}
 		}
+	}
+}
+
+// TestStreamedRequestStrandedByReauthentication: in none mode a large
+// Produce request has been set up to stream when the proxy, re-authenticating
+// the upstream connection before forwarding it, is refused. The connection
+// ends before the request is forwarded, and the window taken for it goes
+// back to the memory budget (startProxy checks that every byte is back
+// after Close), whether its head was read or peeked at.
+func TestStreamedRequestStrandedByReauthentication(t *testing.T) {
+	for _, numbered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("numbered=%v", numbered), func(t *testing.T) {
+			kc := newCluster(t, kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser(config.MechanismPlain, "inorder", "right"),
+				kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "1500"}), kfake.SeedTopics(1, "big"))
+			pwFile := writeSecret(t, "right")
+			p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), func(c *config.Config) {
+				c.UpstreamSASLMechanism = config.MechanismPlain
+				c.UpstreamSASLUsername = "inorder"
+				c.UpstreamSASLPasswordFile = pwFile
+			})
+			c, err := net.Dial("tcp", p.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			frame := kmsg.NewRequestFormatter().AppendRequest(nil, multiProduce(9, "big", []int32{0}, []string{"a"}, 40<<10), 5)
+			if _, err := c.Write(frame); err != nil {
+				t.Fatal(err)
+			}
+			readResponse(t, c, 5)
+			if err := os.WriteFile(pwFile, []byte("wrong"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// The session is renewed 1 s before it expires, after 0.5 s.
+			time.Sleep(time.Second)
+			corr := int32(9)
+			if numbered {
+				corr = 6
+			}
+			binary.BigEndian.PutUint32(frame[8:], uint32(corr))
+			c.Write(frame)
+			if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+				t.Fatalf("read %d bytes (%v); want the connection closed", n, err)
+			}
+			p.log.waitFor(t, "re-authentication")
+		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 func (c *conn) readClient() error {
 	var lenBuf [4]byte
 	maxReq := c.cfg.MaxRequestSize
+	defer c.dropStream()
 	for {
 		if err := c.waitCapacity(); err != nil {
 			return err
