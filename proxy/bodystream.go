@@ -277,7 +277,7 @@ func (c *conn) passRest() error {
 	if err := c.sendScanned(bs.socket); err != nil {
 		return err
 	}
-	bs.socket, bs.lead, bs.leadN = 0, 0, 0
+	bs.socket = 0
 	return nil
 }
 
@@ -421,17 +421,20 @@ func (c *conn) fillWindow() error {
 // dropStream gives back the window of a request that was set up to stream
 // and never did: the connection ended first (a refused re-authentication,
 // a failed upstream). The client reader, which alone streams, calls it as
-// it stops; after a stream that ran, endStream has left nothing.
+// it stops; after a stream that ran, endStream has left nothing. Key state
+// is charged only while streaming, so none is held here.
 func (c *conn) dropStream() {
-	bs := c.bs
-	if bs == nil || bs.win == nil {
-		return
+	if c.bs != nil && c.bs.win != nil {
+		c.putWindow()
 	}
+}
+
+// putWindow returns the window to its pool and its charge to the budget.
+func (c *conn) putWindow() {
+	bs := c.bs
 	wire.Put(bs.win)
 	bs.win = nil
 	bs.winCh.release(c.p.budget)
-	bs.keys.release(c.p.budget)
-	bs.lead, bs.leadN = 0, 0
 }
 
 // endStream returns the window and hands the key state charged while
@@ -439,10 +442,7 @@ func (c *conn) dropStream() {
 // completed already, the charge goes back now.
 func (c *conn) endStream(seq uint64) {
 	bs := c.bs
-	wire.Put(bs.win)
-	bs.win = nil
-	bs.winCh.release(c.p.budget)
-	bs.lead, bs.leadN = 0, 0
+	c.putWindow()
 	if bs.keys.n == 0 {
 		return
 	}

@@ -437,7 +437,8 @@ func TestStreamedRequestTrickles(t *testing.T) {
 // the upstream connection before forwarding it, is refused. The connection
 // ends before the request is forwarded, and the window taken for it goes
 // back to the memory budget (startProxy checks that every byte is back
-// after Close), whether its head was read or peeked at.
+// after Close), with a correlation id that breaks the numbering (the head
+// is read) and with one that follows it (the head may go unread).
 func TestStreamedRequestStrandedByReauthentication(t *testing.T) {
 	for _, numbered := range []bool{false, true} {
 		t.Run(fmt.Sprintf("numbered=%v", numbered), func(t *testing.T) {

@@ -41,7 +41,9 @@ func (c *conn) readClient() error {
 			return err
 		}
 		c.requestRead(r)
-		streamed := r.stream > 0
+		// Only an answered request can go unread (unread.go); the
+		// next is likely of the same kind.
+		peekNext := r.stream > 0 && !r.noResp
 		if c.submit(r) {
 			// The connection is ending (see submit); what was
 			// forwarded before may still be answered.
@@ -50,7 +52,7 @@ func (c *conn) readClient() error {
 			return errStranded
 		}
 		c.endFrame()
-		if streamed {
+		if peekNext {
 			// The next request may well stream too: peek at it.
 			c.uh.on = !c.uh.never && c.clientPeeker() != nil
 		}

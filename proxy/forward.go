@@ -187,13 +187,13 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 		clear(bufs)
 		if err == nil && stream > 0 {
 			kind := metrics.StreamedRequestSpliced
-			if unread {
+			switch {
+			case unread:
 				kind = metrics.StreamedRequestUnread
+			case scanBody:
+				kind = metrics.StreamedRequestScanned
 			}
 			if scanBody {
-				if !unread {
-					kind = metrics.StreamedRequestScanned
-				}
 				err = c.streamProduce(streamSeq)
 			} else if rest > 0 {
 				err = c.spliceRest(rest)

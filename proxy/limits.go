@@ -267,7 +267,11 @@ func (c *conn) growFrame(b *wire.Buf, ch charge, total int) (*wire.Buf, charge, 
 }
 
 // reserveState charges the key state a request will hold in the sequencer.
+// Every request read from the client passes here, frame or none (an
+// unread one has none), so here it learns the budget its state goes back
+// to: a streaming write adds to that state later (endStream).
 func (c *conn) reserveState(r *request) error {
+	r.bud = c.p.budget
 	n := c.seq.StateBytes(r.ord)
 	if n == 0 {
 		return nil

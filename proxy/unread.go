@@ -21,9 +21,9 @@ import (
 // Because corrBase never changes, ids stay unique among live requests and
 // a late or repeated response can never match a newer request.
 //
-// The client reader peeks only while the requests it sees stream
-// (unreadHead.on): a peek that is no use costs a system call, and a
-// connection that sends small requests never peeks.
+// The client reader peeks only while the requests it sees stream and are
+// answered (unreadHead.on): a peek that is no use costs a system call, and
+// a connection that sends small requests, or acks=0 ones, never peeks.
 
 // unreadHead is the client reader's state for peeking at request heads.
 type unreadHead struct {
@@ -98,8 +98,6 @@ func (c *conn) unreadRequest(size int32, lenBuf *[4]byte) (r *request, readErr, 
 	c.uh.drop()
 	c.uh.never = c.uh.never || foreign
 	if r != nil {
-		// It holds no frame, but may come to hold key state.
-		r.bud = c.p.budget
 		if err := c.reserveState(r); err != nil {
 			putRequest(r)
 			return nil, nil, err
