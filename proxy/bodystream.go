@@ -415,7 +415,7 @@ func (c *conn) fillWindow() error {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return c.timedOut(err)
 	}
-	return err
+	return fmt.Errorf("%w: %w", errClientRead, err)
 }
 
 // dropStream gives back the window of a request that was set up to stream

@@ -45,11 +45,8 @@ func (c *conn) readClient() error {
 		// next is likely of the same kind.
 		peekNext := r.stream > 0 && !r.noResp
 		if c.submit(r) {
-			// The connection is ending (see submit); what was
-			// forwarded before may still be answered.
 			c.endFrame()
-			c.finishInFlight()
-			return errStranded
+			return c.stranded()
 		}
 		c.endFrame()
 		if peekNext {
@@ -148,7 +145,7 @@ func (c *conn) clientReadError(err error) error {
 		// what it read, so the proxy forwards it and delivers what can
 		// be delivered before closing.
 		c.finishInFlight()
-		return errClientClosed
+		return errClientEOF
 	case errors.Is(err, net.ErrClosed):
 		return errClientClosed
 	case errors.Is(err, ErrReadTimeout), errors.Is(err, ErrIdleTimeout):
@@ -187,6 +184,36 @@ func (c *conn) waitIdle() error {
 		c.cond.Wait()
 	}
 	return ErrShutdown
+}
+
+// stranded ends the client reader after submit reported a request whose
+// body did not follow its head. The connection is ending, and what was
+// forwarded before may still be answered: if the client broke the body
+// off (cutOff), the upstream waits for the rest of that frame but answers
+// the requests before it, and those are delivered; if the upstream failed,
+// whatever it answered before failing is.
+func (c *conn) stranded() error {
+	c.mu.Lock()
+	cut, at := c.cut, c.cutAt
+	c.mu.Unlock()
+	if cut == nil {
+		c.finishInFlight()
+		return errStranded
+	}
+	c.finishBefore(at)
+	return cut
+}
+
+// finishBefore waits, bounded by eofDrain, for every request before seq to
+// be answered and its response delivered.
+func (c *conn) finishBefore(seq uint64) {
+	t := time.AfterFunc(eofDrain, func() { c.die(errEOFDrain) })
+	defer t.Stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.seq.Head() < seq && !c.dead.Load() {
+		c.cond.Wait()
+	}
 }
 
 // finishInFlight waits, bounded by eofDrain, for the requests read before

@@ -90,6 +90,14 @@ type conn struct {
 	// written, and the connection ends once the upstream reader has read
 	// what the upstream sent before it failed (see writeFailed).
 	writeErr error
+	// cut is set when the client broke off a request whose head had gone
+	// upstream (a malformed or truncated body, a stalled one, a shutdown):
+	// the upstream is mid-frame, so nothing more is written to it, but it
+	// still answers the requests before, which are delivered before the
+	// connection ends; cutAt is the sequence number they end below (see
+	// cutOff).
+	cut      error
+	cutAt    uint64
 	splice   bool   // large produce bodies move socket to socket
 	poison   uint64 // close once the head passes this seq (0: none)
 	poisoned error
@@ -236,8 +244,9 @@ func (c *conn) enableSplice() {
 // upstream closes, the client reader wakes, and a write to the client still
 // under way gets the linger to finish. The client's socket itself is closed
 // by closeClient once every writer is done, so that a response being
-// written when the last request completed is never cut. Only the first call
-// has an effect.
+// written when the last request completed is never cut; a socket that is
+// gone already (clientGone) is closed at once. Only the first call has an
+// effect.
 func (c *conn) die(reason error) {
 	if !c.dead.CompareAndSwap(false, true) {
 		return
@@ -251,12 +260,18 @@ func (c *conn) die(reason error) {
 	if up != nil {
 		up.Close()
 	}
-	if errors.Is(reason, errClientClosed) {
+	if clientGone(reason) {
 		c.client.Close()
 		return
 	}
 	c.client.SetReadDeadline(time.Now())
 	c.client.SetWriteDeadline(time.Now().Add(lingerTimeout))
+}
+
+// clientGone reports whether reason says the client socket is of no more
+// use: nothing written to it would be read.
+func clientGone(reason error) bool {
+	return errors.Is(reason, errClientClosed) && !errors.Is(reason, errClientEOF)
 }
 
 // halfCloser returns nc's write-side close: a TCP socket's, or a TLS
@@ -284,7 +299,7 @@ func (c *conn) cause() error {
 // them), drains what the client still sends until it closes or the linger
 // ends, then closes the socket.
 func (c *conn) closeClient() {
-	if hc, ok := halfCloser(c.client); ok && !errors.Is(c.cause(), errClientClosed) {
+	if hc, ok := halfCloser(c.client); ok && !clientGone(c.cause()) {
 		hc.CloseWrite()
 		c.client.SetReadDeadline(time.Now().Add(lingerTimeout))
 		io.Copy(io.Discard, io.LimitReader(c.client, 1<<20))
@@ -308,10 +323,19 @@ func (c *conn) drain() {
 	c.mu.Unlock()
 }
 
-// release returns the buffers of requests that never completed.
+// release returns the buffers of requests that never completed, and of
+// those never sequenced (acks=0 requests in Connection mode) that the
+// upstream queue still held.
 func (c *conn) release() {
 	c.mu.Lock()
 	left := c.seq.Drain(nil)
+	for _, r := range c.outq {
+		if r.upCorr == noCorrelation {
+			left = append(left, r)
+		}
+	}
+	clear(c.outq)
+	c.outq = c.outq[:0]
 	c.mu.Unlock()
 	for _, r := range left {
 		r.free()

@@ -284,3 +284,29 @@ func TestShutdownWaitsForTheLastWrite(t *testing.T) {
 		t.Fatalf("Shutdown: %v", err)
 	}
 }
+
+// TestHalfCloseGetsEveryResponse: a client that half-closes right after its
+// last request (as a pipelining script does) gets every response whole,
+// even one still being written when the sequencer fell idle: the client's
+// EOF ends the connection only once that write is done.
+func TestHalfCloseGetsEveryResponse(t *testing.T) {
+	const size = 16 << 20
+	// Read whole and delivered, not streamed, as above; 16 MiB is more
+	// than the socket buffers hold while the client does not read.
+	p := startProxy(t, config.OrderingConnection, []string{rawUpstream(t, size)}, nil, proxy.WithoutSplice())
+	c := dial(t, p.Addr())
+	if _, err := c.Write(frame(32, 0, 9, "c", false, []byte{0, 0, 0, 0, 0})); err != nil {
+		t.Fatal(err)
+	}
+	c.(*net.TCPConn).CloseWrite()
+	time.Sleep(500 * time.Millisecond) // the response is being written, the client not reading
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var lb [4]byte
+	if _, err := io.ReadFull(c, lb[:]); err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, c)
+	if err != nil || n != int64(binary.BigEndian.Uint32(lb[:])) {
+		t.Fatalf("got %d bytes of a %d-byte response (%v)", n, binary.BigEndian.Uint32(lb[:]), err)
+	}
+}

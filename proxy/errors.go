@@ -50,7 +50,12 @@ var (
 	ErrReadTimeout = errors.New("read timeout")
 
 	errClientClosed = errors.New("client closed the connection")
-	errClientRead   = errors.New("client read")
+	// errClientEOF: the client closed its side of the connection (a
+	// half-close ends a pipeline). Unlike the other kinds of
+	// errClientClosed, whose socket is gone, the client may still read:
+	// what it is owed is written before the proxy closes its own side.
+	errClientEOF  = fmt.Errorf("%w", errClientClosed)
+	errClientRead = errors.New("client read")
 	// Kinds of ErrUpstreamProtocol, told apart in metrics.
 	errUnknownCorrelation = errors.New("unexpected correlation id")
 	errUnsolicited        = errors.New("bytes with no request in flight")

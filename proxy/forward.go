@@ -142,6 +142,11 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 			}
 			stream = int64(r.stream)
 			scanBody, streamSeq = r.scanBody, r.seq
+			if r.upCorr == noCorrelation {
+				// Not sequenced: everything sequenced so far
+				// precedes it.
+				streamSeq = c.seq.Head() + uint64(c.seq.Len())
+			}
 			unread = r.frame == nil && r.stream > 0
 			if ch := &r.frameCharge; ch.n > 0 {
 				i := 0
@@ -220,8 +225,13 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 			c.mu.Lock()
 			done()
 			c.mu.Unlock()
-			if errors.Is(err, ErrBadRequest) || errors.Is(err, ErrShutdown) ||
-				errors.Is(err, ErrUpstreamProtocol) || errors.Is(err, ErrReadTimeout) {
+			if errors.Is(err, ErrBadRequest) || errors.Is(err, ErrShutdown) || errors.Is(err, ErrReadTimeout) {
+				// Only a body from the client fails so, and only
+				// the client reader moves one.
+				c.cutOff(err, streamSeq)
+				return false
+			}
+			if errors.Is(err, ErrUpstreamProtocol) || errors.Is(err, errClientRead) {
 				c.die(err)
 				return false
 			}
@@ -250,6 +260,22 @@ func (c *conn) writeFailed(err error) {
 		return
 	}
 	time.AfterFunc(lingerTimeout, func() { c.die(err) })
+}
+
+// cutOff records that the client broke off the body of the request at seq
+// after its head had gone upstream: nothing more is written upstream, and
+// the client reader, once submit reports the request stranded, lets the
+// requests before seq be answered and delivered before it ends the
+// connection with err (stranded).
+func (c *conn) cutOff(err error, seq uint64) {
+	c.mu.Lock()
+	if c.writeErr == nil {
+		c.writeErr = err
+	}
+	if c.cut == nil {
+		c.cut, c.cutAt = err, seq
+	}
+	c.mu.Unlock()
 }
 
 // writeUpBefore writes bufs upstream just before more of the same frame
@@ -316,6 +342,10 @@ func (c *conn) spliceRest(n int64) error {
 		// Only the client socket has a deadline: the body did not
 		// arrive within the read timeout.
 		return c.timedOut(err)
+	case peerReset(c.client):
+		// A splice does not say which socket failed; the client's
+		// has, so nothing more can reach the client.
+		return fmt.Errorf("%w: %w", errClientRead, err)
 	}
 	return err
 }

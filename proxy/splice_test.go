@@ -154,3 +154,39 @@ func TestSplicedRequestStalls(t *testing.T) {
 		})
 	}
 }
+
+// TestClientResetMidBody resets the connection inside a large produce
+// request whose body is on its way upstream (spliced, or scanned in None
+// mode): the proxy ends the connection at once and logs the client's
+// failure, not the upstream's (a splice does not say which socket failed).
+func TestClientResetMidBody(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "big"))
+			p := startProxy(t, mode, kc.ListenAddrs(), nil)
+			c, err := net.Dial("tcp", p.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			local := c.LocalAddr().String()
+			c.Write(bigProduceFrame()[:100<<10])
+			time.Sleep(100 * time.Millisecond) // the body is on its way
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+			// Well within the linger a failed upstream write is given.
+			deadline := time.Now().Add(time.Second)
+			for p.Stats().Conns > 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the connection outlived its client's reset by a second")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			p.log.waitFor(t, "client="+local)
+			line := logLine(p.log.String(), "client="+local)
+			if !strings.Contains(line, "client read") || strings.Contains(line, "upstream") {
+				t.Fatalf("log line %q does not name the client's reset", line)
+			}
+			produceOn(t, p.Addr(), bigProduceFrame(), 5)
+		})
+	}
+}

@@ -118,6 +118,59 @@ func TestUnreadRequestTruncated(t *testing.T) {
 	}
 }
 
+// TestCutRequestAnswersThoseBefore: a client that stops inside a large
+// Produce, after its head went upstream, still gets the response to the
+// request before it, which the upstream answers later, and only then is
+// the connection closed. In both modes, with ids with gaps (the head is
+// read) and ids one by one (the head may go unread); the two requests
+// write different partitions, so in None mode the second does not wait
+// for the first.
+func TestCutRequestAnswersThoseBefore(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		for _, numbered := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/numbered=%v", mode, numbered), func(t *testing.T) {
+				// Every request waits 300 ms at the backend: the cut
+				// is seen long before the first is answered.
+				b := newReorderer(t, 300*time.Millisecond, 300*time.Millisecond, "cut", 2)
+				p := startProxy(t, mode, []string{b.Addr()}, nil)
+				fmtr := kmsg.NewRequestFormatter()
+				first := produceV9("cut", -1, largeBatch(200<<10))
+				second := produceV9("cut", -1, largeBatch(200<<10))
+				second.Topics[0].Partitions[0].Partition = 1
+				secondID := int32(9)
+				if numbered {
+					secondID = 2
+				}
+				stream := fmtr.AppendRequest(nil, first, 1)
+				cut := fmtr.AppendRequest(nil, second, secondID)
+				stream = append(stream, cut[:100<<10]...)
+				c := dial(t, p.Addr())
+				local := c.LocalAddr().String()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				if _, err := c.Write(stream); err != nil {
+					t.Fatal(err)
+				}
+				c.(*net.TCPConn).CloseWrite()
+				resp := kmsg.NewPtrProduceResponse()
+				resp.Version = 9
+				if err := resp.ReadFrom(readResponse(t, c, 1)[1:]); err != nil {
+					t.Fatal(err)
+				}
+				if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+					t.Fatalf("the first request failed with error code %d", code)
+				}
+				if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+					t.Fatalf("read %d bytes (%v) after the response; want a close", n, err)
+				}
+				p.log.waitFor(t, "client="+local)
+				if line := logLine(p.log.String(), "client="+local); !strings.Contains(line, "inside a frame") {
+					t.Fatalf("log line %q does not name the truncation", line)
+				}
+			})
+		}
+	}
+}
+
 // connectionModeConn is modeConn in connection mode.
 func connectionModeConn(t *testing.T) (*testProxy, *metrics.Metrics, net.Conn) {
 	t.Helper()

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package proxy
+
+import "net"
+
+// peerReset cannot tell a reset socket here: a failed splice is taken for
+// the upstream's failure, as the slower and safer guess.
+func peerReset(net.Conn) bool { return false }
