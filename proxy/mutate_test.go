@@ -42,33 +42,41 @@ func TestMutatedProduceStreams(t *testing.T) {
 			p := startProxy(t, mode, []string{backend}, func(c *config.Config) {
 				c.MaxRequestSize = 1 << 20
 			})
-			const conns, parallel = 160, 6
-			var wg sync.WaitGroup
-			sem := make(chan struct{}, parallel)
-			for i := range conns {
-				wg.Add(1)
-				sem <- struct{}{}
-				go func() {
-					defer wg.Done()
-					defer func() { <-sem }()
-					seed := uint64(i)<<8 | uint64(len(mode))
-					if local, err := mutatedPipeline(p.Addr(), rand.New(rand.NewPCG(seed, 0x6d75))); err != nil {
-						t.Errorf("connection %d (seed %d): %v; the proxy logged %q", i, seed, err, closeLine(p, local))
-					}
-				}()
-			}
-			wg.Wait()
-			deadline := time.Now().Add(10 * time.Second)
-			for s := p.Stats(); s.Conns > 0 || s.MemoryUsed > 0; s = p.Stats() {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d connections open, %d bytes of the memory budget reserved, after every client ended", s.Conns, s.MemoryUsed)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			runConns(t, p, mode, func(rng *rand.Rand) (string, error) { return mutatedPipeline(p.Addr(), rng) })
 			if _, err := mutatedPipeline(p.Addr(), rand.New(rand.NewPCG(1, 1)), noDamage); err != nil {
 				t.Fatalf("a client after the damaged ones: %v", err)
 			}
 		})
+	}
+}
+
+// runConns runs 160 connections through p, six at a time, each driven by
+// conn with a random source of its own, then waits until every connection
+// has ended and the memory budget is whole again.
+func runConns(t *testing.T, p *testProxy, mode config.Ordering, conn func(*rand.Rand) (local string, err error)) {
+	t.Helper()
+	const conns, parallel = 160, 6
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallel)
+	for i := range conns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			seed := uint64(i)<<8 | uint64(len(mode))
+			if local, err := conn(rand.New(rand.NewPCG(seed, 0x6d75))); err != nil {
+				t.Errorf("connection %d (seed %d): %v; the proxy logged %q", i, seed, err, closeLine(p, local))
+			}
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for s := p.Stats(); s.Conns > 0 || s.MemoryUsed > 0; s = p.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open, %d bytes of the memory budget reserved, after every client ended", s.Conns, s.MemoryUsed)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -159,25 +167,12 @@ func mutatedPipeline(addr string, rng *rand.Rand, forced ...damage) (local strin
 		mutatedAt = n
 	}
 
-	c, err := net.Dial("tcp", addr)
+	c, wrote, err := sendInPieces(addr, stream, rng, d == resetInside)
 	if err != nil {
 		return "", err
 	}
 	defer c.Close()
 	local = c.LocalAddr().String()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	wrote := make(chan error, 1)
-	go func() {
-		tc := c.(*net.TCPConn)
-		err := writeInPieces(tc, stream, rand.New(rand.NewPCG(rng.Uint64(), 0)))
-		if d == resetInside {
-			tc.SetLinger(0)
-			tc.Close()
-		} else if err == nil {
-			err = tc.CloseWrite()
-		}
-		wrote <- err
-	}()
 
 	// Responses, matched in order to the requests sent.
 	next := 0
@@ -349,6 +344,32 @@ func checkResponse(s sentRequest, resp []byte) error {
 	return nil
 }
 
+// sendInPieces dials addr and writes stream to it in the background, in
+// pieces (writeInPieces), then half-closes, or with reset resets the
+// connection; the channel gets the write's error. The connection has a
+// deadline of 20 s.
+func sendInPieces(addr string, stream []byte, rng *rand.Rand, reset bool) (*net.TCPConn, <-chan error, error) {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := nc.(*net.TCPConn)
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	wrote := make(chan error, 1)
+	pieces := rand.New(rand.NewPCG(rng.Uint64(), 0))
+	go func() {
+		err := writeInPieces(c, stream, pieces)
+		if reset {
+			c.SetLinger(0)
+			c.Close()
+		} else if err == nil {
+			err = c.CloseWrite()
+		}
+		wrote <- err
+	}()
+	return c, wrote, nil
+}
+
 // writeInPieces writes b in pieces of random sizes, now and then pausing,
 // so that heads arrive split at every place.
 func writeInPieces(c *net.TCPConn, b []byte, rng *rand.Rand) error {
@@ -398,6 +419,16 @@ func isReset(err error) bool {
 // closes the connection.
 func startShufflingBackend(t *testing.T) string {
 	t.Helper()
+	return startBackend(t, func(c net.Conn, seed uint64) {
+		shuffleAnswers(c, rand.New(rand.NewPCG(seed, 0x7368)))
+	})
+}
+
+// startBackend listens on loopback and serves every connection with
+// serve, given a seed of its own, then hangs up; it stops and waits for
+// every connection when the test ends.
+func startBackend(t *testing.T, serve func(c net.Conn, seed uint64)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -434,11 +465,24 @@ func startShufflingBackend(t *testing.T) string {
 					mu.Unlock()
 					c.Close()
 				}()
-				shuffleAnswers(c, rand.New(rand.NewPCG(seed, 0x7368)))
+				serve(c, seed)
+				hangUp(c)
 			}()
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// hangUp ends a backend connection so that what was written arrives:
+// closing with requests unread would reset it, and a reset discards what
+// the socket has not sent yet.
+func hangUp(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.CloseWrite()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		io.Copy(io.Discard, c)
+	}
+	c.Close()
 }
 
 func shuffleAnswers(c net.Conn, rng *rand.Rand) {
@@ -563,12 +607,17 @@ func answer(frame []byte) ([]byte, bool) {
 	default:
 		return nil, false
 	}
+	return encodeResponse(h, resp), true
+}
+
+// encodeResponse frames resp, the answer to the request with header h.
+func encodeResponse(h wire.RequestHeader, resp kmsg.Response) []byte {
 	out := binary.BigEndian.AppendUint32(nil, 0)
 	out = binary.BigEndian.AppendUint32(out, uint32(h.Correlation))
-	if resp.IsFlexible() && h.Key != 18 {
+	if h.ResponseFlexible() {
 		out = append(out, 0)
 	}
 	out = resp.AppendTo(out)
 	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-	return out, true
+	return out
 }
