@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -308,5 +309,26 @@ func TestHalfCloseGetsEveryResponse(t *testing.T) {
 	n, err := io.Copy(io.Discard, c)
 	if err != nil || n != int64(binary.BigEndian.Uint32(lb[:])) {
 		t.Fatalf("got %d bytes of a %d-byte response (%v)", n, binary.BigEndian.Uint32(lb[:]), err)
+	}
+}
+
+// TestClientResetMidResponse resets the connection while a large response
+// is spliced to it: the proxy logs the client's going, not an upstream
+// failure (a splice does not say which socket failed).
+func TestClientResetMidResponse(t *testing.T) {
+	p := startProxy(t, config.OrderingConnection, []string{rawUpstream(t, 16<<20)}, nil)
+	c := dial(t, p.Addr()).(*net.TCPConn)
+	local := c.LocalAddr().String()
+	if _, err := c.Write(frame(32, 0, 9, "c", false, []byte{0, 0, 0, 0, 0})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	c.SetLinger(0)
+	c.Close()
+	p.log.waitFor(t, "client="+local)
+	if line := logLine(p.log.String(), "client="+local); !strings.Contains(line, "client") || strings.Contains(line, "upstream") {
+		t.Fatalf("log line %q does not name the client's going", line)
 	}
 }

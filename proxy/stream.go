@@ -93,6 +93,10 @@ func (c *conn) streamResponse(r *request, rd *bufio.Reader, head *[8]byte, size 
 	// rd is empty now, so the rest is read from the socket itself.
 	if c.splice {
 		copied, err := copyN(c.client, c.up, rest, &c.respBody)
+		if err != nil && peerReset(c.client) {
+			// A splice does not say which socket failed.
+			return true, c.streamError(fmt.Errorf("%w: client write: %v", errClientClosed, err))
+		}
 		if err != nil {
 			return true, c.streamError(fmt.Errorf("%w: a streamed response was cut with %d bytes to go: %v", ErrUpstreamFailed, rest-copied, err))
 		}
