@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -9,8 +10,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/pipeprobe"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/proxy"
 )
@@ -93,5 +96,96 @@ func testApacheKafkaStreamedProduce(t *testing.T, boot string, mode config.Order
 			next[r.Partition]++
 			got++
 		})
+	}
+}
+
+// TestApacheKafkaConnectionEnds checks, through the proxy in front of
+// Apache Kafka, in both modes, how a connection ends: a client that
+// half-closes right after pipelining large Produce requests gets every
+// response; one that stops inside a request, after its head went upstream,
+// gets the response to the request before it, and then the close.
+func TestApacheKafkaConnectionEnds(t *testing.T) {
+	boot := os.Getenv("INORDER_KAFKA_BOOTSTRAP")
+	if boot == "" {
+		t.Skip("no Apache Kafka: run testenv/kafka/start.sh single and set INORDER_KAFKA_BOOTSTRAP to what it prints")
+	}
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			p := startProxy(t, mode, strings.Split(boot, ","), nil)
+			ctx := testContext(t, 60*time.Second)
+			topic := fmt.Sprintf("ends-%s-%d", mode, time.Now().UnixNano())
+			createTopic(t, ctx, topic, kgo.SeedBrokers(p.Addr()))
+			fmtr := kmsg.NewRequestFormatter()
+
+			t.Run("half-close", func(t *testing.T) {
+				const n = 12
+				var stream []byte
+				for i := range int32(n) {
+					// AppendRequest writes the length at the start of
+					// what it is given: each frame on its own.
+					stream = append(stream, fmtr.AppendRequest(nil, kafkaProduce(topic, 100<<10), 1+i)...)
+				}
+				c := dial(t, p.Addr())
+				c.SetDeadline(time.Now().Add(30 * time.Second))
+				if _, err := c.Write(stream); err != nil {
+					t.Fatal(err)
+				}
+				c.(*net.TCPConn).CloseWrite()
+				for i := range int32(n) {
+					produceAccepted(t, readResponse(t, c, 1+i))
+				}
+			})
+
+			t.Run("cut", func(t *testing.T) {
+				stream := fmtr.AppendRequest(nil, kafkaProduce(topic, 200<<10), 1)
+				cut := fmtr.AppendRequest(nil, kafkaProduce(topic, 200<<10), 2)
+				stream = append(stream, cut[:100<<10]...)
+				c := dial(t, p.Addr())
+				local := c.LocalAddr().String()
+				c.SetDeadline(time.Now().Add(30 * time.Second))
+				if _, err := c.Write(stream); err != nil {
+					t.Fatal(err)
+				}
+				c.(*net.TCPConn).CloseWrite()
+				produceAccepted(t, readResponse(t, c, 1))
+				if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+					t.Fatalf("read %d bytes (%v) after the response; want a close", n, err)
+				}
+				p.log.waitFor(t, "client="+local)
+				if line := logLine(p.log.String(), "client="+local); !strings.Contains(line, "inside a frame") {
+					t.Fatalf("log line %q does not name the truncation", line)
+				}
+			})
+		})
+	}
+}
+
+// kafkaProduce is a Produce v9 request, acks=all, of one record of size
+// bytes to partition 0 of topic.
+func kafkaProduce(topic string, size int) *kmsg.ProduceRequest {
+	return pipeprobe.NewProduce(pipeprobe.ProduceSpec{
+		Topic: topic, Value: make([]byte, size), Timestamp: time.Now().UnixMilli(),
+		Version: 9, Acks: -1, Timeout: 5 * time.Second,
+	})
+}
+
+// produceAccepted fails t unless body, a Produce v9 response after its
+// correlation id, reports every partition written.
+func produceAccepted(t *testing.T, body []byte) {
+	t.Helper()
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = 9
+	if err := resp.ReadFrom(body[1:]); err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range resp.Topics {
+		for _, pp := range tp.Partitions {
+			if pp.ErrorCode != 0 {
+				t.Fatalf("partition %d: error code %d", pp.Partition, pp.ErrorCode)
+			}
+		}
+	}
+	if len(resp.Topics) == 0 {
+		t.Fatal("a Produce response naming no topic")
 	}
 }
