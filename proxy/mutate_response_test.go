@@ -15,7 +15,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -33,10 +32,11 @@ import (
 //   - every connection ends, the memory budget is whole again, and the
 //     proxy serves a new client.
 func TestMutatedResponses(t *testing.T) {
-	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
-		t.Run(string(mode), func(t *testing.T) {
+	for _, tc := range mutationCases {
+		mode := tc.mode
+		t.Run(tc.name, func(t *testing.T) {
 			backend := startDamagingBackend(t)
-			p := startProxy(t, mode, []string{backend.addr}, nil)
+			p := startProxy(t, mode, []string{backend.addr}, nil, tc.opts...)
 			runConns(t, p, mode, func(rng *rand.Rand) (string, error) { return damagedResponses(p.Addr(), backend, rng) })
 			if hurt := backend.count(); hurt < 80 {
 				t.Fatalf("the backend damaged %d responses in 160 connections; the test needs more", hurt)

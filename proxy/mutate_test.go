@@ -17,6 +17,7 @@ import (
 
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/pipeprobe"
+	"github.com/inorder-proxy/inorder/proxy"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -36,18 +37,33 @@ import (
 //   - every connection ends once the client has stopped sending;
 //   - the memory budget is whole again and the proxy serves a new client.
 func TestMutatedProduceStreams(t *testing.T) {
-	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
-		t.Run(string(mode), func(t *testing.T) {
+	for _, tc := range mutationCases {
+		mode := tc.mode
+		t.Run(tc.name, func(t *testing.T) {
 			backend := startShufflingBackend(t)
 			p := startProxy(t, mode, []string{backend}, func(c *config.Config) {
 				c.MaxRequestSize = 1 << 20
-			})
+			}, tc.opts...)
 			runConns(t, p, mode, func(rng *rand.Rand) (string, error) { return mutatedPipeline(p.Addr(), rng) })
 			if _, err := mutatedPipeline(p.Addr(), rand.New(rand.NewPCG(1, 1)), noDamage); err != nil {
 				t.Fatalf("a client after the damaged ones: %v", err)
 			}
 		})
 	}
+}
+
+// mutationCases are the proxies the mutation tests run through: both
+// modes, and both again without splicing, as over TLS, where bodies are
+// read and written instead.
+var mutationCases = []struct {
+	name string
+	mode config.Ordering
+	opts []proxy.Option
+}{
+	{"connection", config.OrderingConnection, nil},
+	{"none", config.OrderingNone, nil},
+	{"connection/copied", config.OrderingConnection, []proxy.Option{proxy.WithoutSplice()}},
+	{"none/copied", config.OrderingNone, []proxy.Option{proxy.WithoutSplice()}},
 }
 
 // runConns runs 160 connections through p, six at a time, each driven by
