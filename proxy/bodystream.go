@@ -154,7 +154,8 @@ func (c *conn) startStream(body []byte, h wire.RequestHeader, total int) (int, b
 // streamProduce forwards the rest of the request seq, whose head flush has
 // just written, from the client socket and c.bs's window. It runs on the
 // client reader, inside flush. Any error leaves the upstream mid-frame and
-// ends the connection.
+// ends the connection; one of the client's (cutOff) only once the requests
+// before seq are answered.
 //
 // Where the window holds nothing unscanned, the next partition is found by
 // peeking at the client socket (peekNext), and its header is spliced with
