@@ -225,17 +225,17 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 			c.mu.Lock()
 			done()
 			c.mu.Unlock()
-			if errors.Is(err, ErrBadRequest) || errors.Is(err, ErrShutdown) || errors.Is(err, ErrReadTimeout) {
-				// Only a body from the client fails so, and only
-				// the client reader moves one.
+			clientsFault := errors.Is(err, ErrBadRequest) || errors.Is(err, ErrShutdown) || errors.Is(err, ErrReadTimeout)
+			switch {
+			case clientsFault && byReader && stream > 0:
+				// The client broke off a body, which only the
+				// client reader moves.
 				c.cutOff(err, streamSeq)
-				return false
-			}
-			if errors.Is(err, ErrUpstreamProtocol) || errors.Is(err, errClientRead) {
+			case clientsFault, errors.Is(err, ErrUpstreamProtocol), errors.Is(err, errClientRead):
 				c.die(err)
-				return false
+			default:
+				c.writeFailed(fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err))
 			}
-			c.writeFailed(fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err))
 			return false
 		}
 	}
