@@ -208,6 +208,10 @@ func (s *Sequencer[T]) Full() bool {
 // Head returns the oldest sequence number not yet released by Ready.
 func (s *Sequencer[T]) Head() uint64 { return s.head }
 
+// Next returns the sequence number the next Push will return: every
+// request pushed so far is below it.
+func (s *Sequencer[T]) Next() uint64 { return s.tail }
+
 // Push adds the next request in arrival order and returns its sequence
 // number. The caller must not push while Full.
 func (s *Sequencer[T]) Push(r Request, v T) uint64 {

@@ -85,7 +85,7 @@ func (c *conn) readRequest(size int32, lenBuf *[4]byte) (r *request, readErr, er
 			return nil, err, nil
 		}
 		if r := c.spliceable(head, size); r != nil {
-			c.chargeFrame(r, ch)
+			r.frameCharge = ch
 			if err := c.reserveState(r); err != nil {
 				putRequest(r)
 				return nil, err, nil
@@ -118,19 +118,13 @@ func (c *conn) parseFrame(buf *wire.Buf, ch charge) (*request, error, error) {
 		// Answered by the proxy itself; buf is already back in its pool.
 		ch.release(c.p.budget)
 	} else {
-		c.chargeFrame(r, ch)
+		r.frameCharge = ch
 	}
 	if err := c.reserveState(r); err != nil {
 		putRequest(r)
 		return nil, err, nil
 	}
 	return r, nil, nil
-}
-
-// chargeFrame makes r hold ch until its frame is written or freed.
-func (c *conn) chargeFrame(r *request, ch charge) {
-	r.bud = c.p.budget
-	r.frameCharge = ch
 }
 
 func (c *conn) clientReadError(err error) error {
@@ -219,12 +213,11 @@ func (c *conn) finishBefore(seq uint64) {
 // finishInFlight waits, bounded by eofDrain, for the requests read before
 // the client's EOF or bad frame to complete and their responses to be
 // delivered, so that what was well formed is answered before the close.
+// The client reader alone pushes, and it waits here: nothing is pushed
+// meanwhile.
 func (c *conn) finishInFlight() {
-	t := time.AfterFunc(eofDrain, func() { c.die(errEOFDrain) })
-	defer t.Stop()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for !c.seq.Idle() && !c.dead.Load() {
-		c.cond.Wait()
-	}
+	next := c.seq.Next()
+	c.mu.Unlock()
+	c.finishBefore(next)
 }

@@ -141,11 +141,14 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 				c.verify.sent(r)
 			}
 			stream = int64(r.stream)
-			scanBody, streamSeq = r.scanBody, r.seq
-			if r.upCorr == noCorrelation {
-				// Not sequenced: everything sequenced so far
-				// precedes it.
-				streamSeq = c.seq.Head() + uint64(c.seq.Len())
+			scanBody = r.scanBody
+			if stream > 0 {
+				streamSeq = r.seq
+				if r.upCorr == noCorrelation {
+					// Not sequenced: everything sequenced
+					// so far precedes it.
+					streamSeq = c.seq.Next()
+				}
 			}
 			unread = r.frame == nil && r.stream > 0
 			if ch := &r.frameCharge; ch.n > 0 {

@@ -190,7 +190,7 @@ func checkTagged(s tagged, resp []byte) error {
 		body = body[1:]
 	}
 	var got []string
-	tagOK := false
+	wrongTag := false // a partition answered with another request's tag
 	switch s.key {
 	case 0:
 		r := kmsg.NewPtrProduceResponse()
@@ -201,7 +201,7 @@ func checkTagged(s tagged, resp []byte) error {
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
 				got = append(got, fmt.Sprintf("%s/%d", t.Topic, p.Partition))
-				tagOK = p.BaseOffset == s.tag
+				wrongTag = wrongTag || p.BaseOffset != s.tag
 			}
 		}
 	case 8:
@@ -215,7 +215,7 @@ func checkTagged(s tagged, resp []byte) error {
 				got = append(got, fmt.Sprintf("%s/%d", t.Topic, p.Partition))
 			}
 		}
-		tagOK = true // the topic is named after the tag
+		// The topic is named after the tag.
 	default:
 		r := kmsg.NewPtrFetchResponse()
 		r.Version = s.version
@@ -225,11 +225,11 @@ func checkTagged(s tagged, resp []byte) error {
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
 				got = append(got, fmt.Sprintf("fetch/%d", p.Partition))
-				tagOK = p.HighWatermark == s.tag && len(p.RecordBatches) > 0
+				wrongTag = wrongTag || p.HighWatermark != s.tag || len(p.RecordBatches) == 0
 			}
 		}
 	}
-	if !slices.Equal(got, s.parts) || !tagOK {
+	if !slices.Equal(got, s.parts) || wrongTag {
 		return fmt.Errorf("answers %v, not the request's %v (tag %d)", got, s.parts, s.tag)
 	}
 	return nil

@@ -102,7 +102,7 @@ const (
 	noDamage      damage = iota
 	flipHead             // one to three bytes of the first 160 flipped
 	overwriteWord        // four bytes of the first 160 set to an extreme
-	flipAnywhere         // one byte anywhere past the header flipped
+	flipAnywhere         // one byte past the correlation id flipped
 	cutInside            // the stream ends inside the request
 	resetInside          // the client resets the connection inside the request
 	damages

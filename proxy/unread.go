@@ -133,7 +133,7 @@ func (c *conn) unreadable(head []byte, size int32) (r *request, foreign bool) {
 		return nil, false
 	}
 	c.mu.Lock()
-	next := c.seq.Head() + uint64(c.seq.Len())
+	next := c.seq.Next()
 	fits := next > 0 && c.upstreamCorrelation(next) == h.Correlation
 	c.mu.Unlock()
 	if !fits {
