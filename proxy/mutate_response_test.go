@@ -32,18 +32,33 @@ import (
 //   - every connection ends, the memory budget is whole again, and the
 //     proxy serves a new client.
 func TestMutatedResponses(t *testing.T) {
+	mutateResponses(t, answerTagged, func(b *damagingBackend) (responsePipeline, func(*testing.T)) {
+		return responsePipeline{backend: b, request: randomTagged, check: checkTaggedUnlessDamaged}, nil
+	})
+}
+
+// mutateResponses runs a response mutation test through each proxy of
+// mutationCases: a backend answering with answer and damaging one response
+// of each connection, the connections of the pipeline newPipe makes for
+// it, then one connection the backend spares. The check newPipe returns
+// with it, if any, runs last, while the proxy still serves.
+func mutateResponses(t *testing.T, answer func([]byte, net.Addr, *rand.Rand) ([]byte, int64, bool), newPipe func(*damagingBackend) (responsePipeline, func(*testing.T))) {
 	for _, tc := range mutationCases {
 		mode := tc.mode
 		t.Run(tc.name, func(t *testing.T) {
-			backend := startDamagingBackend(t)
+			backend := startDamagingBackend(t, answer)
 			p := startProxy(t, mode, []string{backend.addr}, nil, tc.opts...)
-			runConns(t, p, mode, func(rng *rand.Rand) (string, error) { return damagedResponses(p.Addr(), backend, rng) })
+			pipe, last := newPipe(backend)
+			runConns(t, p, mode, func(rng *rand.Rand) (string, error) { return pipe.run(p.Addr(), rng) })
 			if hurt := backend.count(); hurt < 80 {
 				t.Fatalf("the backend damaged %d responses in 160 connections; the test needs more", hurt)
 			}
 			backend.spare.Store(true)
-			if _, err := damagedResponses(p.Addr(), backend, rand.New(rand.NewPCG(1, 1))); err != nil {
+			if _, err := pipe.run(p.Addr(), rand.New(rand.NewPCG(1, 1))); err != nil {
 				t.Fatalf("a client after the damaged ones: %v", err)
+			}
+			if last != nil {
+				last(t)
 			}
 		})
 	}
@@ -63,15 +78,26 @@ type tagged struct {
 
 var nextTag atomic.Int64
 
-// damagedResponses writes one connection's pipeline and checks what comes
-// back. It returns the connection's local address.
-func damagedResponses(addr string, b *damagingBackend, rng *rand.Rand) (local string, err error) {
+// responsePipeline is one kind of connection of a response mutation test:
+// the requests it sends and what it checks of each response.
+type responsePipeline struct {
+	backend *damagingBackend
+	request func(rng *rand.Rand, corr int32) tagged
+	// check checks a response (id first) delivered to s; damaged says
+	// whether the backend damaged the response to s.
+	check func(s tagged, resp []byte, damaged bool) error
+}
+
+// run writes one connection's pipeline and checks what comes back. It
+// returns the connection's local address.
+func (pp responsePipeline) run(addr string, rng *rand.Rand) (local string, err error) {
+	b := pp.backend
 	n := 4 + rng.IntN(8)
 	corr := rng.Int32N(1 << 20)
 	sent := make([]tagged, n)
 	var stream []byte
 	for i := range sent {
-		sent[i] = randomTagged(rng, corr+int32(i))
+		sent[i] = pp.request(rng, corr+int32(i))
 		stream = append(stream, sent[i].frame...)
 	}
 	c, wrote, err := sendInPieces(addr, stream, rng, false)
@@ -103,7 +129,7 @@ func damagedResponses(addr string, b *damagingBackend, rng *rand.Rand) (local st
 		if id := int32(binary.BigEndian.Uint32(resp)); id != s.corr {
 			return local, fmt.Errorf("response %d has id %d, want %d", got, id, s.corr)
 		}
-		if err := checkTagged(s, resp); err != nil && !b.damaged(s.tag) {
+		if err := pp.check(s, resp, b.damaged(s.tag)); err != nil {
 			return local, fmt.Errorf("response %d (key %d v%d): %w", got, s.key, s.version, err)
 		}
 		got++
@@ -179,6 +205,15 @@ func randomTagged(rng *rand.Rand, corr int32) tagged {
 		frame: fmtr.AppendRequest(nil, req, corr)}
 }
 
+// checkTaggedUnlessDamaged is checkTagged for a response the backend did
+// not damage.
+func checkTaggedUnlessDamaged(s tagged, resp []byte, damaged bool) error {
+	if damaged {
+		return nil
+	}
+	return checkTagged(s, resp)
+}
+
 // checkTagged checks that resp (id first) answers s: the same partitions,
 // and the tag s carried.
 func checkTagged(s tagged, resp []byte) error {
@@ -239,8 +274,12 @@ func checkTagged(s tagged, resp []byte) error {
 // and damages one response of each connection.
 type damagingBackend struct {
 	addr string
-	mu   sync.Mutex
-	hurt map[int64]bool // tags of the requests whose response was damaged
+	// answer makes the response to one request frame (prefix included)
+	// that arrived at the backend's address self, and names the
+	// request's tag; false for a request it does not serve.
+	answer func(frame []byte, self net.Addr, rng *rand.Rand) (resp []byte, tag int64, ok bool)
+	mu     sync.Mutex
+	hurt   map[int64]bool // tags of the requests whose response was damaged
 	// spare: damage nothing from now on.
 	spare atomic.Bool
 }
@@ -257,9 +296,9 @@ func (b *damagingBackend) count() int {
 	return len(b.hurt)
 }
 
-func startDamagingBackend(t *testing.T) *damagingBackend {
+func startDamagingBackend(t *testing.T, answer func([]byte, net.Addr, *rand.Rand) ([]byte, int64, bool)) *damagingBackend {
 	t.Helper()
-	b := &damagingBackend{hurt: map[int64]bool{}}
+	b := &damagingBackend{answer: answer, hurt: map[int64]bool{}}
 	b.addr = startBackend(t, func(c net.Conn, seed uint64) {
 		b.serve(c, rand.New(rand.NewPCG(seed, 0x6462)))
 	})
@@ -274,7 +313,7 @@ func (b *damagingBackend) serve(c net.Conn, rng *rand.Rand) {
 		if err != nil {
 			return
 		}
-		resp, tag, ok := answerTagged(frame.B, rng)
+		resp, tag, ok := b.answer(frame.B, c.LocalAddr(), rng)
 		wire.Put(frame)
 		if !ok {
 			return
@@ -325,7 +364,7 @@ func (b *damagingBackend) serve(c net.Conn, rng *rand.Rand) {
 
 // answerTagged answers one request frame (prefix included) with its tag;
 // false for a request it does not serve.
-func answerTagged(frame []byte, rng *rand.Rand) ([]byte, int64, bool) {
+func answerTagged(frame []byte, _ net.Addr, rng *rand.Rand) ([]byte, int64, bool) {
 	h, err := wire.ParseRequestHeader(frame)
 	if err != nil {
 		return nil, 0, false

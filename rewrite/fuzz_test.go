@@ -8,7 +8,8 @@ import (
 
 // FuzzResponse decodes arbitrary bytes as each rewritten response type and
 // checks that whatever kmsg accepts, Response rewrites without panicking and
-// leaves no upstream address behind once re-encoded.
+// leaves no upstream address behind once re-encoded, not even where the
+// response names no node.
 func FuzzResponse(f *testing.F) {
 	for _, c := range apiCases {
 		for _, v := range c.versions {
@@ -34,6 +35,9 @@ func FuzzResponse(f *testing.F) {
 		for _, a := range addrs(out) {
 			if a.mustMap && (a.host != proxyHost(a.id) || a.port != proxyPort(a.id)) {
 				t.Fatalf("%s v%d: node %d left at %s:%d", kmsg.NameForKey(key), version, a.id, a.host, a.port)
+			}
+			if !a.mustMap && !a.cleared() {
+				t.Fatalf("%s v%d: an address naming no node (id %d) left at %s:%d", kmsg.NameForKey(key), version, a.id, a.host, a.port)
 			}
 		}
 	})

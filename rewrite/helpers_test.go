@@ -43,7 +43,8 @@ func upstreamHost(id int32) string { return fmt.Sprintf("b%d.upstream.test", id)
 func upstreamPort(id int32) int32  { return 9092 + id }
 
 // addr is one address found in a response. mustMap is false for addresses
-// Response must leave alone (failed or unknown coordinators and leaders).
+// that name no node (failed or unknown coordinators and leaders), which
+// Response clears instead (see cleared).
 type addr struct {
 	id      int32
 	host    string
@@ -138,3 +139,7 @@ func roundtrip(resp kmsg.Response) (kmsg.Response, error) {
 	}
 	return out, nil
 }
+
+// cleared reports whether a is the address Response leaves where it maps
+// nothing: an empty host and port -1.
+func (a addr) cleared() bool { return a.host == "" && a.port == -1 }

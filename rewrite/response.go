@@ -85,6 +85,14 @@ func mapWith(fn func(int32, string, int32) (string, int32, error), id int32, hos
 	return nil
 }
 
+// unmapped clears an address that names no node (a failed or unknown
+// coordinator, an unknown leader) to what Kafka sends there: an empty host
+// and port -1. Clients ignore it, but an upstream may fill it with its own
+// address, which must not reach them.
+func unmapped(host *string, port *int32) {
+	*host, *port = "", -1
+}
+
 // mapAddr16 rewrites one controller address whose port is a uint16 on the
 // wire; every such field is a controller endpoint.
 func mapAddr16(m Mapper, id int32, host *string, port *uint16) error {
@@ -103,13 +111,14 @@ func metadata(r *kmsg.MetadataResponse, m Mapper) error {
 	return brokerList(m, r.Brokers, func(b *kmsg.MetadataResponseBroker) (int32, *string, *int32) { return b.NodeID, &b.Host, &b.Port })
 }
 
-// findCoordinator skips coordinators that failed or are unknown: their host
-// is empty and their port -1, and there is no listener to stand for them.
+// findCoordinator maps no coordinator that failed or is unknown: there is
+// no listener to stand for it. Its address is cleared instead (see unmapped).
 func findCoordinator(r *kmsg.FindCoordinatorResponse, m Mapper) error {
 	// v0-3 carry one coordinator at the top level, v4+ a list (KIP-699);
 	// the fields of the other layout are not on the wire and read as zero.
 	if r.Version <= 3 {
 		if r.ErrorCode != 0 || r.NodeID < 0 {
+			unmapped(&r.Host, &r.Port)
 			return nil
 		}
 		return mapAddr(m, r.NodeID, &r.Host, &r.Port)
@@ -117,6 +126,7 @@ func findCoordinator(r *kmsg.FindCoordinatorResponse, m Mapper) error {
 	for i := range r.Coordinators {
 		c := &r.Coordinators[i]
 		if c.ErrorCode != 0 || c.NodeID < 0 {
+			unmapped(&c.Host, &c.Port)
 			continue
 		}
 		if err := mapAddr(m, c.NodeID, &c.Host, &c.Port); err != nil {
@@ -227,10 +237,12 @@ func fetchSnapshot(r *kmsg.FetchSnapshotResponse, m Mapper) error {
 }
 
 // updateRaftVoter rewrites the leader only when one is known; an unknown
-// leader (-1, the tag's default) has no address.
+// leader (-1, the tag's default) has no address, and its fields are
+// cleared (see unmapped).
 func updateRaftVoter(r *kmsg.UpdateRaftVoterResponse, m Mapper) error {
 	l := &r.CurrentLeader
 	if l.LeaderID < 0 {
+		unmapped(&l.Host, &l.Port)
 		return nil
 	}
 	return mapWith(m.MapController, l.LeaderID, &l.Host, &l.Port)

@@ -47,7 +47,10 @@ var apiCases = []apiCase{
 		failed.Key, failed.ErrorCode, failed.NodeID, failed.Host, failed.Port = "failed", 15, 1, "", -1
 		unknown := kmsg.NewFindCoordinatorResponseCoordinator()
 		unknown.Key, unknown.NodeID, unknown.Host, unknown.Port = "unknown", -1, "", -1
-		r.Coordinators = append(r.Coordinators, failed, unknown)
+		// A failed lookup that still names a broker's address: cleared.
+		filled := kmsg.NewFindCoordinatorResponseCoordinator()
+		filled.Key, filled.ErrorCode, filled.NodeID, filled.Host, filled.Port = "filled", 15, 3, upstreamHost(3), upstreamPort(3)
+		r.Coordinators = append(r.Coordinators, failed, unknown, filled)
 		return r
 	}},
 	{"DescribeCluster", []int16{0, 1, 2}, func(v int16) kmsg.Response {
@@ -232,8 +235,8 @@ func TestResponseRewritesEveryAddress(t *testing.T) {
 					switch {
 					case b.mustMap && (a.host != proxyHost(b.id) || a.port != proxyPort(b.id)):
 						t.Errorf("address %d of node %d: %s:%d, want %s:%d", i, b.id, a.host, a.port, proxyHost(b.id), proxyPort(b.id))
-					case !b.mustMap && a != b:
-						t.Errorf("address %d: %+v changed to %+v, want it left alone", i, b, a)
+					case !b.mustMap && !a.cleared():
+						t.Errorf("address %d: %+v, naming no node, became %+v, want it cleared", i, b, a)
 					}
 				}
 			})
@@ -314,17 +317,56 @@ func TestResponseSkipsAbsentAddresses(t *testing.T) {
 	versions.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 3, MaxVersion: 13}}
 
 	for _, r := range []kmsg.Response{vote0, begin0, end0, snap0, coord4, quorum1, leaderless, versions} {
-		name := fmt.Sprintf("%s/v%d", kmsg.NameForKey(r.Key()), r.GetVersion())
-		resp, err := roundtrip(r)
+		rewriteWithoutMapper(t, r)
+	}
+}
+
+// rewriteWithoutMapper decodes r as the proxy would and rewrites it,
+// failing t if Response asks the Mapper for anything; it returns the
+// rewritten response.
+func rewriteWithoutMapper(t *testing.T, r kmsg.Response) kmsg.Response {
+	t.Helper()
+	name := fmt.Sprintf("%s/v%d", kmsg.NameForKey(r.Key()), r.GetVersion())
+	resp, err := roundtrip(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newFakeMapper()
+	if err := Response(resp, m); err != nil {
+		t.Errorf("%s: %v", name, err)
+	}
+	if m.calls != 0 {
+		t.Errorf("%s: Mapper called %d times for a response that names no node", name, m.calls)
+	}
+	return resp
+}
+
+// TestResponseClearsAddressesNamingNoNode gives the addresses Response
+// maps no node for (a failed or unknown coordinator, an unknown leader) an
+// upstream's address, as an upstream outside the protocol might: none
+// reaches the client, and the Mapper is not asked to open a listener.
+func TestResponseClearsAddressesNamingNoNode(t *testing.T) {
+	var cases []kmsg.Response
+	for _, v := range []int16{0, 1, 3} {
+		failed := kmsg.NewPtrFindCoordinatorResponse()
+		failed.SetVersion(v)
+		failed.ErrorCode, failed.NodeID, failed.Host, failed.Port = 15, 2, upstreamHost(2), upstreamPort(2)
+		unknown := kmsg.NewPtrFindCoordinatorResponse()
+		unknown.SetVersion(v)
+		unknown.NodeID, unknown.Host, unknown.Port = -1, upstreamHost(2), upstreamPort(2)
+		cases = append(cases, failed, unknown)
+	}
+	leaderless := kmsg.NewPtrUpdateRaftVoterResponse()
+	leaderless.CurrentLeader.LeaderID = -1
+	leaderless.CurrentLeader.Host, leaderless.CurrentLeader.Port = upstreamHost(2), upstreamPort(2)
+	cases = append(cases, leaderless)
+	for _, r := range cases {
+		out, err := roundtrip(rewriteWithoutMapper(t, r))
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := newFakeMapper()
-		if err := Response(resp, m); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-		if m.calls != 0 {
-			t.Errorf("%s: Mapper called %d times for a response without addresses", name, m.calls)
+		if as := addrs(out); len(as) != 1 || as[0].mustMap || !as[0].cleared() {
+			t.Errorf("%s v%d: addresses %+v after Response, want one cleared to \"\":-1", kmsg.NameForKey(r.Key()), r.GetVersion(), as)
 		}
 	}
 }
