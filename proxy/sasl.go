@@ -202,7 +202,12 @@ func (c *conn) relayRawSASL(mech string) error {
 		if _, err := c.up.Write(tok); err != nil {
 			return fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err)
 		}
+		// The upstream's answer is bounded too: while the proxy waits
+		// for it, nothing reads the client, so a client that gives up
+		// would go unnoticed behind an upstream that never answers.
+		c.up.SetReadDeadline(time.Now().Add(upstreamTokenTimeout(c.lim.read)))
 		resp, err := readToken(c.up)
+		c.up.SetReadDeadline(time.Time{})
 		if err != nil {
 			return fmt.Errorf("%w: SASL token (a broker refusing the credentials closes the connection): %v", ErrUpstreamFailed, err)
 		}
@@ -216,6 +221,16 @@ func (c *conn) relayRawSASL(mech string) error {
 		}
 	}
 	return nil
+}
+
+// upstreamTokenTimeout bounds the wait for the upstream's raw SASL token:
+// the read timeout clients have for theirs, or reauthTimeout where that is
+// off.
+func upstreamTokenTimeout(read time.Duration) time.Duration {
+	if read > 0 {
+		return read
+	}
+	return reauthTimeout
 }
 
 // readToken reads one length-prefixed raw SASL token and returns it with

@@ -213,3 +213,64 @@ func TestSASLv0UnknownMechanismCloses(t *testing.T) {
 	}
 	p.log.waitFor(t, "GSSAPI after SaslHandshake v0")
 }
+
+// TestSASLv0SilentUpstream: an upstream that accepts the legacy handshake
+// and then never answers the client's token does not hold the connection
+// open: nothing reads the client while the proxy waits, so the wait has
+// the read timeout, and the client is closed with a reason.
+func TestSASLv0SilentUpstream(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	gotToken := make(chan error, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			gotToken <- err
+			return
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(20 * time.Second))
+		key, corr, err := readRequest(nc)
+		if err != nil || key != 17 {
+			gotToken <- fmt.Errorf("first request: key %d, %v", key, err)
+			return
+		}
+		hs := kmsg.NewSASLHandshakeResponse()
+		hs.SupportedMechanisms = []string{"PLAIN"}
+		nc.Write(response(corr, &hs))
+		_, err = readRaw(nc)
+		gotToken <- err
+		io.Copy(io.Discard, nc) // silent until the proxy hangs up
+	}()
+	p := startProxy(t, config.OrderingConnection, []string{ln.Addr().String()}, func(c *config.Config) {
+		c.ReadTimeout = 300 * time.Millisecond
+	})
+	nc, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version = 0
+	hs.Mechanism = "PLAIN"
+	nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, hs, 1))
+	if _, err := readRaw(nc); err != nil {
+		t.Fatalf("handshake response: %v", err)
+	}
+	nc.Write(rawFrame([]byte("\x00client\x00secret")))
+	if err := <-gotToken; err != nil {
+		t.Fatalf("the upstream did not get the token: %v", err)
+	}
+	start := time.Now()
+	if _, err := readRaw(nc); !errors.Is(err, io.EOF) {
+		t.Fatalf("got %v, want the connection closed", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("the connection closed %v after the token, want about the read timeout", waited)
+	}
+	p.log.waitFor(t, "SASL token")
+}
