@@ -23,8 +23,8 @@ import (
 
 // TestMutatedProduceStreams sends, on many connections at once, pipelines
 // of Produce requests (large ones that stream, peeked-at and spliced heads,
-// small ones, acks=0 ones; v3 to v11) and OffsetCommits with one request
-// damaged: bytes of its head or body flipped, a length or count
+// small ones, acks=0 ones; v3 to v11), OffsetCommits, and Metadata and
+// ApiVersions requests (barriers in none mode) with one request damaged: bytes of its head or body flipped, a length or count
 // overwritten, or the stream cut inside it. The backend answers in a
 // shuffled order, each Produce response naming, per partition, a hash of
 // the records it got, and closes the connection, after answering
@@ -257,13 +257,31 @@ func headByte(rng *rand.Rand, n int) int {
 	}
 }
 
-// randomRequest is, four times in five, a Produce request to topic "m" of
-// one to three partitions, large enough to stream more often than not,
-// and otherwise an OffsetCommit of a topic named after its id.
+// randomRequest is, six times in ten, a Produce request to topic "m" of
+// one to three partitions, large enough to stream more often than not;
+// otherwise an OffsetCommit of a topic named after its id, or a request
+// that is a barrier in none mode: a Metadata request for a topic named
+// after its id, or an ApiVersions request.
 func randomRequest(rng *rand.Rand, corr int32) sentRequest {
 	fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("mutate"))
 	parts := map[string]uint64{}
-	if rng.IntN(5) == 0 {
+	switch kind := rng.IntN(10); {
+	case kind == 0:
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = int16(rng.IntN(4))
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "mutate", "1"
+		return sentRequest{corr: corr, key: req.Key(), version: req.Version, answered: true, parts: parts,
+			frame: fmtr.AppendRequest(nil, req, corr)}
+	case kind == 1:
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = []int16{1, 4, 9, 12}[rng.IntN(4)]
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(fmt.Sprintf("b%d", corr))
+		req.Topics = append(req.Topics, rt)
+		parts[*rt.Topic+"/-1"] = 0
+		return sentRequest{corr: corr, key: req.Key(), version: req.Version, answered: true, parts: parts,
+			frame: fmtr.AppendRequest(nil, req, corr)}
+	case kind < 4:
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Version = []int16{2, 6, 8}[rng.IntN(3)]
 		req.Group = "g"
@@ -318,7 +336,7 @@ func recordsHash(b []byte) uint64 {
 // to it.
 func checkResponse(s sentRequest, resp []byte) error {
 	body := resp[4:]
-	if wire.Flexible(s.key, s.version) {
+	if s.key != 18 && wire.Flexible(s.key, s.version) {
 		if len(body) == 0 || body[0] != 0 {
 			return errors.New("flexible response header without an empty tag section")
 		}
@@ -326,6 +344,26 @@ func checkResponse(s sentRequest, resp []byte) error {
 	}
 	got := map[string]uint64{}
 	switch s.key {
+	case 18:
+		av := kmsg.NewPtrApiVersionsResponse()
+		av.Version = s.version
+		if err := av.ReadFrom(body); err != nil {
+			return fmt.Errorf("response does not parse as ApiVersions v%d: %w", s.version, err)
+		}
+		if av.ErrorCode != 0 || len(av.ApiKeys) == 0 {
+			return fmt.Errorf("ApiVersions answered with error %d and %d keys", av.ErrorCode, len(av.ApiKeys))
+		}
+	case 3:
+		mr := kmsg.NewPtrMetadataResponse()
+		mr.Version = s.version
+		if err := mr.ReadFrom(body); err != nil {
+			return fmt.Errorf("response does not parse as Metadata v%d: %w", s.version, err)
+		}
+		for _, tp := range mr.Topics {
+			if tp.Topic != nil {
+				got[*tp.Topic+"/-1"] = 0
+			}
+		}
 	case 0:
 		pr := kmsg.NewPtrProduceResponse()
 		pr.Version = s.version
@@ -611,6 +649,19 @@ func answer(frame []byte) ([]byte, bool) {
 			cr.Topics = append(cr.Topics, tp)
 		}
 		resp = cr
+	case 3:
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = h.Version
+		if err := req.ReadFrom(frame[h.Body:]); err != nil {
+			return nil, false
+		}
+		mr := req.ResponseKind().(*kmsg.MetadataResponse)
+		for _, rt := range req.Topics {
+			tp := kmsg.NewMetadataResponseTopic()
+			tp.Topic = rt.Topic
+			mr.Topics = append(mr.Topics, tp)
+		}
+		resp = mr
 	case 18:
 		av := kmsg.NewPtrApiVersionsResponse()
 		av.Version = min(h.Version, 3)
