@@ -81,6 +81,11 @@ type Config struct {
 	// ReadTimeout is how long a request frame whose first byte has
 	// arrived may take to arrive whole. Zero disables it.
 	ReadTimeout time.Duration
+	// WriteTimeout is how long a response may wait for the client to
+	// accept any of its bytes before the connection is closed, so that a
+	// client that stops reading cannot hold memory and an upstream
+	// connection for ever. Zero disables it.
+	WriteTimeout time.Duration
 	// ExposeControllers opens listeners that relay to the KRaft
 	// controllers named in responses (DescribeQuorum, DescribeCluster for
 	// controllers). False (the default) opens none and leaves those
@@ -136,6 +141,7 @@ func Default() Config {
 		MaxConnections:   10000,
 		IdleTimeout:      10 * time.Minute,
 		ReadTimeout:      30 * time.Second,
+		WriteTimeout:     30 * time.Second,
 		LogFormat:        "text",
 	}
 }
@@ -220,6 +226,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReadTimeout < 0 {
 		return invalid("read-timeout", c.ReadTimeout.String(), "must not be negative")
+	}
+	if c.WriteTimeout < 0 {
+		return invalid("write-timeout", c.WriteTimeout.String(), "must not be negative")
 	}
 	for _, a := range c.AllowUpstream {
 		if err := checkUpstreamPattern(a); err != "" {

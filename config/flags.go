@@ -35,6 +35,7 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "client connections open at once over all listeners; past it new connections are closed")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a client connection with nothing in flight and nothing sent for this long (0 disables)")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "time a request frame may take to arrive once its first byte has (0 disables)")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.WriteTimeout, "close a client connection that accepts no byte of a response for this long (0 disables)")
 	fs.BoolVar(&c.ExposeControllers, "expose-controllers", c.ExposeControllers, "open listeners relaying to the KRaft controllers named in responses")
 	fs.Var((*listValue)(&c.AllowUpstream), "allow-upstream", "hosts, *.domain patterns or CIDR ranges that advertised broker addresses must match (empty: any)")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")

@@ -27,6 +27,7 @@ const (
 	CloseBadRequest       CloseReason = "bad_request"       // a frame the proxy cannot parse or must not forward
 	CloseIdle             CloseReason = "idle"              // idle timeout
 	CloseReadTimeout      CloseReason = "read_timeout"      // a frame did not arrive whole in time
+	CloseWriteTimeout     CloseReason = "write_timeout"     // the client accepted no byte of a response in time
 	CloseLimit            CloseReason = "limit"             // a bound was exceeded
 	CloseUpstreamFailure  CloseReason = "upstream_failure"  // the upstream refused, reset or closed
 	CloseUpstreamProtocol CloseReason = "upstream_protocol" // the upstream sent what cannot be matched or parsed
@@ -38,7 +39,7 @@ const (
 )
 
 var closeReasons = []CloseReason{
-	CloseClientClosed, CloseClientError, CloseBadRequest, CloseIdle, CloseReadTimeout,
+	CloseClientClosed, CloseClientError, CloseBadRequest, CloseIdle, CloseReadTimeout, CloseWriteTimeout,
 	CloseLimit, CloseUpstreamFailure, CloseUpstreamProtocol, CloseAcksZeroFailed,
 	CloseTLS, CloseSASL, CloseShutdown, CloseOther,
 }

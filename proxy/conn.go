@@ -16,7 +16,9 @@ package proxy
 //     None mode only, so that the upstream reader never blocks on an
 //     upstream write.
 //   - The Proxy calls die (Close) and drain (Shutdown) from its own
-//     goroutine.
+//     goroutine, and its watches (watchUpstreams, watchWrites) call die
+//     for an upstream that closed while idle and a client that stopped
+//     reading.
 //
 // Locks, always taken in this order: wmu (one client writer at a time, see
 // deliver), then mu (the sequencer, the upstream queue and the flags beside
@@ -109,6 +111,7 @@ type conn struct {
 
 	// wmu makes the client writer one at a time; see deliver.
 	wmu     sync.Mutex
+	ww      writeWatch // the client write under way (clientwrite.go)
 	ready   []*request
 	outBufs net.Buffers
 	outW    net.Buffers // what WriteTo consumes, so outBufs keeps its array
@@ -271,7 +274,8 @@ func (c *conn) die(reason error) {
 // clientGone reports whether reason says the client socket is of no more
 // use: nothing written to it would be read.
 func clientGone(reason error) bool {
-	return errors.Is(reason, errClientClosed) && !errors.Is(reason, errClientEOF)
+	return errors.Is(reason, errClientClosed) && !errors.Is(reason, errClientEOF) ||
+		errors.Is(reason, ErrWriteTimeout)
 }
 
 // halfCloser returns nc's write-side close: a TCP socket's, or a TLS

@@ -48,6 +48,9 @@ var (
 	// ErrReadTimeout closes a client whose request did not arrive whole
 	// within the read timeout after its first byte (a slow drip).
 	ErrReadTimeout = errors.New("read timeout")
+	// ErrWriteTimeout closes a client that accepted no byte of a response
+	// within the write timeout: it stopped reading.
+	ErrWriteTimeout = errors.New("write timeout")
 
 	errClientClosed = errors.New("client closed the connection")
 	// errClientEOF: the client closed its side of the connection (a

@@ -1,7 +1,9 @@
 package proxy_test
 
 import (
+	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -187,5 +189,98 @@ func produceAccepted(t *testing.T, body []byte) {
 	}
 	if len(resp.Topics) == 0 {
 		t.Fatal("a Produce response naming no topic")
+	}
+}
+
+// TestApacheKafkaStalledConsumers: through the proxy in front of Apache
+// Kafka, clients that pipeline Fetch requests for megabytes of records and
+// never read are closed by the write timeout, for responses read whole
+// (v16, which may carry addresses) and for streamed ones (v12); a consumer
+// that reads gets every record meanwhile and after.
+func TestApacheKafkaStalledConsumers(t *testing.T) {
+	boot := os.Getenv("INORDER_KAFKA_BOOTSTRAP")
+	if boot == "" {
+		t.Skip("no Apache Kafka: run testenv/kafka/start.sh single and set INORDER_KAFKA_BOOTSTRAP to what it prints")
+	}
+	const write = 500 * time.Millisecond
+	p := startProxy(t, config.OrderingConnection, strings.Split(boot, ","), func(c *config.Config) {
+		c.WriteTimeout = write
+	})
+	ctx := testContext(t, 120*time.Second)
+	topic := fmt.Sprintf("stalled-%d", time.Now().UnixNano())
+	createTopic(t, ctx, topic, kgo.SeedBrokers(p.Addr()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), // every record to partition 0
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const records, size = 40, 200 << 10
+	rng := rand.New(rand.NewPCG(1, 2))
+	values := make([][]byte, records)
+	for i := range records {
+		// Random bytes, so that the responses stay megabytes long
+		// whatever the compression.
+		values[i] = make([]byte, size)
+		for j := range values[i] {
+			values[i][j] = byte(rng.Uint32())
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: values[i]}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	meta.Topics = append(meta.Topics, mt)
+	mresp, err := meta.RequestWith(ctx, cl)
+	if err != nil || len(mresp.Topics) != 1 {
+		t.Fatalf("metadata: %v", err)
+	}
+	leader := mresp.Topics[0].Partitions[0].Leader
+	var node string
+	for _, b := range mresp.Brokers {
+		if b.NodeID == leader {
+			node = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		}
+	}
+	before := strings.Count(p.log.String(), "write timeout")
+	const stalled = 4
+	for i := range stalled {
+		c := dial(t, node)
+		c.(*net.TCPConn).SetReadBuffer(4 << 10)
+		version := []int16{16, 12}[i%2]
+		for j := range int32(4) {
+			r := kmsg.NewPtrFetchRequest()
+			r.Version, r.MaxBytes, r.MaxWaitMillis = version, 16<<20, 100
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = topic, mresp.Topics[0].TopicID
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.PartitionMaxBytes, rp.LogStartOffset = 16<<20, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			r.Topics = append(r.Topics, rt)
+			if _, err := c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, r, 1+j)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); strings.Count(p.log.String(), "write timeout")-before < stalled; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d clients that never read closed for the write timeout; log:\n%s", strings.Count(p.log.String(), "write timeout")-before, stalled, p.log)
+		}
+	}
+	next := 0
+	for next < records {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("after %d records: %v", next, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if !bytes.Equal(r.Value, values[next]) {
+				t.Fatalf("offset %d does not hold record %d: %d bytes %x, want %d bytes %x", r.Offset, next, len(r.Value), r.Value[:16], len(values[next]), values[next][:16])
+			}
+			next++
+		})
 	}
 }

@@ -35,6 +35,9 @@ const refusedLogEvery = 10 * time.Second
 type connLimits struct {
 	idle time.Duration // 0: no idle timeout
 	read time.Duration // 0: no read timeout
+	// write bounds a client write that moves no byte; 0: none
+	// (clientwrite.go).
+	write time.Duration
 }
 
 // frameAccount charges one connection's frame buffers to the budget in one
@@ -111,7 +114,7 @@ func (c *conn) upAccount(total int) *frameAccount {
 // initLimits reads the connection's bounds; called once, at accept.
 func (c *conn) initLimits() {
 	c.halt = make(chan struct{})
-	c.lim = connLimits{idle: c.cfg.IdleTimeout, read: c.cfg.ReadTimeout}
+	c.lim = connLimits{idle: c.cfg.IdleTimeout, read: c.cfg.ReadTimeout, write: c.cfg.WriteTimeout}
 	c.accts = [4]frameAccount{
 		{p: c.p, stop: c.halt, deadline: &c.frameDeadline}, {p: c.p, bulk: true, stop: c.halt, deadline: &c.frameDeadline},
 		{p: c.p, stop: c.halt, before: c.deliverUndelivered}, {p: c.p, bulk: true, stop: c.halt, before: c.deliverUndelivered},
@@ -319,12 +322,7 @@ func (p *Proxy) watchUpstreams() {
 			return
 		case <-t.C:
 		}
-		p.mu.Lock()
-		conns = conns[:0]
-		for c := range p.conns {
-			conns = append(conns, c)
-		}
-		p.mu.Unlock()
+		conns = p.openConns(conns)
 		for _, c := range conns {
 			if c.upstreamClosedWhileIdle() {
 				c.die(fmt.Errorf("%w: %w", ErrUpstreamFailed, errUpstreamIdleClose))
@@ -332,6 +330,18 @@ func (p *Proxy) watchUpstreams() {
 		}
 		clear(conns)
 	}
+}
+
+// openConns returns the open connections in dst's array, for a watch to
+// look at outside p.mu.
+func (p *Proxy) openConns(dst []*conn) []*conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	dst = dst[:0]
+	for c := range p.conns {
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // upstreamClosedWhileIdle reports whether the upstream closed this

@@ -201,6 +201,8 @@ func closeReason(err error) metrics.CloseReason {
 		return metrics.CloseShutdown
 	case errors.Is(err, ErrIdleTimeout):
 		return metrics.CloseIdle
+	case errors.Is(err, ErrWriteTimeout):
+		return metrics.CloseWriteTimeout
 	case errors.Is(err, ErrReadTimeout), errors.Is(err, os.ErrDeadlineExceeded):
 		return metrics.CloseReadTimeout
 	case errors.Is(err, ErrTLSHandshake):

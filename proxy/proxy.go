@@ -144,6 +144,8 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	p.nodes.init(p, ln.Addr().(*net.TCPAddr).Port)
 	p.wg.Add(1)
 	go p.watchUpstreams()
+	p.wg.Add(1)
+	go p.watchWrites()
 	return p, nil
 }
 

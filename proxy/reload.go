@@ -18,7 +18,7 @@ import (
 var ReloadableSettings = []string{
 	"upstream", "upstream-ordering", "max-in-flight", "max-buffered-bytes",
 	"max-request-size", "max-response-size", "dial-timeout", "api-version-cap",
-	"idle-timeout", "read-timeout", "max-connections",
+	"idle-timeout", "read-timeout", "write-timeout", "max-connections",
 }
 
 // startOnly are settings the proxy reads only in New; Reload refuses a

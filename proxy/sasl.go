@@ -211,7 +211,10 @@ func (c *conn) relayRawSASL(mech string) error {
 		if err != nil {
 			return fmt.Errorf("%w: SASL token (a broker refusing the credentials closes the connection): %v", ErrUpstreamFailed, err)
 		}
-		if _, err := c.client.Write(resp); err != nil {
+		c.beginWrite()
+		_, err = c.client.Write(resp)
+		c.endWrite()
+		if err != nil {
 			return fmt.Errorf("%w: client write: %v", errClientClosed, err)
 		}
 		if mech == config.MechanismOAuthBearer && i == 0 && len(resp) > 4 {

@@ -80,6 +80,8 @@ func (c *conn) streamResponse(r *request, rd *bufio.Reader, head *[8]byte, size 
 	// side-by-side runs.
 	c.outBufs = append(c.outBufs[:0], head[:], buffered)
 	c.outW = c.outBufs
+	c.beginWrite()
+	defer c.endWrite()
 	_, err := c.outW.WriteTo(c.client)
 	clear(c.outBufs)
 	if err != nil {

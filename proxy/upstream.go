@@ -336,7 +336,9 @@ func (c *conn) deliver() error {
 			held += len(r.resp.B)
 		}
 		c.outW = c.outBufs
+		c.beginWrite()
 		_, err := c.outW.WriteTo(c.client)
+		c.endWrite()
 		clear(c.outBufs)
 		if err == nil {
 			c.delivered(c.ready)
