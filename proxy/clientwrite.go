@@ -90,6 +90,12 @@ func (p *Proxy) watchWrites() {
 // writeStalled reports whether c's client has accepted no byte of the
 // write under way for the write timeout. watchWrites only.
 func (c *conn) writeStalled(now int64) bool {
+	return c.writeStalledWith(now, func() (uint64, bool, bool) { return sendQueue(c.client) })
+}
+
+// writeStalledWith is writeStalled with the client socket's send queue
+// read by queue (sendQueue's results).
+func (c *conn) writeStalledWith(now int64, queue func() (acked uint64, waiting, known bool)) bool {
 	w := &c.ww
 	since := w.since.Load()
 	d := int64(c.lim.write)
@@ -100,12 +106,12 @@ func (c *conn) writeStalled(now int64) bool {
 	if now-since < d/4 {
 		return false // too young to be worth a system call
 	}
-	acked, waiting, known := sendQueue(c.client)
+	acked, waiting, known := queue()
 	switch {
 	case w.seen != since:
-		// A write not seen before: it has moved nothing that counts
-		// since it began.
-		w.seen, w.acked, w.progress = since, acked, since
+		// A write not seen before: whether bytes moved since it began
+		// is unknown, so the timeout counts from now.
+		w.seen, w.acked, w.progress = since, acked, now
 	case known && (acked != w.acked || !waiting):
 		w.acked, w.progress = acked, now
 	}

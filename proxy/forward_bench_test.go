@@ -51,6 +51,8 @@ func BenchmarkForwardProduce(b *testing.B) {
 		mut  func(*config.Config)
 	}{
 		{"connection", config.OrderingConnection, nil, nil},
+		// What the write timeout's marks cost; the other cases have it on.
+		{"connection-no-write-timeout", config.OrderingConnection, nil, func(c *config.Config) { c.WriteTimeout = 0 }},
 		{"connection-nosplice", config.OrderingConnection, []proxy.Option{proxy.WithoutSplice()}, nil},
 		{"none", config.OrderingNone, nil, nil},
 		// What --verify costs; without it the hooks are a nil check.

@@ -128,7 +128,7 @@ func TestWriteTimeoutShedsStalledClients(t *testing.T) {
 // responses slowly, so that each takes several write timeouts to arrive,
 // gets every one of them.
 func TestWriteTimeoutSparesSlowReaders(t *testing.T) {
-	const write = 200 * time.Millisecond
+	const write = 500 * time.Millisecond
 	for _, version := range []int16{16, 12} {
 		t.Run(fmt.Sprintf("fetch-v%d", version), func(t *testing.T) {
 			backend := fetchBackend(t, 4<<20)
@@ -150,7 +150,7 @@ func TestWriteTimeoutSparesSlowReaders(t *testing.T) {
 			start := time.Now()
 			// Two of loopback's 64 KiB segments at a time, so that
 			// each pause ends with a window update.
-			slow := &slowReader{r: c, every: 256 << 10, pause: write / 4}
+			slow := &slowReader{r: c, every: 256 << 10, pause: write / 5}
 			for j := range 2 {
 				if _, err := readRaw(slow); err != nil {
 					t.Fatalf("response %d to a slow reader: %v after %v; log:\n%s", j, err, time.Since(start), p.log)
