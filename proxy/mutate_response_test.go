@@ -47,14 +47,14 @@ func mutateResponses(t *testing.T, answer func([]byte, net.Addr, *rand.Rand) ([]
 		mode := tc.mode
 		t.Run(tc.name, func(t *testing.T) {
 			backend := startDamagingBackend(t, answer)
-			p := startProxy(t, mode, []string{backend.addr}, nil, tc.opts...)
+			p, dial := tc.start(t, backend.addr, nil)
 			pipe, last := newPipe(backend)
-			runConns(t, p, mode, func(rng *rand.Rand) (string, error) { return pipe.run(p.Addr(), rng) })
+			runConns(t, p, mode, func(rng *rand.Rand) (string, error) { return pipe.run(dial, rng) })
 			if hurt := backend.count(); hurt < 80 {
 				t.Fatalf("the backend damaged %d responses in 160 connections; the test needs more", hurt)
 			}
 			backend.spare.Store(true)
-			if _, err := pipe.run(p.Addr(), rand.New(rand.NewPCG(1, 1))); err != nil {
+			if _, err := pipe.run(dial, rand.New(rand.NewPCG(1, 1))); err != nil {
 				t.Fatalf("a client after the damaged ones: %v", err)
 			}
 			if last != nil {
@@ -90,7 +90,7 @@ type responsePipeline struct {
 
 // run writes one connection's pipeline and checks what comes back. It
 // returns the connection's local address.
-func (pp responsePipeline) run(addr string, rng *rand.Rand) (local string, err error) {
+func (pp responsePipeline) run(dial func() (net.Conn, error), rng *rand.Rand) (local string, err error) {
 	b := pp.backend
 	n := 4 + rng.IntN(8)
 	corr := rng.Int32N(1 << 20)
@@ -100,7 +100,7 @@ func (pp responsePipeline) run(addr string, rng *rand.Rand) (local string, err e
 		sent[i] = pp.request(rng, corr+int32(i))
 		stream = append(stream, sent[i].frame...)
 	}
-	c, wrote, err := sendInPieces(addr, stream, rng, false)
+	c, wrote, err := sendInPieces(dial, stream, rng, false)
 	if err != nil {
 		return "", err
 	}

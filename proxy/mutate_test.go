@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -41,29 +42,57 @@ func TestMutatedProduceStreams(t *testing.T) {
 		mode := tc.mode
 		t.Run(tc.name, func(t *testing.T) {
 			backend := startShufflingBackend(t)
-			p := startProxy(t, mode, []string{backend}, func(c *config.Config) {
-				c.MaxRequestSize = 1 << 20
-			}, tc.opts...)
-			runConns(t, p, mode, func(rng *rand.Rand) (string, error) { return mutatedPipeline(p.Addr(), rng) })
-			if _, err := mutatedPipeline(p.Addr(), rand.New(rand.NewPCG(1, 1)), noDamage); err != nil {
+			p, dial := tc.start(t, backend, func(c *config.Config) { c.MaxRequestSize = 1 << 20 })
+			runConns(t, p, mode, func(rng *rand.Rand) (string, error) { return mutatedPipeline(dial, rng) })
+			if _, err := mutatedPipeline(dial, rand.New(rand.NewPCG(1, 1)), noDamage); err != nil {
 				t.Fatalf("a client after the damaged ones: %v", err)
 			}
 		})
 	}
 }
 
-// mutationCases are the proxies the mutation tests run through: both
-// modes, and both again without splicing, as over TLS, where bodies are
-// read and written instead.
-var mutationCases = []struct {
+// mutationCase is a proxy the mutation tests run through.
+type mutationCase struct {
 	name string
 	mode config.Ordering
 	opts []proxy.Option
-}{
-	{"connection", config.OrderingConnection, nil},
-	{"none", config.OrderingNone, nil},
-	{"connection/copied", config.OrderingConnection, []proxy.Option{proxy.WithoutSplice()}},
-	{"none/copied", config.OrderingNone, []proxy.Option{proxy.WithoutSplice()}},
+	tls  bool // clients connect over TLS
+}
+
+// mutationCases are the proxies the mutation tests run through: both
+// modes; both again without splicing, where bodies are read and written
+// instead; and both with clients over TLS, where nothing is spliced or
+// peeked at and a half-close is TLS's close_notify.
+var mutationCases = []mutationCase{
+	{"connection", config.OrderingConnection, nil, false},
+	{"none", config.OrderingNone, nil, false},
+	{"connection/copied", config.OrderingConnection, []proxy.Option{proxy.WithoutSplice()}, false},
+	{"none/copied", config.OrderingNone, []proxy.Option{proxy.WithoutSplice()}, false},
+	{"connection/tls", config.OrderingConnection, nil, true},
+	{"none/tls", config.OrderingNone, nil, true},
+}
+
+// start starts the case's proxy in front of backend, with mut applied to
+// its configuration, and returns it with the dialer of its clients.
+func (tc mutationCase) start(t *testing.T, backend string, mut func(*config.Config)) (*testProxy, func() (net.Conn, error)) {
+	t.Helper()
+	if !tc.tls {
+		p := startProxy(t, tc.mode, []string{backend}, mut, tc.opts...)
+		return p, func() (net.Conn, error) { return net.Dial("tcp", p.Addr()) }
+	}
+	k := newPKI(t)
+	cert, key := k.files(t, "proxy", "127.0.0.1")
+	p := startProxy(t, tc.mode, []string{backend}, func(c *config.Config) {
+		c.TLSCert, c.TLSKey = cert, key
+		if mut != nil {
+			mut(c)
+		}
+	}, tc.opts...)
+	cfg := k.tlsConfig(t, "")
+	cfg.ServerName = "127.0.0.1"
+	return p, func() (net.Conn, error) {
+		return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", p.Addr(), cfg)
+	}
 }
 
 // runConns runs 160 connections through p, six at a time, each driven by
@@ -127,7 +156,7 @@ type sentRequest struct {
 // mutatedPipeline writes one connection's pipeline, damaging one request
 // (unless forced is given), and checks what comes back. It returns the
 // connection's local address, by which the proxy logs it.
-func mutatedPipeline(addr string, rng *rand.Rand, forced ...damage) (local string, err error) {
+func mutatedPipeline(dial func() (net.Conn, error), rng *rand.Rand, forced ...damage) (local string, err error) {
 	n := 4 + rng.IntN(6)
 	numbered := rng.IntN(3) > 0
 	corr := rng.Int32N(1 << 20)
@@ -183,7 +212,7 @@ func mutatedPipeline(addr string, rng *rand.Rand, forced ...damage) (local strin
 		mutatedAt = n
 	}
 
-	c, wrote, err := sendInPieces(addr, stream, rng, d == resetInside)
+	c, wrote, err := sendInPieces(dial, stream, rng, d == resetInside)
 	if err != nil {
 		return "", err
 	}
@@ -398,26 +427,29 @@ func checkResponse(s sentRequest, resp []byte) error {
 	return nil
 }
 
-// sendInPieces dials addr and writes stream to it in the background, in
-// pieces (writeInPieces), then half-closes, or with reset resets the
-// connection; the channel gets the write's error. The connection has a
-// deadline of 20 s.
-func sendInPieces(addr string, stream []byte, rng *rand.Rand, reset bool) (*net.TCPConn, <-chan error, error) {
-	nc, err := net.Dial("tcp", addr)
+// sendInPieces dials and writes stream in the background, in pieces
+// (writeInPieces), then half-closes (over TLS, after close_notify), or with
+// reset resets the TCP connection; the channel gets the write's error. The
+// connection has a deadline of 20 s.
+func sendInPieces(dial func() (net.Conn, error), stream []byte, rng *rand.Rand, reset bool) (net.Conn, <-chan error, error) {
+	c, err := dial()
 	if err != nil {
 		return nil, nil, err
 	}
-	c := nc.(*net.TCPConn)
 	c.SetDeadline(time.Now().Add(20 * time.Second))
 	wrote := make(chan error, 1)
 	pieces := rand.New(rand.NewPCG(rng.Uint64(), 0))
 	go func() {
 		err := writeInPieces(c, stream, pieces)
 		if reset {
-			c.SetLinger(0)
-			c.Close()
+			tc := c
+			if t, ok := c.(*tls.Conn); ok {
+				tc = t.NetConn()
+			}
+			tc.(*net.TCPConn).SetLinger(0)
+			tc.Close()
 		} else if err == nil {
-			err = c.CloseWrite()
+			err = c.(interface{ CloseWrite() error }).CloseWrite()
 		}
 		wrote <- err
 	}()
@@ -426,7 +458,7 @@ func sendInPieces(addr string, stream []byte, rng *rand.Rand, reset bool) (*net.
 
 // writeInPieces writes b in pieces of random sizes, now and then pausing,
 // so that heads arrive split at every place.
-func writeInPieces(c *net.TCPConn, b []byte, rng *rand.Rand) error {
+func writeInPieces(c net.Conn, b []byte, rng *rand.Rand) error {
 	for len(b) > 0 {
 		k := min(len(b), 1+rng.IntN(96<<10))
 		if rng.IntN(4) == 0 {
