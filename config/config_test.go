@@ -66,6 +66,7 @@ func TestBadValuesNameFieldAndValue(t *testing.T) {
 		{"max-connections: -1\n", "max-connections", "-1"},
 		{"idle-timeout: -1s\n", "idle-timeout", "-1s"},
 		{"read-timeout: -2s\n", "read-timeout", "-2s"},
+		{"write-timeout: -3s\n", "write-timeout", "-3s"},
 		{"allow-upstream: [10.0.0.0/33]\n", "allow-upstream", "10.0.0.0/33"},
 		{"allow-upstream: ['*.']\n", "allow-upstream", "*."},
 		{"allow-upstream: ['a*b.example']\n", "allow-upstream", "a*b.example"},
