@@ -112,11 +112,11 @@ func (c *conn) writeStalledWith(now int64, queue func() (acked uint64, waiting, 
 		// A write not seen before: whether bytes moved since it began
 		// is unknown, so the timeout counts from now.
 		w.seen, w.acked, w.progress = since, acked, now
-	case known && (acked != w.acked || !waiting):
+	case known && acked != w.acked:
 		w.acked, w.progress = acked, now
 	}
 	if known && !waiting {
-		w.progress = now
+		w.progress = now // nothing for the client to take
 	}
 	return now-w.progress >= d
 }
