@@ -349,6 +349,10 @@ func (c *conn) extendLocked(seq uint64, k ordering.Key) (waited bool, err error)
 		if c.dead.Load() {
 			return waited, ErrShutdown
 		}
+		if !waited {
+			c.pauseRead()
+			defer c.resumeRead()
+		}
 		c.cond.Wait()
 		waited = true
 	}

@@ -159,6 +159,10 @@ func (c *conn) waitCapacity() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	paused, why := c.pauseStartLocked()
+	if c.seq.Full() {
+		c.pauseRead()
+		defer c.resumeRead()
+	}
 	for c.seq.Full() && !c.dead.Load() && !c.draining.Load() {
 		c.cond.Wait()
 	}

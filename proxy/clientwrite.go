@@ -10,7 +10,7 @@ import (
 // written to it blocked, with its memory, the responses behind it and the
 // upstream connection; buffered responses are charged to the shared
 // budget, so a few such clients could stall everyone's large responses.
-// watchWrites ends a connection whose client has accepted no byte of a
+// watchClients ends a connection whose client has accepted no byte of a
 // response for the write timeout.
 //
 // No deadline is set on the writes themselves: that would be a timer
@@ -31,7 +31,7 @@ type writeWatch struct {
 	// while none is. The client writer stores it, the watch loads it.
 	since atomic.Int64
 
-	// The watch's own, read and written by watchWrites alone: the write
+	// The watch's own, read and written by watchClients alone: the write
 	// it looked at last (its since), the bytes the client had
 	// acknowledged then, and when bytes last moved.
 	seen     int64
@@ -59,15 +59,20 @@ func (c *conn) endWrite() {
 	}
 }
 
-// writeCheckEvery is how often watchWrites looks at the client writes under
-// way for a write timeout of d: a quarter of it, within 10 ms and 1 s.
+// writeCheckEvery is how often watchClients looks at the clients, for a
+// write timeout of d: a quarter of it, within 10 ms and 1 s; every second
+// without one.
 func writeCheckEvery(d time.Duration) time.Duration {
+	if d <= 0 {
+		return time.Second
+	}
 	return min(max(d/4, 10*time.Millisecond), time.Second)
 }
 
-// watchWrites ends, until the proxy closes, every connection whose client
-// accepts no byte of a response for its write timeout.
-func (p *Proxy) watchWrites() {
+// watchClients ends, until the proxy closes, every connection whose client
+// accepts no byte of a response for its write timeout, or has gone while
+// the proxy does not read it (clientpause.go).
+func (p *Proxy) watchClients() {
 	defer p.wg.Done()
 	var conns []*conn
 	for {
@@ -79,8 +84,12 @@ func (p *Proxy) watchWrites() {
 		}
 		conns = p.openConns(conns)
 		for _, c := range conns {
-			if c.writeStalled(monoNow()) {
+			now := monoNow()
+			if c.writeStalled(now) {
 				c.die(fmt.Errorf("%w: the client accepted no byte of a response for %v", ErrWriteTimeout, c.lim.write))
+			}
+			if err := c.pausedClientGone(now); err != nil {
+				c.die(err)
 			}
 		}
 		clear(conns)
@@ -88,7 +97,7 @@ func (p *Proxy) watchWrites() {
 }
 
 // writeStalled reports whether c's client has accepted no byte of the
-// write under way for the write timeout. watchWrites only.
+// write under way for the write timeout. watchClients only.
 func (c *conn) writeStalled(now int64) bool {
 	return c.writeStalledWith(now, func() (uint64, bool, bool) { return sendQueue(c.client) })
 }

@@ -16,9 +16,9 @@ package proxy
 //     None mode only, so that the upstream reader never blocks on an
 //     upstream write.
 //   - The Proxy calls die (Close) and drain (Shutdown) from its own
-//     goroutine, and its watches (watchUpstreams, watchWrites) call die
-//     for an upstream that closed while idle and a client that stopped
-//     reading.
+//     goroutine, and its watches (watchUpstreams, watchClients) call die
+//     for an upstream that closed while idle, a client that stopped
+//     reading, and a client gone while the proxy did not read it.
 //
 // Locks, always taken in this order: wmu (one client writer at a time, see
 // deliver), then mu (the sequencer, the upstream queue and the flags beside
@@ -56,8 +56,9 @@ import (
 const lingerTimeout = 2 * time.Second
 
 // eofDrain bounds how long requests read before a client's EOF or bad
-// frame may take to complete upstream.
-const eofDrain = 30 * time.Second
+// frame may take to complete upstream. A variable only so that tests can
+// shorten it (export_test.go).
+var eofDrain = 30 * time.Second
 
 // noCorrelation is the upstream correlation id of requests that expect no
 // response; it is negative so that no live sequence number matches it.
@@ -112,6 +113,7 @@ type conn struct {
 	// wmu makes the client writer one at a time; see deliver.
 	wmu     sync.Mutex
 	ww      writeWatch // the client write under way (clientwrite.go)
+	pw      pauseWatch // the client reader's pauses (clientpause.go)
 	ready   []*request
 	outBufs net.Buffers
 	outW    net.Buffers // what WriteTo consumes, so outBufs keeps its array

@@ -145,7 +145,7 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	p.wg.Add(1)
 	go p.watchUpstreams()
 	p.wg.Add(1)
-	go p.watchWrites()
+	go p.watchClients()
 	return p, nil
 }
 

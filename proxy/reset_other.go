@@ -7,3 +7,7 @@ import "net"
 // peerReset cannot tell a reset socket here: a failed splice is taken for
 // the upstream's failure, as the slower and safer guess.
 func peerReset(net.Conn) bool { return false }
+
+// peerGone cannot tell here: a paused reader notices its client's going
+// when it reads again.
+func peerGone(net.Conn) (reset, closed bool) { return false, false }

@@ -260,6 +260,8 @@ func (c *conn) waitQuiet() error {
 	defer c.mu.Unlock()
 	c.quietWanted = true
 	defer func() { c.quietWanted = false }()
+	c.pauseRead()
+	defer c.resumeRead()
 	for !c.dead.Load() && (!c.seq.Idle() || c.reading || c.flushing || len(c.outq) > 0) {
 		if c.lingering {
 			// The reader waits for nothing: wake it now.
