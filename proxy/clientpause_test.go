@@ -73,17 +73,20 @@ func TestResetWhileReaderPaused(t *testing.T) {
 // TestCloseWhileReaderPaused: a client that fills its in-flight limit in
 // front of an upstream that answers slowly and then half-closes still gets
 // every response, although the proxy sees the close while it waits for
-// room; in front of one that stops answering, the connection ends once no
-// response has come for the EOF drain bound.
+// room and the answers take longer in all than the EOF drain bound (the
+// bound counts from the last response, not from the close); in front of
+// one that stops answering, the connection ends once no response has come
+// for the bound.
 func TestCloseWhileReaderPaused(t *testing.T) {
-	const drain = 600 * time.Millisecond
+	// The requests: answered, they take 3 s, three of the watch's looks.
+	const drain, requests = 600 * time.Millisecond, 30
 	restore := proxy.SetEOFDrain(drain)
 	defer restore()
 	for _, tc := range []struct {
 		name   string
-		answer int // requests answered, one each 20 ms
+		answer int // requests answered, one each 100 ms
 	}{
-		{"answered", 12},
+		{"answered", requests},
 		{"hung", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +102,7 @@ func TestCloseWhileReaderPaused(t *testing.T) {
 					if !ok || i >= tc.answer {
 						continue // no answer, ever
 					}
-					time.Sleep(20 * time.Millisecond)
+					time.Sleep(100 * time.Millisecond)
 					if _, err := c.Write(resp); err != nil {
 						return
 					}
@@ -114,7 +117,7 @@ func TestCloseWhileReaderPaused(t *testing.T) {
 			c.SetDeadline(time.Now().Add(20 * time.Second))
 			local := c.LocalAddr().String()
 			fmtr := kmsg.NewRequestFormatter()
-			for i := range int32(12) {
+			for i := range int32(requests) {
 				req := kmsg.NewPtrApiVersionsRequest()
 				req.Version = 3
 				if _, err := c.Write(fmtr.AppendRequest(nil, req, i)); err != nil {
@@ -135,10 +138,12 @@ func TestCloseWhileReaderPaused(t *testing.T) {
 			if _, err := readFrame(c); err == nil {
 				t.Fatal("a response to a request the upstream never answered")
 			}
-			if tc.answer == 12 {
+			if tc.answer == requests {
 				return
 			}
-			if took := time.Since(start); took < drain || took > drain+3*time.Second {
+			// The watch looks once a second: the bound, then up to two
+			// looks.
+			if took := time.Since(start); took < drain || took > drain+4*time.Second {
 				t.Fatalf("the connection ended %v after the client's close, want about %v after the last response", took, drain)
 			}
 			if line := closeLine(p, local); !strings.Contains(line, "did not complete in time") {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -112,7 +111,7 @@ func (pp responsePipeline) run(dial func() (net.Conn, error), rng *rand.Rand) (l
 		resp, err := readFrame(c)
 		if err != nil {
 			endErr = err
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
+			if connEnded(err) {
 				break
 			}
 			if got < n && b.damaged(sent[got].tag) {

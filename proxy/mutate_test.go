@@ -226,7 +226,7 @@ func mutatedPipeline(dial func() (net.Conn, error), rng *rand.Rand, forced ...da
 		resp, err := readFrame(c)
 		if err != nil {
 			endErr = err
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
+			if connEnded(err) {
 				break
 			}
 			return local, fmt.Errorf("damage %v at request %d of %d: reading: %w", d, bad, n, err)
@@ -489,6 +489,12 @@ func readFrame(c net.Conn) ([]byte, error) {
 		return nil, fmt.Errorf("inside a response: %w", err)
 	}
 	return b, nil
+}
+
+// connEnded reports whether a read failed because the connection ended:
+// closed, or reset.
+func connEnded(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err)
 }
 
 func isReset(err error) bool {

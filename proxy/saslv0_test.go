@@ -195,19 +195,7 @@ func TestSASLv0RawTokens(t *testing.T) {
 func TestSASLv0UnknownMechanismCloses(t *testing.T) {
 	addr, _, _ := legacySASLBackend(t, 0, 1, [][]byte{[]byte("x")})
 	p := startProxy(t, config.OrderingNone, []string{addr}, nil)
-	nc, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	hs := kmsg.NewPtrSASLHandshakeRequest()
-	hs.Version = 0
-	hs.Mechanism = "GSSAPI"
-	nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, hs, 1))
-	if _, err := readRaw(nc); err != nil {
-		t.Fatalf("handshake response: %v", err)
-	}
+	nc := legacyHandshake(t, p.Addr(), "GSSAPI")
 	if _, err := readRaw(nc); !errors.Is(err, io.EOF) {
 		t.Fatalf("got %v, want the connection closed", err)
 	}
@@ -248,19 +236,7 @@ func TestSASLv0SilentUpstream(t *testing.T) {
 	p := startProxy(t, config.OrderingConnection, []string{ln.Addr().String()}, func(c *config.Config) {
 		c.ReadTimeout = 300 * time.Millisecond
 	})
-	nc, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	hs := kmsg.NewPtrSASLHandshakeRequest()
-	hs.Version = 0
-	hs.Mechanism = "PLAIN"
-	nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, hs, 1))
-	if _, err := readRaw(nc); err != nil {
-		t.Fatalf("handshake response: %v", err)
-	}
+	nc := legacyHandshake(t, p.Addr(), "PLAIN")
 	nc.Write(rawFrame([]byte("\x00client\x00secret")))
 	if err := <-gotToken; err != nil {
 		t.Fatalf("the upstream did not get the token: %v", err)
@@ -273,4 +249,24 @@ func TestSASLv0SilentUpstream(t *testing.T) {
 		t.Fatalf("the connection closed %v after the token, want about the read timeout", waited)
 	}
 	p.log.waitFor(t, "SASL token")
+}
+
+// legacyHandshake dials addr and sends a SaslHandshake v0 for mech, whose
+// response it reads; the connection closes when the test ends.
+func legacyHandshake(t *testing.T, addr, mech string) net.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version = 0
+	hs.Mechanism = mech
+	nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, hs, 1))
+	if _, err := readRaw(nc); err != nil {
+		t.Fatalf("handshake response: %v", err)
+	}
+	return nc
 }
