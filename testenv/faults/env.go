@@ -183,6 +183,9 @@ func proxyAddrs() map[string]bool {
 type proxy struct {
 	bin, mode, logPath string
 	admin              string // host:port of --admin-listen when the binary has it
+	// pprof: the binary has --admin-pprof, whose goroutine profile counts
+	// the proxy's goroutines exactly (see goroutineTotal)
+	pprof bool
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -200,6 +203,9 @@ func (p *proxy) start() error {
 		"--upstream-ordering", p.mode, "--shutdown-grace", "5s"}
 	if p.admin != "" {
 		args = append(args, "--admin-listen", p.admin)
+		if p.pprof {
+			args = append(args, "--admin-pprof")
+		}
 	}
 	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -279,7 +285,8 @@ type Usage struct {
 }
 
 // sample reads the proxy's resident memory, threads and descriptors from
-// /proc, and its goroutines from the admin endpoint's metrics if it has one.
+// /proc, and its goroutines from the admin endpoint if it has one: from
+// its goroutine profile where it serves one, else from its metrics.
 func (p *proxy) sample() (Usage, error) {
 	u := Usage{At: time.Now(), Goroutines: -1}
 	pid := p.Pid()
@@ -314,7 +321,11 @@ func (p *proxy) sample() (Usage, error) {
 	}
 	u.FDs = int64(len(ents))
 	if p.admin != "" {
-		u.Goroutines = scrapeGauge("http://"+p.admin+"/metrics", "go_goroutines")
+		if p.pprof {
+			u.Goroutines = goroutineTotal("http://" + p.admin + "/debug/pprof/goroutine?debug=1")
+		} else {
+			u.Goroutines = scrapeGauge("http://"+p.admin+"/metrics", "go_goroutines")
+		}
 	}
 	return u, nil
 }

@@ -119,7 +119,8 @@ func run(o options) int {
 	}
 	defer r.stopProxy()
 	for _, mode := range o.modes {
-		r.proxy = &proxy{bin: o.bin, mode: mode, logPath: filepath.Join(results, "proxy-"+mode+".log"), admin: adminAddr(o.bin)}
+		admin, pprof := adminAddr(o.bin)
+		r.proxy = &proxy{bin: o.bin, mode: mode, logPath: filepath.Join(results, "proxy-"+mode+".log"), admin: admin, pprof: pprof}
 		if err := r.startProxy(true); err != nil {
 			slog.Error("proxy", "mode", mode, "err", err)
 			return 1
@@ -134,7 +135,8 @@ func run(o options) int {
 		r.stopProxy()
 	}
 	if o.soak > 0 && ctx.Err() == nil {
-		r.proxy = &proxy{bin: o.bin, mode: "none", logPath: filepath.Join(results, "proxy-soak.log"), admin: adminAddr(o.bin)}
+		admin, pprof := adminAddr(o.bin)
+		r.proxy = &proxy{bin: o.bin, mode: "none", logPath: filepath.Join(results, "proxy-soak.log"), admin: admin, pprof: pprof}
 		if err := r.startProxy(true); err != nil {
 			slog.Error("proxy", "mode", "soak", "err", err)
 			return 1

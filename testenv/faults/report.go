@@ -154,6 +154,9 @@ func (r *runner) writeReport() error {
 }
 
 func goroutineClause(r *runner) string {
+	if r.proxy != nil && r.proxy.admin != "" && r.proxy.pprof {
+		return " and goroutines (from the admin endpoint's goroutine profile, `--admin-pprof`)"
+	}
 	if r.proxy != nil && r.proxy.admin != "" {
 		return " and goroutines (from the admin endpoint's `/metrics`)"
 	}

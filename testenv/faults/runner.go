@@ -43,13 +43,14 @@ func (r *runner) logf(format string, args ...any) {
 }
 
 // adminAddr is where the proxy serves its metrics, when the binary has an
-// admin endpoint; "" otherwise.
-func adminAddr(bin string) string {
+// admin endpoint ("" otherwise), and whether it can serve its goroutine
+// profile there too.
+func adminAddr(bin string) (addr string, pprof bool) {
 	out, _ := exec.Command(bin, "serve", "--help").CombinedOutput()
-	if strings.Contains(string(out), "--admin-listen") {
-		return fmt.Sprintf("127.0.0.1:%d", proxyPort+90)
+	if !strings.Contains(string(out), "--admin-listen") {
+		return "", false
 	}
-	return ""
+	return fmt.Sprintf("127.0.0.1:%d", proxyPort+90), strings.Contains(string(out), "--admin-pprof")
 }
 
 // startProxy starts the proxy; with idle (no clients yet) it samples the

@@ -131,6 +131,35 @@ func (w *connWatch) check(t *Tally) {
 
 // scrapeGauge reads one unlabelled gauge from a Prometheus text endpoint;
 // -1 when it cannot.
+// goroutineTotal reads the goroutine count from a goroutine profile's
+// first line ("goroutine profile: total N"), or -1. Unlike go_goroutines
+// in /metrics, it does not count the metrics registry's own collector
+// goroutines, of which a scrape starts a varying number: an idle proxy's
+// go_goroutines moves by one from scrape to scrape, which a comparison with
+// an idle baseline would take for a leak. The profile's handler runs on one
+// goroutine of the admin server in every sample alike.
+func goroutineTotal(url string) int64 {
+	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(url)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	if !sc.Scan() {
+		return -1
+	}
+	v, ok := strings.CutPrefix(sc.Text(), "goroutine profile: total ")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
 func scrapeGauge(url, name string) int64 {
 	// no keep-alive: an idle connection left open would count as one of
 	// the proxy's descriptors and goroutines
