@@ -129,8 +129,6 @@ func (w *connWatch) check(t *Tally) {
 	}
 }
 
-// scrapeGauge reads one unlabelled gauge from a Prometheus text endpoint;
-// -1 when it cannot.
 // goroutineTotal reads the goroutine count from a goroutine profile's
 // first line ("goroutine profile: total N"), or -1. Unlike go_goroutines
 // in /metrics, it does not count the metrics registry's own collector
@@ -139,28 +137,19 @@ func (w *connWatch) check(t *Tally) {
 // an idle baseline would take for a leak. The profile's handler runs on one
 // goroutine of the admin server in every sample alike.
 func goroutineTotal(url string) int64 {
-	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Get(url)
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	if !sc.Scan() {
-		return -1
-	}
-	v, ok := strings.CutPrefix(sc.Text(), "goroutine profile: total ")
-	if !ok {
-		return -1
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil {
-		return -1
-	}
-	return n
+	return scrapeNumber(url, "goroutine profile: total ", true)
 }
 
+// scrapeGauge reads one unlabelled gauge from a Prometheus text endpoint;
+// -1 when it cannot.
 func scrapeGauge(url, name string) int64 {
+	return scrapeNumber(url, name+" ", false)
+}
+
+// scrapeNumber reads the number after prefix on the first line of url's
+// body that starts with it (only the first line with firstLine); -1 when it
+// cannot.
+func scrapeNumber(url, prefix string, firstLine bool) int64 {
 	// no keep-alive: an idle connection left open would count as one of
 	// the proxy's descriptors and goroutines
 	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -171,13 +160,15 @@ func scrapeGauge(url, name string) int64 {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
 				return -1
 			}
 			return int64(f)
+		}
+		if firstLine {
+			break
 		}
 	}
 	return -1
