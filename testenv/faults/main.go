@@ -118,8 +118,8 @@ func run(o options) int {
 		return 1
 	}
 	defer r.stopProxy()
+	admin, pprof := adminAddr(o.bin)
 	for _, mode := range o.modes {
-		admin, pprof := adminAddr(o.bin)
 		r.proxy = &proxy{bin: o.bin, mode: mode, logPath: filepath.Join(results, "proxy-"+mode+".log"), admin: admin, pprof: pprof}
 		if err := r.startProxy(true); err != nil {
 			slog.Error("proxy", "mode", mode, "err", err)
@@ -135,7 +135,6 @@ func run(o options) int {
 		r.stopProxy()
 	}
 	if o.soak > 0 && ctx.Err() == nil {
-		admin, pprof := adminAddr(o.bin)
 		r.proxy = &proxy{bin: o.bin, mode: "none", logPath: filepath.Join(results, "proxy-soak.log"), admin: admin, pprof: pprof}
 		if err := r.startProxy(true); err != nil {
 			slog.Error("proxy", "mode", "soak", "err", err)

@@ -154,13 +154,14 @@ func (r *runner) writeReport() error {
 }
 
 func goroutineClause(r *runner) string {
-	if r.proxy != nil && r.proxy.admin != "" && r.proxy.pprof {
+	switch {
+	case r.proxy == nil || r.proxy.admin == "":
+		return ""
+	case r.proxy.pprof:
 		return " and goroutines (from the admin endpoint's goroutine profile, `--admin-pprof`)"
-	}
-	if r.proxy != nil && r.proxy.admin != "" {
+	default:
 		return " and goroutines (from the admin endpoint's `/metrics`)"
 	}
-	return ""
 }
 
 func kafkaVersion() string {

@@ -137,19 +137,18 @@ func (w *connWatch) check(t *Tally) {
 // an idle baseline would take for a leak. The profile's handler runs on one
 // goroutine of the admin server in every sample alike.
 func goroutineTotal(url string) int64 {
-	return scrapeNumber(url, "goroutine profile: total ", true)
+	return scrapeNumber(url, "goroutine profile: total ")
 }
 
 // scrapeGauge reads one unlabelled gauge from a Prometheus text endpoint;
 // -1 when it cannot.
 func scrapeGauge(url, name string) int64 {
-	return scrapeNumber(url, name+" ", false)
+	return scrapeNumber(url, name+" ")
 }
 
 // scrapeNumber reads the number after prefix on the first line of url's
-// body that starts with it (only the first line with firstLine); -1 when it
-// cannot.
-func scrapeNumber(url, prefix string, firstLine bool) int64 {
+// body that starts with it; -1 when it cannot.
+func scrapeNumber(url, prefix string) int64 {
 	// no keep-alive: an idle connection left open would count as one of
 	// the proxy's descriptors and goroutines
 	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -166,9 +165,6 @@ func scrapeNumber(url, prefix string, firstLine bool) int64 {
 				return -1
 			}
 			return int64(f)
-		}
-		if firstLine {
-			break
 		}
 	}
 	return -1
