@@ -1,0 +1,409 @@
+package proxy_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/proxy"
+)
+
+// startSingle runs a proxy in the single topology in front of upstreams.
+func startSingle(t testing.TB, mode config.Ordering, upstreams []string, mut func(*config.Config), opts ...proxy.Option) *testProxy {
+	t.Helper()
+	return startProxy(t, mode, upstreams, func(c *config.Config) {
+		c.Topology = config.TopologySingle
+		if mut != nil {
+			mut(c)
+		}
+	}, opts...)
+}
+
+// onlyProxy is a kgo dialer that refuses every address but the proxy's
+// one, and counts the refusals: a client that learned any other address
+// would try it.
+type onlyProxy struct {
+	addr    string
+	mu      sync.Mutex
+	refused []string
+}
+
+func (o *onlyProxy) opt() kgo.Opt {
+	var d net.Dialer
+	return kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+		if host != o.addr {
+			o.mu.Lock()
+			o.refused = append(o.refused, host)
+			o.mu.Unlock()
+			return nil, fmt.Errorf("dial %s refused: only the proxy at %s is reachable", host, o.addr)
+		}
+		return d.DialContext(ctx, network, host)
+	})
+}
+
+func (o *onlyProxy) check(t *testing.T) {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.refused) > 0 {
+		t.Fatalf("the client dialled %v, not only the proxy at %s", o.refused, o.addr)
+	}
+}
+
+// spreadLeaders moves the topic's partitions so that partition p is led
+// by broker p%3: every broker leads some.
+func spreadLeaders(t *testing.T, kc *kfake.Cluster, topic string, partitions int32) {
+	t.Helper()
+	for p := range partitions {
+		if err := kc.MoveTopicPartition(topic, p, p%3); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSingleEndToEnd runs a real client that can reach only the proxy's
+// one address in front of a three-broker kfake whose partitions are led
+// by all three: idempotent produce to every partition with a leader move
+// in the middle, then a consumer group reads it all back in order and
+// commits, and a resumed consumer sees only what came after.
+func TestSingleEndToEnd(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) { testSingleEndToEnd(t, mode) })
+	}
+}
+
+func testSingleEndToEnd(t *testing.T, mode config.Ordering) {
+	const (
+		topic      = "orders"
+		partitions = 9
+		perPart    = 200
+	)
+	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
+	spreadLeaders(t, kc, topic, partitions)
+	p := startSingle(t, mode, kc.ListenAddrs(), nil)
+	ctx := testContext(t, 90*time.Second)
+	only := &onlyProxy{addr: p.Addr()}
+
+	prod, err := kgo.NewClient(
+		kgo.SeedBrokers(p.Addr()),
+		kgo.DefaultProduceTopic(topic),
+		kgo.ProducerLinger(0),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		only.opt(),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	produce := func(from, to int) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var firstErr error
+		for i := from; i < to; i++ {
+			for part := int32(0); part < partitions; part++ {
+				wg.Add(1)
+				r := &kgo.Record{Partition: part, Value: []byte(strconv.Itoa(i))}
+				prod.Produce(ctx, r, func(_ *kgo.Record, err error) {
+					defer wg.Done()
+					if err != nil {
+						mu.Lock()
+						if firstErr == nil {
+							firstErr = err
+						}
+						mu.Unlock()
+					}
+				})
+			}
+		}
+		wg.Wait()
+		if firstErr != nil {
+			t.Fatalf("produce: %v", firstErr)
+		}
+	}
+	produce(0, perPart/2)
+	leader := kc.LeaderFor(topic, 0)
+	if err := kc.MoveTopicPartition(topic, 0, (leader+1)%3); err != nil {
+		t.Fatal(err)
+	}
+	produce(perPart/2, perPart)
+
+	group := "g-" + string(mode)
+	seen := consumeGroupVia(t, p.Addr(), topic, group, partitions*perPart, only.opt())
+	for part := int32(0); part < partitions; part++ {
+		vals := seen[part]
+		if len(vals) != perPart {
+			t.Fatalf("partition %d: %d records, want %d", part, len(vals), perPart)
+		}
+		for i, v := range vals {
+			if v != strconv.Itoa(i) {
+				t.Fatalf("partition %d offset %d: value %q, want %d (order broken)", part, i, v, i)
+			}
+		}
+	}
+	produce(perPart, perPart+1)
+	after := consumeGroupVia(t, p.Addr(), topic, group, partitions, only.opt())
+	for part := int32(0); part < partitions; part++ {
+		if got := after[part]; len(got) != 1 || got[0] != strconv.Itoa(perPart) {
+			t.Fatalf("resumed consumer partition %d saw %v, want [%d]", part, got, perPart)
+		}
+	}
+	only.check(t)
+}
+
+// consumeGroupVia reads want records in a consumer group through dial,
+// committing them, and returns the values per partition in offset order.
+func consumeGroupVia(t *testing.T, addr, topic, group string, want int, dial kgo.Opt) map[int32][]string {
+	t.Helper()
+	ctx := testContext(t, 45*time.Second)
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(addr),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumerGroup(group),
+		kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(time.Second),
+		dial,
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	seen := map[int32][]string{}
+	n := 0
+	for n < want {
+		fs := cl.PollFetches(ctx)
+		if errs := fs.Errors(); len(errs) > 0 {
+			t.Fatalf("fetch: %v (after %d of %d records)", errs[0].Err, n, want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			seen[r.Partition] = append(seen[r.Partition], string(r.Value))
+			n++
+		})
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if n != want {
+		t.Fatalf("consumed %d records, want %d", n, want)
+	}
+	return seen
+}
+
+// TestSingleTransactions runs transactions across partitions led by
+// different brokers through the single endpoint: committed ones are read
+// back read_committed whole and in order, aborted ones not at all, and the
+// client never dials anything but the proxy.
+func TestSingleTransactions(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) { testSingleTransactions(t, mode) })
+	}
+}
+
+func testSingleTransactions(t *testing.T, mode config.Ordering) {
+	const (
+		topic      = "txn"
+		partitions = 6
+		txns       = 6
+		perTxn     = 20
+	)
+	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
+	spreadLeaders(t, kc, topic, partitions)
+	p := startSingle(t, mode, kc.ListenAddrs(), nil)
+	ctx := testContext(t, 90*time.Second)
+	only := &onlyProxy{addr: p.Addr()}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(p.Addr()),
+		kgo.DefaultProduceTopic(topic),
+		kgo.TransactionalID("tx-"+string(mode)),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(0),
+		only.opt(),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var want [partitions][]string
+	for x := range txns {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		commit := x%3 != 2
+		for i := range perTxn {
+			for part := int32(0); part < partitions; part++ {
+				v := fmt.Sprintf("%d-%d", x, i)
+				if commit {
+					want[part] = append(want[part], v)
+				}
+				cl.Produce(ctx, &kgo.Record{Partition: part, Value: []byte(v)}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						t.Errorf("produce in transaction %d: %v", x, err)
+					}
+				})
+			}
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction %d (commit %v): %v", x, commit, err)
+		}
+	}
+	rd, err := kgo.NewClient(
+		kgo.SeedBrokers(p.Addr()),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(500*time.Millisecond),
+		only.opt(),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var got [partitions][]string
+	total := 0
+	for total < partitions*perTxn*4 {
+		fs := rd.PollFetches(ctx)
+		if errs := fs.Errors(); len(errs) > 0 {
+			t.Fatalf("fetch: %v (after %d records)", errs[0].Err, total)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got[r.Partition] = append(got[r.Partition], string(r.Value))
+			total++
+		})
+	}
+	for part := range partitions {
+		if fmt.Sprint(got[part]) != fmt.Sprint(want[part]) {
+			t.Fatalf("partition %d read committed %v, want %v", part, got[part], want[part])
+		}
+	}
+	only.check(t)
+}
+
+// TestSingleGroupRebalance runs a consumer group through a rebalance on
+// the single endpoint: a first member consumes and commits, a second
+// joins and takes some partitions over; between them every record is
+// consumed, each member in offset order, and the first member's
+// partitions moved.
+func TestSingleGroupRebalance(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) { testSingleGroupRebalance(t, mode) })
+	}
+}
+
+func testSingleGroupRebalance(t *testing.T, mode config.Ordering) {
+	const (
+		topic      = "grp"
+		partitions = 6
+		perPart    = 100
+	)
+	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
+	spreadLeaders(t, kc, topic, partitions)
+	p := startSingle(t, mode, kc.ListenAddrs(), nil)
+	ctx := testContext(t, 90*time.Second)
+	only := &onlyProxy{addr: p.Addr()}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), only.opt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	// One batch of one 1 KiB record per partition and round, so that
+	// a fetch of 2 KiB per partition takes a few at a time and the
+	// first member is still at it when the second joins.
+	value := make([]byte, 1<<10)
+	for range perPart {
+		var rs []*kgo.Record
+		for part := int32(0); part < partitions; part++ {
+			rs = append(rs, &kgo.Record{Partition: part, Value: value})
+		}
+		if err := prod.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	type seenBy struct {
+		mu   sync.Mutex
+		last map[int32]int64
+		n    int
+		lost int // partitions revoked
+	}
+	var seen sync.Map // "partition/offset" -> member
+	member := func(name string, sb *seenBy) *kgo.Client {
+		var cl *kgo.Client
+		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ConsumeTopics(topic), kgo.ConsumerGroup("rebalance-"+string(mode)),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxWait(300*time.Millisecond),
+			kgo.FetchMaxPartitionBytes(2<<10), kgo.BlockRebalanceOnPoll(),
+			kgo.OnPartitionsRevoked(func(ctx context.Context, c *kgo.Client, m map[string][]int32) {
+				sb.mu.Lock()
+				sb.lost += len(m[topic])
+				sb.mu.Unlock()
+				if err := c.CommitUncommittedOffsets(ctx); err != nil {
+					t.Errorf("%s: commit on revoke: %v", name, err)
+				}
+			}),
+			only.opt())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb.last = map[int32]int64{}
+		return cl
+	}
+	poll := func(name string, cl *kgo.Client, sb *seenBy) {
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		fs.EachError(func(_ string, _ int32, err error) {
+			if err != context.DeadlineExceeded {
+				t.Errorf("%s: fetch: %v", name, err)
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			sb.mu.Lock()
+			if last, ok := sb.last[r.Partition]; ok && r.Offset <= last {
+				t.Errorf("%s: partition %d offset %d after %d", name, r.Partition, r.Offset, last)
+			}
+			sb.last[r.Partition] = r.Offset
+			sb.n++
+			sb.mu.Unlock()
+			seen.Store(fmt.Sprintf("%d/%d", r.Partition, r.Offset), name)
+		})
+		if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+			t.Errorf("%s: commit: %v", name, err)
+		}
+		cl.AllowRebalance()
+	}
+	count := func() int {
+		n := 0
+		seen.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	var a, b seenBy
+	ca := member("a", &a)
+	defer ca.Close()
+	for a.n == 0 && ctx.Err() == nil {
+		poll("a", ca, &a)
+	}
+	cb := member("b", &b)
+	defer cb.Close()
+	for count() < partitions*perPart && ctx.Err() == nil {
+		poll("a", ca, &a)
+		poll("b", cb, &b)
+	}
+	if n := count(); n != partitions*perPart {
+		t.Fatalf("the group consumed %d distinct records, want %d", n, partitions*perPart)
+	}
+	if a.lost == 0 || b.n == 0 {
+		t.Fatalf("no rebalance: the first member lost %d partitions, the second consumed %d records", a.lost, b.n)
+	}
+	only.check(t)
+}
