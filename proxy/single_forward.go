@@ -64,15 +64,17 @@ func (s *singleConn) forward(r *request, now time.Time) {
 	if err := s.findCoordinators(st.req); err != nil && c.p.ctx.Err() == nil {
 		c.p.log.Debug("coordinator lookup failed", "request", kmsg.NameForKey(r.hdr.Key), "err", err)
 	}
-	plan, err := splitmerge.Split(st.req, s.v.view())
-	if errors.Is(err, splitmerge.ErrNoBrokers) {
-		// Nothing is known of the cluster yet: ask now, once.
+	var err error
+	if len(s.v.view().Brokers()) == 0 {
+		// Nothing is known of the cluster yet (the start-up discovery
+		// failed, or has not run): ask now, once for this request.
 		ctx, cancel := context.WithTimeout(c.p.ctx, probeTimeout)
 		err = s.v.refresh(ctx)
 		cancel()
-		if err == nil {
-			plan, err = splitmerge.Split(st.req, s.v.view())
-		}
+	}
+	var plan *splitmerge.Plan
+	if err == nil {
+		plan, err = splitmerge.Split(st.req, s.v.view())
 	}
 	if err != nil {
 		c.die(fmt.Errorf("%w: %s: %v", ErrUpstreamFailed, kmsg.NameForKey(r.hdr.Key), err))

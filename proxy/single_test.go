@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/pipeprobe"
 	"github.com/inorder-proxy/inorder/proxy"
 )
 
@@ -404,6 +405,96 @@ func testSingleGroupRebalance(t *testing.T, mode config.Ordering) {
 	}
 	if a.lost == 0 || b.n == 0 {
 		t.Fatalf("no rebalance: the first member lost %d partitions, the second consumed %d records", a.lost, b.n)
+	}
+	only.check(t)
+}
+
+// TestSingleLeaderMoves moves partition leaders between brokers, again
+// and again, while an idempotent producer pipelines to every partition
+// through the single endpoint: the parts sent to a broker that no longer
+// leads are answered NOT_LEADER_OR_FOLLOWER, the client retries, and in
+// the end every partition holds its records exactly once, in order.
+func TestSingleLeaderMoves(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) { testSingleLeaderMoves(t, mode) })
+	}
+}
+
+func testSingleLeaderMoves(t *testing.T, mode config.Ordering) {
+	const (
+		topic      = "moves"
+		partitions = 9
+		perPart    = 400
+	)
+	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
+	spreadLeaders(t, kc, topic, partitions)
+	p := startSingle(t, mode, kc.ListenAddrs(), nil)
+	ctx := testContext(t, 90*time.Second)
+	only := &onlyProxy{addr: p.Addr()}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(1<<10),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }), only.opt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	stop := make(chan struct{})
+	moved := make(chan int)
+	go func() {
+		n := 0
+		defer func() { moved <- n }()
+		for part := int32(0); ; part = (part + 1) % partitions {
+			select {
+			case <-stop:
+				return
+			case <-time.After(15 * time.Millisecond):
+			}
+			if err := kc.MoveTopicPartition(topic, part, (kc.LeaderFor(topic, part)+1)%3); err == nil {
+				n++
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	value := make([]byte, 200)
+	for i := range perPart {
+		for part := int32(0); part < partitions; part++ {
+			wg.Add(1)
+			v := append(strconv.AppendInt(nil, int64(i), 10), value...)
+			prod.Produce(ctx, &kgo.Record{Partition: part, Value: v}, func(_ *kgo.Record, err error) {
+				defer wg.Done()
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(stop)
+	if n := <-moved; n < 5 {
+		t.Fatalf("only %d leader moves while producing", n)
+	}
+	if firstErr != nil {
+		t.Fatalf("produce: %v", firstErr)
+	}
+	for part := int32(0); part < partitions; part++ {
+		got, err := pipeprobe.ReadPartition(ctx, p.Addr(), topic, part, only.opt())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != perPart {
+			t.Fatalf("partition %d holds %d records, want %d", part, len(got), perPart)
+		}
+		for i, v := range got {
+			if want := strconv.Itoa(i); v[:len(v)-len(value)] != want {
+				t.Fatalf("partition %d offset %d holds %q, want %s", part, i, v[:len(v)-len(value)], want)
+			}
+		}
 	}
 	only.check(t)
 }

@@ -1,0 +1,152 @@
+package proxy_test
+
+import (
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/hostile"
+	"github.com/inorder-proxy/inorder/internal/pipeprobe"
+)
+
+// advertisedListener is a kfake listener that advertises another address,
+// the relay in front of it.
+type advertisedListener struct {
+	net.Listener
+	addr net.Addr
+}
+
+func (l advertisedListener) Addr() net.Addr { return l.addr }
+
+// relayedCluster starts a three-broker kfake whose brokers each sit behind
+// a hostile.Relay and advertise it, so that everything the proxy sends a
+// broker passes its relay, which can delay it. relays[i] is broker i's.
+func relayedCluster(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, []*hostile.Relay) {
+	t.Helper()
+	var (
+		mu     sync.Mutex
+		relays []*hostile.Relay
+	)
+	listen := func(network, address string) (net.Listener, error) {
+		ln, err := net.Listen(network, address)
+		if err != nil {
+			return nil, err
+		}
+		r, err := hostile.NewRelay("127.0.0.1:0", ln.Addr().String())
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		adv, err := net.ResolveTCPAddr("tcp", r.Addr())
+		if err != nil {
+			ln.Close()
+			r.Close()
+			return nil, err
+		}
+		mu.Lock()
+		relays = append(relays, r)
+		mu.Unlock()
+		return advertisedListener{Listener: ln, addr: adv}, nil
+	}
+	kc := newCluster(t, append(opts, kfake.ListenFn(listen))...)
+	t.Cleanup(func() {
+		for _, r := range relays {
+			r.Close()
+		}
+	})
+	byAddr := map[string]*hostile.Relay{}
+	for _, r := range relays {
+		byAddr[r.Addr()] = r
+	}
+	ordered := make([]*hostile.Relay, 0, len(relays))
+	for _, a := range kc.ListenAddrs() {
+		ordered = append(ordered, byAddr[a])
+	}
+	return kc, ordered
+}
+
+// TestSingleOrderAcrossBrokers pipelines Produce requests on one
+// connection to partitions led by two brokers, one of which answers
+// every request at least 30 ms later than the other (its relay delays
+// each chunk): the proxy has the fast broker's answers long before the
+// slow one's, yet the responses arrive in request order, none with an
+// error, and each partition holds its records in write order. Both
+// ordering modes.
+func TestSingleOrderAcrossBrokers(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) { testSingleOrderAcrossBrokers(t, mode) })
+	}
+}
+
+func testSingleOrderAcrossBrokers(t *testing.T, mode config.Ordering) {
+	const (
+		topic = "across"
+		n     = 60
+		delay = 15 * time.Millisecond
+	)
+	kc, relays := relayedCluster(t, kfake.SeedTopics(3, topic))
+	spreadLeaders(t, kc, topic, 3)
+	slow, fast := relays[0], relays[1]
+	slow.SetDelay(delay)
+	ctx := testContext(t, 60*time.Second)
+
+	// The premise: broker 0 answers a Produce well after broker 1.
+	took := func(addr string, partition int32) time.Duration {
+		start := time.Now()
+		if _, err := pipeprobe.Do(ctx, addr, pipeprobe.NewProduce(pipeprobe.ProduceSpec{
+			Topic: topic, Partition: partition, Value: []byte("premise"), Version: 9, Acks: -1, Timeout: 5 * time.Second,
+		})); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	if s, f := took(slow.Addr(), 0), took(fast.Addr(), 1); s < f+delay {
+		t.Fatalf("broker 0 answered in %v, broker 1 in %v: the premise fails", s, f)
+	}
+
+	p := startSingle(t, mode, kc.ListenAddrs(), nil)
+	var reqs []kmsg.Request
+	for i := range n {
+		reqs = append(reqs, pipeprobe.NewProduce(pipeprobe.ProduceSpec{
+			Topic: topic, Partition: int32(i % 2), Value: []byte(strconv.Itoa(i)), Version: 9, Acks: -1, Timeout: 5 * time.Second,
+		}))
+	}
+	res, err := pipeprobe.Pipeline(ctx, p.Addr(), reqs, pipeprobe.PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOrderNoErrors(t, res)
+	only := &onlyProxy{addr: p.Addr()}
+	for part := int32(0); part < 2; part++ {
+		got, err := pipeprobe.ReadPartition(ctx, p.Addr(), topic, part, only.opt())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"premise"}
+		for i := int(part); i < n; i += 2 {
+			want = append(want, strconv.Itoa(i))
+		}
+		if !equalStrings(got, want) {
+			t.Fatalf("partition %d holds %v, want %v", part, got, want)
+		}
+	}
+	only.check(t)
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
