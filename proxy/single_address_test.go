@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,5 +167,48 @@ func TestSingleHidesAddresses(t *testing.T) {
 	}
 	if named < 20 || moved < 4 {
 		t.Fatalf("the responses named %d endpoints in all, %d of them KIP-951 leaders: too few to prove anything", named, moved)
+	}
+}
+
+// TestSingleRefuses: what one advertised broker cannot answer faithfully
+// is answered UNSUPPORTED_VERSION with the reason, never sent to a
+// broker, and not advertised by ApiVersions; the connection goes on.
+func TestSingleRefuses(t *testing.T) {
+	kc := newCluster(t, kfake.SeedTopics(1, "r"))
+	p := startSingle(t, config.OrderingNone, kc.ListenAddrs(), nil)
+	ctx := testContext(t, 30*time.Second)
+	refused := []kmsg.Request{kmsg.NewPtrSASLHandshakeRequest(), kmsg.NewPtrDescribeLogDirsRequest(), kmsg.NewPtrListPartitionReassignmentsRequest()}
+	var reqs []kmsg.Request
+	for _, r := range refused {
+		r.SetVersion(min(4, r.MaxVersion())) // DescribeLogDirs has a top-level error from v3
+		reqs = append(reqs, r, kmsg.NewPtrApiVersionsRequest())
+	}
+	res, err := pipeprobe.Pipeline(ctx, p.Addr(), reqs, pipeprobe.PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ex := range res.Exchanges {
+		switch resp := ex.Resp.(type) {
+		case *kmsg.SASLHandshakeResponse:
+			if resp.ErrorCode != 35 {
+				t.Fatalf("SaslHandshake answered %d, want UNSUPPORTED_VERSION", resp.ErrorCode)
+			}
+		case *kmsg.DescribeLogDirsResponse:
+			if resp.ErrorCode != 35 {
+				t.Fatalf("DescribeLogDirs answered %d, want UNSUPPORTED_VERSION", resp.ErrorCode)
+			}
+		case *kmsg.ListPartitionReassignmentsResponse:
+			if resp.ErrorCode != 35 || resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "single endpoint") {
+				t.Fatalf("ListPartitionReassignments answered %d %v, want UNSUPPORTED_VERSION with the reason", resp.ErrorCode, resp.ErrorMessage)
+			}
+		case *kmsg.ApiVersionsResponse:
+			for _, k := range resp.ApiKeys {
+				if k.ApiKey == refused[i/2].Key() {
+					t.Fatalf("ApiVersions advertises %s", kmsg.NameForKey(k.ApiKey))
+				}
+			}
+		default:
+			t.Fatalf("request %d answered %T", i, ex.Resp)
+		}
 	}
 }

@@ -150,3 +150,64 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+// TestSingleEndTxnWaitsForWrites pipelines a transaction's Produce
+// requests to partitions on a broker 30 ms slower than the transaction's
+// coordinator, followed by the EndTxn that commits them, on one
+// connection: the EndTxn must not reach the coordinator before the
+// records reached their brokers. Every response comes back in order and
+// without error, and a read_committed consumer reads every record and
+// the commit marker after them. Both ordering modes; in connection mode,
+// where nothing waits for the Produce answers, only the EndTxn gate
+// keeps the commit from overtaking them.
+func TestSingleEndTxnWaitsForWrites(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) { testSingleEndTxnWaitsForWrites(t, mode) })
+	}
+}
+
+func testSingleEndTxnWaitsForWrites(t *testing.T, mode config.Ordering) {
+	const (
+		topic   = "txgate"
+		perPart = 4
+	)
+	kc, relays := relayedCluster(t, kfake.SeedTopics(2, topic))
+	for part := int32(0); part < 2; part++ {
+		if err := kc.MoveTopicPartition(topic, part, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relays[0].SetDelay(15 * time.Millisecond)
+	txnID := ""
+	for i := 0; txnID == ""; i++ {
+		if id := "gate-" + string(mode) + "-" + strconv.Itoa(i); kc.CoordinatorFor(id) != 0 {
+			txnID = id
+		}
+	}
+	p := startSingle(t, mode, kc.ListenAddrs(), nil)
+	ctx := testContext(t, 60*time.Second)
+	run, err := runTxnProduce(ctx, p.Addr(), "gate", txnID, topic, 2, perPart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireInOrder(t, run.res)
+	only := &onlyProxy{addr: p.Addr()}
+	for part := int32(0); part < 2; part++ {
+		want := run.sent[part]
+		got, err := pipeprobe.ReadCommitted(ctx, p.Addr(), topic, part, len(want), only.opt())
+		if err != nil {
+			t.Fatalf("partition %d: %v (read %v, sent %v)", part, err, got, want)
+		}
+		if !equalStrings(got, want) {
+			t.Fatalf("partition %d: read_committed sees %v, sent %v", part, got, want)
+		}
+		hwm, err := highWatermark(ctx, p.Addr(), topic, part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hwm != int64(len(want))+1 {
+			t.Fatalf("partition %d: high watermark %d, want %d records and a commit marker", part, hwm, len(want))
+		}
+	}
+	only.check(t)
+}

@@ -1,0 +1,135 @@
+package proxy_test
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// rawConn sends requests one at a time on one connection and decodes the
+// answers.
+type rawConn struct {
+	t    *testing.T
+	c    net.Conn
+	corr int32
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	return &rawConn{t: t, c: c}
+}
+
+func (r *rawConn) do(req kmsg.Request) kmsg.Response {
+	r.t.Helper()
+	r.corr++
+	if _, err := r.c.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw")).AppendRequest(nil, req, r.corr)); err != nil {
+		r.t.Fatal(err)
+	}
+	body := readResponse(r.t, r.c, r.corr)
+	if wire.Flexible(req.Key(), req.GetVersion()) && req.Key() != 18 {
+		body = body[1:]
+	}
+	resp := kmsg.ResponseForKey(req.Key())
+	resp.SetVersion(req.GetVersion())
+	if err := resp.ReadFrom(body); err != nil {
+		r.t.Fatal(err)
+	}
+	return resp
+}
+
+// fetchAll is a sessionless Fetch v11 of partitions of topic at the
+// offsets given, waiting up to wait for min bytes.
+func fetchAll(topic string, offsets []int64, wait time.Duration, min int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 11
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(wait.Milliseconds()), min, 1<<20
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	for p, off := range offsets {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(p), off, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = []kmsg.FetchRequestTopic{rt}
+	return req
+}
+
+// TestSingleFetchWaits checks that a Fetch over partitions led by three
+// brokers honours its wait and minimum bytes over all of them: with
+// nothing to read it is answered when its wait ends, not at once (a
+// consumer is not spun); a record written to one broker's partition
+// during the wait is answered at once (a consumer is not starved); and
+// when records keep coming to that one broker only, each later Fetch on
+// the connection is answered as soon as they come, though the other
+// brokers still hold the long polls the earlier Fetches left there.
+func TestSingleFetchWaits(t *testing.T) {
+	const (
+		topic = "waits"
+		wait  = 3 * time.Second
+	)
+	kc := newCluster(t, kfake.SeedTopics(3, topic))
+	spreadLeaders(t, kc, topic, 3)
+	p := startSingle(t, config.OrderingConnection, kc.ListenAddrs(), nil)
+	ctx := testContext(t, 60*time.Second)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	rc := dialRaw(t, p.Addr())
+
+	// Nothing to read: the answer comes when the wait ends.
+	start := time.Now()
+	short := 400 * time.Millisecond
+	resp := rc.do(fetchAll(topic, []int64{0, 0, 0}, short, 1)).(*kmsg.FetchResponse)
+	if took := time.Since(start); took < short*3/4 {
+		t.Fatalf("an empty Fetch waiting %v was answered after %v", short, took)
+	}
+	if n := len(resp.Topics[0].Partitions); n != 3 {
+		t.Fatalf("the Fetch answered %d partitions, want 3", n)
+	}
+
+	offsets := []int64{0, 0, 0}
+	for i := range 5 {
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			if err := prod.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("x")}).FirstErr(); err != nil {
+				t.Error(err)
+			}
+		}()
+		start := time.Now()
+		resp := rc.do(fetchAll(topic, offsets, wait, 1)).(*kmsg.FetchResponse)
+		took := time.Since(start)
+		got := false
+		for _, rp := range resp.Topics[0].Partitions {
+			if rp.ErrorCode != 0 {
+				t.Fatalf("fetch %d: partition %d: error %d", i, rp.Partition, rp.ErrorCode)
+			}
+			if len(rp.RecordBatches) > 0 {
+				got = true
+				offsets[rp.Partition] = rp.HighWatermark
+			}
+		}
+		if !got {
+			t.Fatalf("fetch %d: answered after %v without the record written during its wait", i, took)
+		}
+		if took > wait/2 {
+			t.Fatalf("fetch %d: a record written 100 ms into a wait of %v was answered after %v", i, wait, took)
+		}
+	}
+}
