@@ -80,9 +80,11 @@ type Proxy struct {
 	budget        *budget.Budget // memory across every connection
 	refused       atomic.Int64   // connections closed at the cap
 	refusedLogged atomic.Int64   // unix nanos of the last refusal logged
+	readyLogged   atomic.Bool    // "proxy ready" was logged
 
 	mu        sync.Mutex
 	closing   bool
+	serving   bool // the bootstrap listener's accept loop runs (Start or Serve)
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	wg        sync.WaitGroup  // accept loops and connections
@@ -166,6 +168,7 @@ func (p *Proxy) Discover(ctx context.Context) error {
 	brokers, err := fetchBrokers(ctx, cfg.Upstreams, cfg.DialTimeout, p.dialDiscovery)
 	if err != nil && p.sec.auth == nil && p.discoverUnauthenticated(ctx, cfg.Upstreams) == nil {
 		p.health.record(nil)
+		p.noteReady()
 		return ErrUpstreamNeedsCredentials
 	}
 	p.health.record(err)
@@ -177,21 +180,48 @@ func (p *Proxy) Discover(ctx context.Context) error {
 			return err
 		}
 	}
+	p.noteReady()
 	return nil
 }
 
-// Serve accepts connections on the bootstrap listener until Shutdown or
-// Close, and then returns ErrClosed.
+// Start accepts connections on the bootstrap listener, on a tracked
+// goroutine, until Shutdown or Close, and returns at once; ErrClosed if
+// the proxy is closing. The listener is open from New on, so a client
+// that connects before Start waits in the kernel's queue until then.
+func (p *Proxy) Start() error {
+	if err := p.beginServing(); err != nil {
+		return err
+	}
+	go func() {
+		defer p.wg.Done()
+		_ = p.acceptLoop(p.boot, target{node: -1})
+	}()
+	p.noteReady()
+	return nil
+}
+
+// Serve is Start that accepts on the calling goroutine: it returns
+// ErrClosed after Shutdown or Close.
 func (p *Proxy) Serve() error {
+	if err := p.beginServing(); err != nil {
+		return err
+	}
+	defer p.wg.Done()
+	p.noteReady()
+	return p.acceptLoop(p.boot, target{node: -1})
+}
+
+// beginServing marks the proxy as accepting and counts the accept loop
+// about to run in p.wg.
+func (p *Proxy) beginServing() error {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.closing {
-		p.mu.Unlock()
 		return ErrClosed
 	}
+	p.serving = true
 	p.wg.Add(1)
-	p.mu.Unlock()
-	defer p.wg.Done()
-	return p.acceptLoop(p.boot, target{node: -1})
+	return nil
 }
 
 // target is where a listener's connections go: the bootstrap upstreams
