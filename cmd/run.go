@@ -79,7 +79,7 @@ func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.
 	}
 	defer stopAdmin()
 	rl := &reloader{flags: src.flags, base: src.base, adjust: src.adjust, apply: p.Reload, level: src.level,
-		log: log, m: p.Metrics(), hooks: append(slices.Clone(src.hooks), p.ReloadCertificates), running: cfg}
+		log: log, m: p.Metrics(), hooks: append(slices.Clone(src.hooks), p.ReloadCertificates), running: cfg, wanted: cfg}
 	rctx, stopReload := context.WithCancel(ctx)
 	reloading := make(chan struct{})
 	go func() {
