@@ -403,16 +403,24 @@ func (p *Proxy) dialUpstream(addr string) (net.Conn, upauth.Session, error) {
 }
 
 // dialDiscovery is the start-up discovery's dialer: the same TLS and SASL
-// as every other upstream connection.
-func (p *Proxy) dialDiscovery(ctx context.Context, _, addr string) (net.Conn, error) {
+// as every other upstream connection. A failure past TCP (TLS, SASL, an
+// address backing off after a refusal) is returned as a *net.OpError, the
+// dial error on which kgo tries the next seed instead of failing the
+// request: another address may well answer.
+func (p *Proxy) dialDiscovery(ctx context.Context, network, addr string) (net.Conn, error) {
 	nc, _, err := p.dialSecure(ctx, addr, slices.Contains(p.current().Upstreams, addr))
+	if _, ok := errors.AsType[*net.OpError](err); err != nil && !ok {
+		err = &net.OpError{Op: "dial", Net: network, Err: err}
+	}
 	return nc, err
 }
 
 // bootstrapUpstream dials the configured upstreams, starting at a rotating
-// index so bootstrap load spreads, and returns the first that answers. A
-// refusal of the proxy's credentials ends the search: every upstream would
-// refuse them.
+// index so bootstrap load spreads, and returns the first that answers. An
+// address that fails, refuses the proxy's credentials or backs off after
+// refusing them is passed over for the next: a refusal can be one
+// broker's, and each address's back-off bounds what the search costs the
+// ones that refuse.
 func (p *Proxy) bootstrapUpstream() (net.Conn, string, upauth.Session, error) {
 	ups := p.current().Upstreams
 	start := int(p.nextUp.Add(1))
@@ -423,10 +431,15 @@ func (p *Proxy) bootstrapUpstream() (net.Conn, string, upauth.Session, error) {
 		if err == nil {
 			return nc, addr, sess, nil
 		}
-		if errors.Is(err, ErrUpstreamAuth) {
-			return nil, "", upauth.Session{}, err
-		}
 		errs = append(errs, err)
 	}
-	return nil, "", upauth.Session{}, errors.Join(errs...)
+	err := errors.Join(errs...)
+	for _, e := range errs {
+		if !errors.Is(e, ErrUpstreamAuth) {
+			// Not every address refused: the connection failed,
+			// whatever some of them said.
+			return nil, "", upauth.Session{}, errors.New(err.Error())
+		}
+	}
+	return nil, "", upauth.Session{}, err
 }
