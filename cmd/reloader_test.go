@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // waitText polls buf until it holds want, or fails after 10 seconds.
@@ -23,6 +21,14 @@ func waitText(t *testing.T, buf *syncBuffer, want string) {
 		}
 	}
 	t.Fatalf("never logged %q; log:\n%s", want, buf.String())
+}
+
+// surviveSIGHUP keeps the test process alive through a SIGHUP sent
+// before the reloader listens for it.
+func surviveSIGHUP(t *testing.T) {
+	keep := make(chan os.Signal, 1)
+	signal.Notify(keep, syscall.SIGHUP)
+	t.Cleanup(func() { signal.Stop(keep) })
 }
 
 // replaceFile writes content next to path and renames it into place, as
@@ -78,17 +84,8 @@ func (m *configMap) write(t *testing.T, content string) {
 // invalid file keeps the running configuration and names the field and
 // value, and SIGHUP re-reads the file.
 func TestReloadFromFileAndSIGHUP(t *testing.T) {
-	// The test process must survive SIGHUP even before the reloader
-	// listens for it.
-	keep := make(chan os.Signal, 1)
-	signal.Notify(keep, syscall.SIGHUP)
-	defer signal.Stop(keep)
-
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
+	surviveSIGHUP(t)
+	kc := newBroker(t)
 	m := &configMap{dir: t.TempDir(), name: "inorder.yaml"}
 	base := fmt.Sprintf("upstream: %s\nadmin-listen: 127.0.0.1:0\n", kc.ListenAddrs()[0])
 	m.write(t, base+"listen: 127.0.0.1:0\nmax-in-flight: 100\n")
@@ -152,15 +149,8 @@ func TestReloadFromFileAndSIGHUP(t *testing.T) {
 // applied, since the comparison is with what was last applied, not with
 // the file as it was last read.
 func TestReloadBackToStartupFile(t *testing.T) {
-	keep := make(chan os.Signal, 1)
-	signal.Notify(keep, syscall.SIGHUP)
-	defer signal.Stop(keep)
-
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
+	surviveSIGHUP(t)
+	kc := newBroker(t)
 	watched, elsewhere := t.TempDir(), t.TempDir()
 	startup := fmt.Sprintf("upstream: %s\nlisten: 127.0.0.1:0\nmax-in-flight: 100\n", kc.ListenAddrs()[0])
 	real := filepath.Join(elsewhere, "inorder.yaml")
@@ -190,11 +180,7 @@ func TestReloadBackToStartupFile(t *testing.T) {
 // still logs that it happened, and the level applies to what follows; one
 // that lowers it logs under the new level.
 func TestReloadToQuieterLevelIsLogged(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
+	kc := newBroker(t)
 	path := filepath.Join(t.TempDir(), "inorder.yaml")
 	base := fmt.Sprintf("upstream: %s\nlisten: 127.0.0.1:0\n", kc.ListenAddrs()[0])
 	if err := os.WriteFile(path, []byte(base+"log-level: error\n"), 0o600); err != nil {

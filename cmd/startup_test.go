@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -48,16 +49,34 @@ func waitMatch(t *testing.T, buf *syncBuffer, re *regexp.Regexp) string {
 	return ""
 }
 
+// newCLI returns the root command set to run args, and the buffers its
+// stdout and stderr go to.
+func newCLI(args ...string) (root *cobra.Command, out, errOut *syncBuffer) {
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	root = newRootCommand()
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	return root, out, errOut
+}
+
+// newBroker starts a one-broker kfake cluster that the test closes.
+func newBroker(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	kc, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	return kc
+}
+
 // runCommand runs the CLI with args until stop is called; wait returns
 // what it returned, failing the test if it runs on for d.
 func runCommand(t *testing.T, args ...string) (out, errOut *syncBuffer, stop func(), wait func(d time.Duration) error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut = &syncBuffer{}, &syncBuffer{}
-	root := newRootCommand()
-	root.SetArgs(args)
-	root.SetOut(out)
-	root.SetErr(errOut)
+	root, out, errOut := newCLI(args...)
 	var err error
 	done := make(chan struct{})
 	go func() {
@@ -129,11 +148,7 @@ func gauge(t *testing.T, admin, name string) string {
 func TestStopAtAnyStageOfStartUpDrains(t *testing.T) {
 	for _, stage := range []string{"discovering", "serving"} {
 		t.Run(stage, func(t *testing.T) {
-			kc, err := kfake.NewCluster(kfake.NumBrokers(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer kc.Close()
+			kc := newBroker(t)
 			relay, err := hostile.NewRelay("127.0.0.1:0", kc.ListenAddrs()[0])
 			if err != nil {
 				t.Fatal(err)
@@ -193,11 +208,7 @@ func TestStopAtAnyStageOfStartUpDrains(t *testing.T) {
 // /readyz says 200, a client is answered, and "proxy ready" is logged once
 // and not before the first 200.
 func TestReadyOnlyWhenServing(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
+	kc := newBroker(t)
 	hold := make(chan struct{})
 	var once sync.Once
 	defer once.Do(func() { close(hold) })
@@ -255,10 +266,6 @@ func TestProxyReadyOnlyOnceUpstreamReached(t *testing.T) {
 	}
 	_, port, _ := net.SplitHostPort(up)
 	p, _ := strconv.Atoi(port)
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
+	newBroker(t, kfake.Ports(p))
 	waitText(t, errOut, "proxy ready")
 }
