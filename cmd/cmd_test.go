@@ -53,11 +53,7 @@ func startOutput(t *testing.T, args ...string) (addr string, out *syncBuffer, st
 func startStreams(t *testing.T, args ...string) (addr string, out, errOut *syncBuffer, stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut = &syncBuffer{}, &syncBuffer{}
-	root := newRootCommand()
-	root.SetArgs(args)
-	root.SetOut(out)
-	root.SetErr(errOut)
+	root, out, errOut := newCLI(args...)
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 	re := regexp.MustCompile(`clients connect to (\S+)`)

@@ -79,13 +79,11 @@ func startProxy(t testing.TB, mode config.Ordering, upstreams []string, mut func
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- p.Serve() }()
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		p.Close()
-		if err := <-served; err != proxy.ErrClosed {
-			t.Errorf("Serve returned %v, want ErrClosed", err)
-		}
 		// Every connection has ended: whatever it reserved of the
 		// memory budget must be back.
 		if used := p.Stats().MemoryUsed; used != 0 {
