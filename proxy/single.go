@@ -173,6 +173,7 @@ func (v *singleView) refresh(ctx context.Context) error {
 		return err
 	}
 	v.applyMetadata(resp, true)
+	v.p.noteReady()
 	return nil
 }
 

@@ -40,7 +40,8 @@ type fetchRounds struct {
 	refs     []*partRef // this round's parts still out
 	sigs     [][]byte   // part i as asked, waits aside
 	timer    *time.Timer
-	failed   bool // a part got no answer
+	failed   bool  // a part got no answer
+	toPoll   []int // parts to ask (again) with the rest of the wait
 }
 
 // markKey names a partition as a Fetch answer names it.
@@ -145,8 +146,17 @@ func (s *singleConn) fetchGotLocked(st *splitState, ref *partRef, res splitmerge
 	st.charges[i].release(s.c.p.budget)
 	st.results[i], st.frames[i], st.charges[i] = res, buf, ch
 	f.bytes[i] = recordBytes(res)
+	if ref.round == 2 && f.bytes[i] < int(f.min) && time.Until(f.deadline) > repollMin {
+		// A poll taken over answered when its own, shorter, wait
+		// ended: ask this broker again for the rest of this one.
+		f.toPoll = append(f.toPoll, i)
+	}
 	return s.fetchNextLocked(st)
 }
+
+// repollMin is the least wait left for which a part whose long poll
+// answered short is asked again.
+const repollMin = 10 * time.Millisecond
 
 // fetchNextLocked decides what st's Fetch does now. The caller holds s.mu.
 func (s *singleConn) fetchNextLocked(st *splitState) int {
@@ -170,9 +180,15 @@ func (s *singleConn) fetchNextLocked(st *splitState) int {
 		}
 		if !enough && !f.failed && time.Now().Before(f.deadline) {
 			f.round = 2
+			for i := range f.sigs {
+				f.toPoll = append(f.toPoll, i)
+			}
 			return actPoll
 		}
 	case 2:
+		if !enough && len(f.toPoll) > 0 {
+			return actPoll
+		}
 		if f.out > 0 && !enough {
 			return actNone
 		}
@@ -186,7 +202,6 @@ func (s *singleConn) fetchNextLocked(st *splitState) int {
 // whose connection is gone keeps its answer. A timer ends the wait.
 func (s *singleConn) poll(st *splitState) {
 	r, f := st.r, st.fetch
-	rest := time.Until(f.deadline)
 	type send struct {
 		u     *upstream
 		ref   *partRef
@@ -194,15 +209,18 @@ func (s *singleConn) poll(st *splitState) {
 	}
 	var sends []send
 	s.mu.Lock()
+	rest := time.Until(f.deadline)
 	st.holds++ // this goroutine's, as the flusher's in round 1
-	for i := range st.plan.Parts {
+	for _, i := range f.toPoll {
 		u := s.ups[upKey{st.plan.Parts[i].Node, true}]
-		if u == nil || u.gone != nil || f.sigs[i] == nil {
+		if u == nil || u.gone != nil || f.sigs[i] == nil || st.done {
 			continue
 		}
 		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: 2, sig: f.sigs[i]}
 		f.out++
 		if poll := u.poll; poll != nil && poll.st == nil && poll.version == ref.version && bytes.Equal(poll.sig, ref.sig) {
+			// Its wait may end before this one's: when it answers
+			// short, the part is asked again (fetchGotLocked).
 			poll.st, poll.i, poll.round = st, i, 2
 			f.refs[i] = poll
 			continue
@@ -213,11 +231,14 @@ func (s *singleConn) poll(st *splitState) {
 		f.refs[i], u.poll = ref, ref
 		sends = append(sends, send{u, ref, encodePart(r, &q)})
 	}
-	s.c.wg.Add(1)
-	f.timer = time.AfterFunc(rest, func() {
-		defer s.c.wg.Done()
-		s.waitEnded(st)
-	})
+	f.toPoll = f.toPoll[:0]
+	if f.timer == nil && !st.done {
+		s.c.wg.Add(1)
+		f.timer = time.AfterFunc(rest, func() {
+			defer s.c.wg.Done()
+			s.waitEnded(st)
+		})
+	}
 	s.mu.Unlock()
 	for _, sd := range sends {
 		sd.u.send([][]byte{sd.frame.B}, []*partRef{sd.ref})

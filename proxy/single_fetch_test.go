@@ -106,11 +106,10 @@ func TestSingleFetchWaits(t *testing.T) {
 
 	offsets := []int64{0, 0, 0}
 	for i := range 5 {
+		produced := make(chan error, 1)
 		go func() {
 			time.Sleep(100 * time.Millisecond)
-			if err := prod.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("x")}).FirstErr(); err != nil {
-				t.Error(err)
-			}
+			produced <- prod.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("x")}).FirstErr()
 		}()
 		start := time.Now()
 		resp := rc.do(fetchAll(topic, offsets, wait, 1)).(*kmsg.FetchResponse)
@@ -124,6 +123,9 @@ func TestSingleFetchWaits(t *testing.T) {
 				got = true
 				offsets[rp.Partition] = rp.HighWatermark
 			}
+		}
+		if err := <-produced; err != nil {
+			t.Fatal(err)
 		}
 		if !got {
 			t.Fatalf("fetch %d: answered after %v without the record written during its wait", i, took)
