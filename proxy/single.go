@@ -38,6 +38,10 @@ const refreshSpacing = 100 * time.Millisecond
 // cache forgets one at random, which costs one lookup.
 const maxCoordinators = 10000
 
+// viewIdle is how long a connection of the proxy's own client may stay
+// unused.
+const viewIdle = 5 * time.Second
+
 // downFor is how long a broker that could not be dialled is passed over
 // for requests any broker answers.
 const downFor = time.Second
@@ -82,7 +86,9 @@ func newSingleView(p *Proxy) (*singleView, error) {
 	if p.cfg.AdvertisedPort != 0 {
 		port = p.cfg.AdvertisedPort
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(p.cfg.Upstreams...), kgo.RequestRetries(2), kgo.Dialer(p.dialDiscovery)}
+	// Its connections close after viewIdle unused, so that an idle
+	// proxy holds none between refreshes.
+	opts := []kgo.Opt{kgo.SeedBrokers(p.cfg.Upstreams...), kgo.RequestRetries(2), kgo.Dialer(p.dialDiscovery), kgo.ConnIdleTimeout(viewIdle)}
 	if p.cfg.DialTimeout > 0 {
 		opts = append(opts, kgo.DialTimeout(p.cfg.DialTimeout))
 	}
