@@ -211,3 +211,54 @@ func testSingleEndTxnWaitsForWrites(t *testing.T, mode config.Ordering) {
 	}
 	only.check(t)
 }
+
+// TestSingleAcksZero writes acks=0 Produce requests to partitions led by
+// two brokers, then a Metadata request, on one connection: the client
+// gets only the Metadata answer, with its own correlation id, and the
+// records land in write order. In none mode the parts go with acks=1
+// behind the client's back, so that the next write to their partitions
+// waits for them.
+func TestSingleAcksZero(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) {
+			const topic = "acks0"
+			kc := newCluster(t, kfake.SeedTopics(2, topic))
+			spreadLeaders(t, kc, topic, 2)
+			p := startSingle(t, mode, kc.ListenAddrs(), nil)
+			ctx := testContext(t, 30*time.Second)
+			rc := dialRaw(t, p.Addr())
+			f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("acks0"))
+			var frames []byte
+			for i := range 10 {
+				req := pipeprobe.NewProduce(pipeprobe.ProduceSpec{Topic: topic, Partition: int32(i % 2), Value: []byte(strconv.Itoa(i)), Version: 9, Acks: 0, Timeout: 5 * time.Second})
+				req.Topics = append(req.Topics, pipeprobe.NewProduce(pipeprobe.ProduceSpec{Topic: topic, Partition: int32((i + 1) % 2), Value: []byte(strconv.Itoa(i)), Version: 9}).Topics...)
+				frames = append(frames, f.AppendRequest(nil, req, int32(100+i))...)
+			}
+			if _, err := rc.c.Write(frames); err != nil {
+				t.Fatal(err)
+			}
+			rc.corr = 199
+			md := kmsg.NewPtrMetadataRequest()
+			md.Version = 9
+			if resp := rc.do(md).(*kmsg.MetadataResponse); len(resp.Brokers) != 1 {
+				t.Fatalf("metadata after acks=0 writes names %d brokers", len(resp.Brokers))
+			}
+			only := &onlyProxy{addr: p.Addr()}
+			want := []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+			for part := int32(0); part < 2; part++ {
+				// In connection mode nothing waited for the writes:
+				// they may land after the Metadata answer.
+				var got []string
+				for end := time.Now().Add(5 * time.Second); len(got) < len(want) && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+					var err error
+					if got, err = pipeprobe.ReadPartition(ctx, p.Addr(), topic, part, only.opt()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !equalStrings(got, want) {
+					t.Fatalf("partition %d holds %v, want %v", part, got, want)
+				}
+			}
+		})
+	}
+}
