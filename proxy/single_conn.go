@@ -108,7 +108,9 @@ func (s *singleConn) upstream(node int32, fetch bool) (*upstream, error) {
 			// connection is due for renewal: a new connection,
 			// once this one has answered what it has, so that the
 			// broker sees the parts in the order they were sent.
-			s.retire(u)
+			// Fetches need no order: their new connection is used
+			// at once, and the old one closes when it has answered.
+			s.retire(u, !fetch)
 		case s.idleClosed(u):
 			s.fail(u, fmt.Errorf("%w: %w", ErrUpstreamFailed, errUpstreamIdleClose))
 		default:
@@ -157,9 +159,10 @@ func (s *singleConn) dial(key upKey) (*upstream, error) {
 // reauthAt is when a connection authenticated with sess must be replaced.
 func reauthAt(sess upauth.Session) time.Time { return sess.ReauthAt }
 
-// retire takes u out of use and waits until it has answered what it has
-// in flight, then closes it. Flusher only.
-func (s *singleConn) retire(u *upstream) {
+// retire takes u out of use. With wait it waits until u has answered what
+// it has in flight and closes it; without, u's reader closes it once it
+// has. Flusher only.
+func (s *singleConn) retire(u *upstream, wait bool) {
 	s.mu.Lock()
 	if u.gone == nil {
 		u.gone = errRetired
@@ -167,12 +170,17 @@ func (s *singleConn) retire(u *upstream) {
 			delete(s.ups, u.key)
 		}
 	}
-	for len(u.pending) > 0 && !s.closed {
+	for wait && len(u.pending) > 0 && !s.closed {
 		s.cond.Wait()
 	}
-	delete(s.open, u)
+	closeNow := len(u.pending) == 0 && !u.reading
+	if closeNow {
+		delete(s.open, u)
+	}
 	s.mu.Unlock()
-	u.nc.Close()
+	if closeNow {
+		u.nc.Close()
+	}
 }
 
 // send writes frames to u, each answering refs[i] (nil: no answer comes,
@@ -299,9 +307,18 @@ func (u *upstream) readLoop() error {
 		if len(u.pending) == 0 {
 			if lingered || u.gone != nil || s.closed || rd.Buffered() > 0 {
 				u.reading = false
+				retired := u.gone == errRetired && s.open[u]
+				if retired {
+					delete(s.open, u)
+				}
 				s.mu.Unlock()
 				if rd.Buffered() > 0 {
 					return fmt.Errorf("%w: %d %w", ErrUpstreamProtocol, rd.Buffered(), errUnsolicited)
+				}
+				if retired {
+					// Its last answer is in: nobody closes it
+					// but its reader.
+					u.nc.Close()
 				}
 				return nil
 			}

@@ -136,11 +136,14 @@ func (s *singleConn) fetchGotLocked(st *splitState, ref *partRef, res splitmerge
 		f.refs[i] = nil
 	}
 	f.out--
-	if res.Err != nil && ref.round == 2 {
-		return s.fetchNextLocked(st)
-	}
 	if res.Err != nil {
+		// A failed long poll leaves its round-1 answer, and ends the
+		// wait: nothing watches that broker any more, and the
+		// client's next fetch asks it on a new connection.
 		f.failed = true
+		if ref.round == 2 {
+			return s.fetchNextLocked(st)
+		}
 	}
 	wire.Put(st.frames[i])
 	st.charges[i].release(s.c.p.budget)
@@ -186,10 +189,10 @@ func (s *singleConn) fetchNextLocked(st *splitState) int {
 			return actPoll
 		}
 	case 2:
-		if !enough && len(f.toPoll) > 0 {
+		if !enough && !f.failed && len(f.toPoll) > 0 {
 			return actPoll
 		}
-		if f.out > 0 && !enough {
+		if f.out > 0 && !enough && !f.failed {
 			return actNone
 		}
 	}

@@ -498,3 +498,34 @@ func testSingleLeaderMoves(t *testing.T, mode config.Ordering) {
 	}
 	only.check(t)
 }
+
+// TestSingleProxySASL: the single endpoint authenticates every upstream
+// connection itself (its own client's too), and with a session lifetime
+// of 1.5 s it replaces each connection before its session runs out, once
+// the connection has answered what it has, while an idempotent producer
+// pipelines to partitions on three brokers: nothing is lost or
+// reordered, in both ordering modes.
+func TestSingleProxySASL(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) {
+			kc := newCluster(t, kfake.EnableSASL(), kfake.Superuser(config.MechanismScramSHA256, "inorder", "pw"),
+				kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "1500"}), kfake.SeedTopics(3, "sasl"))
+			spreadLeaders(t, kc, "sasl", 3)
+			handshakes := handshakeCounter(kc)
+			p := startSingle(t, mode, kc.ListenAddrs(), func(c *config.Config) {
+				c.UpstreamSASLMechanism = config.MechanismScramSHA256
+				c.UpstreamSASLUsername = "inorder"
+				c.UpstreamSASLPasswordFile = writeSecret(t, "pw")
+			})
+			ctx := testContext(t, 60*time.Second)
+			only := &onlyProxy{addr: p.Addr()}
+			produceInOrder(t, ctx, "sasl", 3, 300, 10*time.Millisecond, kgo.SeedBrokers(p.Addr()), only.opt())
+			// 3 s of produce to three brokers, each connection's
+			// session renewed every 0.5 s.
+			if n := handshakes.Load(); n < 12 {
+				t.Fatalf("%d handshakes: the sessions were not renewed", n)
+			}
+			only.check(t)
+		})
+	}
+}
