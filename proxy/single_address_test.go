@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/pipeprobe"
@@ -211,4 +213,18 @@ func TestSingleRefuses(t *testing.T) {
 			t.Fatalf("request %d answered %T", i, ex.Resp)
 		}
 	}
+}
+
+// TestSingleApiVersionsBelowClient: brokers that serve an older
+// ApiVersions than the client asks for answer with a v0 body and
+// UNSUPPORTED_VERSION; the single endpoint's merged answer must be that
+// v0 body too, which the client reads before asking again lower. A
+// franz-go client (which asks at the newest version first) then works.
+func TestSingleApiVersionsBelowClient(t *testing.T) {
+	kc := newCluster(t, kfake.MaxVersions(kversion.V3_0_0()), kfake.SeedTopics(3, "older"))
+	p := startSingle(t, config.OrderingNone, kc.ListenAddrs(), nil)
+	ctx := testContext(t, 30*time.Second)
+	only := &onlyProxy{addr: p.Addr()}
+	produceInOrder(t, ctx, "older", 3, 20, 0, kgo.SeedBrokers(p.Addr()), only.opt())
+	only.check(t)
 }

@@ -195,6 +195,12 @@ func (s *singleConn) finish(st *splitState) {
 	}
 	if av, ok := resp.(*kmsg.ApiVersionsResponse); ok {
 		c.clampSingleVersions(av)
+		if av.ErrorCode == kerr.UnsupportedVersion.Code {
+			// As a broker answers a version it does not know:
+			// with a v0 body, which clients read at v0 whatever
+			// they asked (kroxylicious #2450).
+			av.Version = 0
+		}
 	}
 	held := 0
 	for _, f := range st.frames {
