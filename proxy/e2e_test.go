@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -51,29 +50,7 @@ func testKgoEndToEnd(t *testing.T, mode config.Ordering) {
 	defer prod.Close()
 
 	produce := func(from, to int) {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var firstErr error
-		for i := from; i < to; i++ {
-			for part := int32(0); part < partitions; part++ {
-				wg.Add(1)
-				r := &kgo.Record{Partition: part, Value: []byte(strconv.Itoa(i))}
-				prod.Produce(ctx, r, func(_ *kgo.Record, err error) {
-					defer wg.Done()
-					if err != nil {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = err
-						}
-						mu.Unlock()
-					}
-				})
-			}
-		}
-		wg.Wait()
-		if firstErr != nil {
-			t.Fatalf("produce: %v", firstErr)
-		}
+		produceEach(t, ctx, prod, partitions, from, to, func(i int) []byte { return []byte(strconv.Itoa(i)) })
 	}
 	produce(0, perPart/2)
 	// Move partition 0's leader to another broker: the client must follow
@@ -85,7 +62,7 @@ func testKgoEndToEnd(t *testing.T, mode config.Ordering) {
 	produce(perPart/2, perPart)
 
 	group := "g-" + string(mode)
-	seen := consumeGroup(t, p.Addr(), topic, group, partitions*perPart, &dials)
+	seen := consumeGroup(t, p.Addr(), topic, group, partitions*perPart, dials.opt())
 	for part := int32(0); part < partitions; part++ {
 		vals := seen[part]
 		if len(vals) != perPart {
@@ -101,7 +78,7 @@ func testKgoEndToEnd(t *testing.T, mode config.Ordering) {
 	// A consumer in the same group resumes from the committed offsets:
 	// it sees only records produced after the commit.
 	produce(perPart, perPart+1)
-	after := consumeGroup(t, p.Addr(), topic, group, partitions, &dials)
+	after := consumeGroup(t, p.Addr(), topic, group, partitions, dials.opt())
 	for part := int32(0); part < partitions; part++ {
 		if got := after[part]; len(got) != 1 || got[0] != strconv.Itoa(perPart) {
 			t.Fatalf("resumed consumer partition %d saw %v, want [%d]", part, got, perPart)
@@ -133,7 +110,7 @@ func testKgoEndToEnd(t *testing.T, mode config.Ordering) {
 
 // consumeGroup reads want records in a consumer group, committing them,
 // and returns the values per partition in offset order.
-func consumeGroup(t *testing.T, addr, topic, group string, want int, dials *dialRecorder) map[int32][]string {
+func consumeGroup(t *testing.T, addr, topic, group string, want int, dial kgo.Opt) map[int32][]string {
 	t.Helper()
 	ctx := testContext(t, 45*time.Second)
 	cl, err := kgo.NewClient(
@@ -142,7 +119,7 @@ func consumeGroup(t *testing.T, addr, topic, group string, want int, dials *dial
 		kgo.ConsumerGroup(group),
 		kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		dials.opt(),
+		dial,
 	)
 	if err != nil {
 		t.Fatal(err)

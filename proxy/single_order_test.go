@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -132,23 +133,11 @@ func testSingleOrderAcrossBrokers(t *testing.T, mode config.Ordering) {
 		for i := int(part); i < n; i += 2 {
 			want = append(want, strconv.Itoa(i))
 		}
-		if !equalStrings(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("partition %d holds %v, want %v", part, got, want)
 		}
 	}
 	only.check(t)
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSingleEndTxnWaitsForWrites pipelines a transaction's Produce
@@ -198,7 +187,7 @@ func testSingleEndTxnWaitsForWrites(t *testing.T, mode config.Ordering) {
 		if err != nil {
 			t.Fatalf("partition %d: %v (read %v, sent %v)", part, err, got, want)
 		}
-		if !equalStrings(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("partition %d: read_committed sees %v, sent %v", part, got, want)
 		}
 		hwm, err := highWatermark(ctx, p.Addr(), topic, part)
@@ -255,7 +244,7 @@ func TestSingleAcksZero(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if !equalStrings(got, want) {
+				if !slices.Equal(got, want) {
 					t.Fatalf("partition %d holds %v, want %v", part, got, want)
 				}
 			}

@@ -105,29 +105,7 @@ func testSingleEndToEnd(t *testing.T, mode config.Ordering) {
 	}
 	defer prod.Close()
 	produce := func(from, to int) {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var firstErr error
-		for i := from; i < to; i++ {
-			for part := int32(0); part < partitions; part++ {
-				wg.Add(1)
-				r := &kgo.Record{Partition: part, Value: []byte(strconv.Itoa(i))}
-				prod.Produce(ctx, r, func(_ *kgo.Record, err error) {
-					defer wg.Done()
-					if err != nil {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = err
-						}
-						mu.Unlock()
-					}
-				})
-			}
-		}
-		wg.Wait()
-		if firstErr != nil {
-			t.Fatalf("produce: %v", firstErr)
-		}
+		produceEach(t, ctx, prod, partitions, from, to, func(i int) []byte { return []byte(strconv.Itoa(i)) })
 	}
 	produce(0, perPart/2)
 	leader := kc.LeaderFor(topic, 0)
@@ -137,7 +115,7 @@ func testSingleEndToEnd(t *testing.T, mode config.Ordering) {
 	produce(perPart/2, perPart)
 
 	group := "g-" + string(mode)
-	seen := consumeGroupVia(t, p.Addr(), topic, group, partitions*perPart, only.opt())
+	seen := consumeGroup(t, p.Addr(), topic, group, partitions*perPart, only.opt())
 	for part := int32(0); part < partitions; part++ {
 		vals := seen[part]
 		if len(vals) != perPart {
@@ -150,7 +128,7 @@ func testSingleEndToEnd(t *testing.T, mode config.Ordering) {
 		}
 	}
 	produce(perPart, perPart+1)
-	after := consumeGroupVia(t, p.Addr(), topic, group, partitions, only.opt())
+	after := consumeGroup(t, p.Addr(), topic, group, partitions, only.opt())
 	for part := int32(0); part < partitions; part++ {
 		if got := after[part]; len(got) != 1 || got[0] != strconv.Itoa(perPart) {
 			t.Fatalf("resumed consumer partition %d saw %v, want [%d]", part, got, perPart)
@@ -159,43 +137,32 @@ func testSingleEndToEnd(t *testing.T, mode config.Ordering) {
 	only.check(t)
 }
 
-// consumeGroupVia reads want records in a consumer group through dial,
-// committing them, and returns the values per partition in offset order.
-func consumeGroupVia(t *testing.T, addr, topic, group string, want int, dial kgo.Opt) map[int32][]string {
+// produceEach produces value(i) to every partition for i in [from, to),
+// all in flight at once, and fails t on the first error.
+func produceEach(t *testing.T, ctx context.Context, cl *kgo.Client, partitions int32, from, to int, value func(i int) []byte) {
 	t.Helper()
-	ctx := testContext(t, 45*time.Second)
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(addr),
-		kgo.ConsumeTopics(topic),
-		kgo.ConsumerGroup(group),
-		kgo.DisableAutoCommit(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(time.Second),
-		dial,
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	seen := map[int32][]string{}
-	n := 0
-	for n < want {
-		fs := cl.PollFetches(ctx)
-		if errs := fs.Errors(); len(errs) > 0 {
-			t.Fatalf("fetch: %v (after %d of %d records)", errs[0].Err, n, want)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i := from; i < to; i++ {
+		for part := int32(0); part < partitions; part++ {
+			wg.Add(1)
+			cl.Produce(ctx, &kgo.Record{Partition: part, Value: value(i)}, func(_ *kgo.Record, err error) {
+				defer wg.Done()
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			})
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			seen[r.Partition] = append(seen[r.Partition], string(r.Value))
-			n++
-		})
 	}
-	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
-		t.Fatalf("commit: %v", err)
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatalf("produce: %v", firstErr)
 	}
-	if n != want {
-		t.Fatalf("consumed %d records, want %d", n, want)
-	}
-	return seen
 }
 
 // TestSingleTransactions runs transactions across partitions led by
@@ -454,33 +421,11 @@ func testSingleLeaderMoves(t *testing.T, mode config.Ordering) {
 			}
 		}
 	}()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
 	value := make([]byte, 200)
-	for i := range perPart {
-		for part := int32(0); part < partitions; part++ {
-			wg.Add(1)
-			v := append(strconv.AppendInt(nil, int64(i), 10), value...)
-			prod.Produce(ctx, &kgo.Record{Partition: part, Value: v}, func(_ *kgo.Record, err error) {
-				defer wg.Done()
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			})
-		}
-	}
-	wg.Wait()
+	produceEach(t, ctx, prod, partitions, 0, perPart, func(i int) []byte { return append(strconv.AppendInt(nil, int64(i), 10), value...) })
 	close(stop)
 	if n := <-moved; n < 5 {
 		t.Fatalf("only %d leader moves while producing", n)
-	}
-	if firstErr != nil {
-		t.Fatalf("produce: %v", firstErr)
 	}
 	for part := int32(0); part < partitions; part++ {
 		got, err := pipeprobe.ReadPartition(ctx, p.Addr(), topic, part, only.opt())
