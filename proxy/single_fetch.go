@@ -325,6 +325,8 @@ func (u *upstream) synthLocked(q *kmsg.FetchRequest) (*kmsg.FetchResponse, bool)
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = m.hw, m.lso, m.logStart
+			rp.RecordBatches = []byte{} // empty, not null, as a broker answers
+
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		out.Topics = append(out.Topics, rt)
