@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -75,8 +77,28 @@ partition keeps at most --retention-bytes and nothing older than
 			return &config.FieldError{Field: "--retention-time", Value: retentionTime.String(), Reason: "must not be negative"}
 		}
 		log, level := newLogger(c.ErrOrStderr(), cfg)
-		if *reset && *dataDir != "" {
-			if err := devcluster.Reset(*dataDir); err != nil {
+		// Nothing starts before the data directory and the port are ours:
+		// a second dev on the same directory would corrupt it, and one
+		// that cannot listen has nothing to offer.
+		var lock *devcluster.DirLock
+		if *dataDir != "" {
+			if lock, err = devcluster.Lock(*dataDir); err != nil {
+				return dataDirError(*dataDir, *reset, err)
+			}
+			defer lock.Unlock()
+		}
+		ln, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return config.ListenError("--listen", cfg.Listen, err, "is inorder dev running?")
+		}
+		served := false
+		defer func() {
+			if !served {
+				ln.Close()
+			}
+		}()
+		if *reset && lock != nil {
+			if err := lock.Reset(); err != nil {
 				return err
 			}
 			log.Info("data reset", "data_dir", *dataDir)
@@ -105,11 +127,12 @@ partition keeps at most --retention-bytes and nothing older than
 		log.Info("embedded broker started", "took", time.Since(began).Round(time.Millisecond), "brokers", *brokers, "data_dir", *dataDir,
 			"retention_bytes", config.FormatSize(retentionBytes), "retention_time", *retentionTime, "default_partitions", *partitions)
 		cfg.Upstreams = kc.ListenAddrs()
-		p, err := proxy.New(cfg, log, proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(newMetrics(cfg)))
+		p, err := proxy.New(cfg, log, proxy.WithListener(ln), proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(newMetrics(cfg)))
 		if err != nil {
 			kc.Close()
 			return err
 		}
+		served = true
 		fmt.Fprintf(c.OutOrStdout(), "inorder: embedded broker at %s (direct, bypassing the proxy: for comparisons only)\n",
 			strings.Join(kc.ListenAddrs(), ","))
 		adminListen := cfg.AdminListen
@@ -126,4 +149,21 @@ partition keeps at most --retention-bytes and nothing older than
 		return nil
 	}
 	return c
+}
+
+// dataDirError explains a data directory that could not be taken: another
+// dev holding it, named by its process id, and the way out.
+func dataDirError(dir string, reset bool, err error) error {
+	var le *devcluster.LockedError
+	if !errors.As(err, &le) {
+		return fmt.Errorf("--data-dir %s: %w", dir, err)
+	}
+	holder := "another inorder dev"
+	if le.PID != 0 {
+		holder += fmt.Sprintf(" (pid %d)", le.PID)
+	}
+	if reset {
+		return config.Explain(err, fmt.Sprintf("--reset: --data-dir %s is in use by %s (stop it first; its data was not touched)", dir, holder))
+	}
+	return config.Explain(err, fmt.Sprintf("--data-dir %s: in use by %s (stop it, or choose another --data-dir; --data-dir \"\" keeps the data in memory)", dir, holder))
 }

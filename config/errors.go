@@ -3,9 +3,12 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
@@ -105,3 +108,46 @@ func yamlError(raw []byte, err error) error {
 	}
 	return fmt.Errorf("line %d%s: %s", line, text, m[2])
 }
+
+// ListenError describes a listener that could not open on addr, the value
+// of flag: `--listen 127.0.0.1:9092: address already in use (is inorder
+// dev running? choose another --listen)`. The address is as the user wrote
+// it, the reason without Go's "listen tcp ...: bind:" wording; ask, when
+// not empty, is the question put before the way out. errors.Is still sees
+// err and its system error.
+func ListenError(flag, addr string, err error, ask string) error {
+	reason := err.Error()
+	var se *os.SyscallError
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		reason = "address already in use"
+	case errors.Is(err, syscall.EACCES):
+		reason, ask = "permission denied", "ports below 1024 need privileges;"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		reason = "no interface of this machine has that address"
+	case errors.As(err, &dns):
+		reason = "host " + dns.Name + " not found"
+	case errors.As(err, &se):
+		reason = se.Err.Error()
+	}
+	next := "choose another " + flag
+	if ask != "" {
+		next = ask + " " + next
+	}
+	return Explain(err, fmt.Sprintf("%s %s: %s (%s)", flag, addr, reason, next))
+}
+
+// Explain returns an error that reads msg, written for the user, while
+// errors.Is and errors.As still see err.
+func Explain(err error, msg string) error {
+	return &explained{msg: msg, err: err}
+}
+
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }

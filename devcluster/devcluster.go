@@ -11,9 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,7 +27,7 @@ type Options struct {
 	// Brokers is the number of brokers; zero means 3.
 	Brokers int
 	// DataDir keeps the cluster's state across restarts; empty keeps it in
-	// memory only.
+	// memory only. The caller holds it with Lock while the cluster runs.
 	DataDir string
 	// Partitions is the partition count of a topic created on first use
 	// or by a CreateTopics request that leaves it to the broker, as Kafka's
@@ -47,27 +44,9 @@ type Options struct {
 	Extra []kfake.Opt
 }
 
-// ErrNotDataDir is returned by Reset for a directory that holds something
-// other than an embedded cluster's data.
+// ErrNotDataDir is returned by DirLock.Reset for a directory that holds
+// something other than an embedded cluster's data.
 var ErrNotDataDir = errors.New("not an embedded cluster's data directory")
-
-// Reset deletes the cluster data kept in dir, so that the next Start
-// begins empty. A missing or empty directory is already reset; a directory
-// without the cluster's metadata file is refused, so that a mistyped path
-// never deletes anything else.
-func Reset(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && len(entries) == 0 {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(filepath.Join(dir, "meta.json")); err != nil {
-		return fmt.Errorf("%s: %w (no meta.json); delete it by hand if that is what you want", dir, ErrNotDataDir)
-	}
-	return os.RemoveAll(dir)
-}
 
 // Cluster is a running embedded backend.
 type Cluster struct {
