@@ -70,6 +70,9 @@ partition keeps at most --retention-bytes and nothing older than
 			// dev is for trying things: show the metrics and probes too.
 			cfg.AdminListen = "127.0.0.1:0"
 		}
+		if *brokers < 1 {
+			return &config.FieldError{Field: "--brokers", Value: strconv.Itoa(*brokers), Reason: "must be at least 1"}
+		}
 		if *partitions < 1 {
 			return &config.FieldError{Field: "--default-partitions", Value: strconv.Itoa(*partitions), Reason: "must be at least 1"}
 		}

@@ -267,3 +267,28 @@ func TestDevDataDirIsExclusive(t *testing.T) {
 		t.Errorf("a dev that cannot listen started its broker:\n%s", stderr)
 	}
 }
+
+// TestDevRefusesBadCounts gives dev broker and partition counts Kafka
+// would never run with: each is refused with the flag and the value,
+// before anything starts (a negative broker count used to panic, and 0
+// started three brokers while logging 0).
+func TestDevRefusesBadCounts(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--brokers", "-2"}, `--brokers: "-2" must be at least 1`},
+		{[]string{"--brokers", "0"}, `--brokers: "0" must be at least 1`},
+		{[]string{"--default-partitions", "0"}, `--default-partitions: "0" must be at least 1`},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, stderr, err := run(ctx, append([]string{"dev", "--listen", "127.0.0.1:0", "--data-dir", ""}, tc.args...)...)
+		cancel()
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+		if strings.Contains(stderr, "embedded broker started") {
+			t.Errorf("%v: the broker started:\n%s", tc.args, stderr)
+		}
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -48,6 +47,9 @@ type Options struct {
 // something other than an embedded cluster's data.
 var ErrNotDataDir = errors.New("not an embedded cluster's data directory")
 
+// ErrCount is returned by Start for a negative broker or partition count.
+var ErrCount = errors.New("embedded cluster: counts must not be negative")
+
 // Cluster is a running embedded backend.
 type Cluster struct {
 	*kfake.Cluster
@@ -69,6 +71,9 @@ const segmentBytes = 16 << 20
 
 // Start starts the cluster and learns the versions it serves.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
+	if o.Brokers < 0 || o.Partitions < 0 {
+		return nil, fmt.Errorf("%w: %d brokers, %d partitions", ErrCount, o.Brokers, o.Partitions)
+	}
 	n := o.Brokers
 	if n == 0 {
 		n = 3
@@ -100,7 +105,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded cluster: %w", err)
 	}
-	autoCreateForOldMetadata(kc)
+	installHooks(kc)
 	c := &Cluster{Cluster: kc, stop: make(chan struct{}), done: make(chan struct{})}
 	if o.RetentionBytes > 0 || o.RetentionTime > 0 {
 		// Data kept from an earlier run is trimmed before clients come.
@@ -142,35 +147,6 @@ func (c *Cluster) retain() {
 		}
 	}
 }
-
-// autoCreateForOldMetadata makes Metadata v0-v3 requests create missing
-// topics. Those versions have no AllowAutoTopicCreation field, and Kafka
-// treats them as asking for it (auto.create.topics.enable defaults to
-// true); kfake reads the absent field as false and answers
-// UNKNOWN_TOPIC_OR_PARTITION, so a client such as kafka-python, which
-// sends Metadata v1, waits for a topic that never comes.
-func autoCreateForOldMetadata(kc *kfake.Cluster) {
-	var seen atomic.Int64
-	var fix func(kmsg.Request) (kmsg.Response, error, bool)
-	fix = func(req kmsg.Request) (kmsg.Response, error, bool) {
-		if m, ok := req.(*kmsg.MetadataRequest); ok && m.Version < 4 {
-			m.AllowAutoTopicCreation = true
-		}
-		// kfake keeps one entry per connection for every control
-		// function; replacing the function now and then bounds that
-		// table on a long-running cluster.
-		if seen.Add(1)%controlRenewEvery == 0 {
-			kc.DropControl()
-			kc.ControlKey(int16(kmsg.Metadata), fix)
-		}
-		return nil, nil, false
-	}
-	kc.ControlKey(int16(kmsg.Metadata), fix)
-}
-
-// controlRenewEvery is how many Metadata requests one control function
-// sees before it is replaced by a fresh one.
-const controlRenewEvery = 4096
 
 // Versions reports the highest version of key the cluster serves.
 func (c *Cluster) Versions(key int16) (int16, bool) {

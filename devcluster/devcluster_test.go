@@ -2,6 +2,7 @@ package devcluster
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -176,5 +177,18 @@ func TestRetentionTrimsKeptData(t *testing.T) {
 	fill(t, dir)
 	if got := earliest(t, dir, Options{RetentionBytes: 20 << 10}); got < 75 || got > 90 {
 		t.Errorf("with 20KiB retention the log starts at %d, want about 80 (about 20 1KiB batches kept)", got)
+	}
+}
+
+// TestStartRefusesNegativeCounts checks that a negative broker or
+// partition count is an error, not a panic inside kfake.
+func TestStartRefusesNegativeCounts(t *testing.T) {
+	for _, o := range []Options{{Brokers: -2}, {Partitions: -1}} {
+		if c, err := Start(testContext(t), o); !errors.Is(err, ErrCount) {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("%+v: %v, want ErrCount", o, err)
+		}
 	}
 }
