@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,7 +153,51 @@ func TestDevVerifyQuiet(t *testing.T) {
 
 func TestReportRequiresVerify(t *testing.T) {
 	code, _, errOut := runCLI(t, "serve", "--upstream", "127.0.0.1:1", "--report", "x.json")
-	if code != 1 || !strings.Contains(errOut, "requires verify") {
+	if code != exitUsage || !strings.Contains(errOut, "requires verify") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestUsageErrorsExit2 gives every command a command line it cannot run:
+// each exits 2 with the reason, never 1, which check keeps for a
+// violation seen and the other commands for a failure while running.
+func TestUsageErrorsExit2(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(file, []byte("unknown-key: 1\n"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "--format", "xml"}, `--format: "xml" must be text, json or junit`},
+		{[]string{"check", "--requests", "-5"}, `--requests: "-5" must be between 3 and 1000000`},
+		{[]string{"check", "--requests", "0"}, `--requests: "0" must be between 3 and 1000000`},
+		{[]string{"check", "--window", "0"}, `--window: "0" must be at least 1`},
+		{[]string{"check", "--timeout", "0s"}, `--timeout: "0s" must be positive`},
+		{[]string{"check", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"check", "extra"}, `unknown command "extra"`},
+		{[]string{"serve", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"serve"}, "--upstream"},
+		{[]string{"serve", "--upstream", "127.0.0.1:1", "--max-in-flight", "0"}, `--max-in-flight: "0"`},
+		{[]string{"serve", "--config", file}, `unknown key "unknown-key"`},
+		{[]string{"serve", "--config", file + ".missing"}, "no such file"},
+		{[]string{"dev", "--brokers", "x"}, `--brokers: "x" is not a whole number`},
+		{[]string{"dev", "--brokers", "0"}, `--brokers: "0" must be at least 1`},
+		{[]string{"bench", "relay"}, `"to" not set`},
+		{[]string{"version", "--x"}, "unknown flag: --x"},
+		{[]string{"bogus"}, `unknown command "bogus"`},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q; stderr:\n%s", tc.args, code, exitUsage, tc.want, stderr)
+		}
+	}
+	// A failure while running is not a usage error.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	if code, _, stderr := runCLI(t, "serve", "--upstream", "127.0.0.1:1", "--listen", taken.Addr().String()); code != exitFailed {
+		t.Errorf("serve on a taken port: exit %d, want %d; stderr:\n%s", code, exitFailed, stderr)
 	}
 }

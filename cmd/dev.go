@@ -58,7 +58,7 @@ partition keeps at most --retention-bytes and nothing older than
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		cfg, err := config.Resolve(c.Flags(), config.Default())
 		if err != nil {
-			return err
+			return usage(err)
 		}
 		if len(cfg.Upstreams) > 0 {
 			return &config.FieldError{Field: "upstream", Value: cfg.Upstreams[0], Reason: "is not used by dev, which embeds its backend; use serve"}

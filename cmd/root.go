@@ -28,16 +28,35 @@ func Main(args []string) int {
 	return exitCode(err)
 }
 
+// Exit statuses shared by every command (check and --fail-on-violation
+// add their own, README's exit status table lists them all).
+const (
+	// exitFailed: the command ran and failed (a port in use, an upstream
+	// that failed, a data directory held by another process).
+	exitFailed = 1
+	// exitUsage: the command never ran because it was asked wrongly: an
+	// unknown command or flag, a value a flag or a config-file key does
+	// not take, settings that cannot work together. It is check's "could
+	// not run" too, so that a gate never reads a typo as a violation.
+	exitUsage = 2
+)
+
 // exitCode is the process exit status for what a command returned.
 func exitCode(err error) int {
 	var ee *exitError
+	var ran *runError
+	var ue *usageError
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &ee):
 		return ee.code
+	case !errors.As(err, &ran), errors.As(err, &ue), errors.Is(err, config.ErrInvalid):
+		// cobra refused the command line before the command ran, or the
+		// command refused its settings.
+		return exitUsage
 	}
-	return 1
+	return exitFailed
 }
 
 // exitError asks Main for a particular exit status.
@@ -48,6 +67,39 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
+
+// usage marks err as a usage error, for what a command refuses once its
+// flags parsed.
+func usage(err error) error { return &usageError{err: err} }
+
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// runError is an error a command's run function returned, as opposed to
+// one cobra returned before running it (an unknown flag, a bad value,
+// arguments or a required flag missing), which is a usage error.
+type runError struct{ err error }
+
+func (e *runError) Error() string { return e.err.Error() }
+func (e *runError) Unwrap() error { return e.err }
+
+// markRun wraps the run function of c and of every command below it, so
+// that exitCode can tell what the command returned from what cobra did.
+func markRun(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if err := run(c, args); err != nil {
+				return &runError{err: err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markRun(sub)
+	}
+}
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -66,5 +118,6 @@ func newRootCommand() *cobra.Command {
 		newBenchCommand(),
 		newCheckCommand(),
 	)
+	markRun(root)
 	return root
 }

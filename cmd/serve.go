@@ -25,7 +25,7 @@ rewritten to those listeners.`,
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		cfg, err := config.Resolve(c.Flags(), config.Default())
 		if err != nil {
-			return err
+			return usage(err)
 		}
 		setMemoryLimit(cfg)
 		log, level := newLogger(c.ErrOrStderr(), cfg)
