@@ -38,7 +38,7 @@ The result goes to standard output (--format text, json or junit), progress
 to standard error. Exit status: 0 every property holds, 1 a violation was
 seen, 2 the check could not run (unreachable, not authorised, missing
 permissions), with the reason.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkFlags(c.Flags(), o, format); err != nil {
 				return usage(err)
@@ -82,9 +82,7 @@ permissions), with the reason.`,
 // default to check.Options, but typed on the command line it is a mistake,
 // not a wish for the default.
 func checkFlags(fs *pflag.FlagSet, o check.Options, format string) error {
-	bad := func(name, reason string) error {
-		return &config.FieldError{Field: "--" + name, Value: fs.Lookup(name).Value.String(), Reason: reason}
-	}
+	bad := func(name, reason string) error { return config.InvalidFlag(fs, name, reason) }
 	switch {
 	case format != check.FormatText && format != check.FormatJSON && format != check.FormatJUnit:
 		return bad("format", "must be text, json or junit")

@@ -153,7 +153,7 @@ func TestDevVerifyQuiet(t *testing.T) {
 
 func TestReportRequiresVerify(t *testing.T) {
 	code, _, errOut := runCLI(t, "serve", "--upstream", "127.0.0.1:1", "--report", "x.json")
-	if code != exitUsage || !strings.Contains(errOut, "requires verify") {
+	if code != exitUsage || !strings.Contains(errOut, `--report: "x.json" needs --verify`) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
@@ -174,7 +174,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"check", "--window", "0"}, `--window: "0" must be at least 1`},
 		{[]string{"check", "--timeout", "0s"}, `--timeout: "0s" must be positive`},
 		{[]string{"check", "--bogus"}, "unknown flag: --bogus"},
-		{[]string{"check", "extra"}, `unknown command "extra"`},
+		{[]string{"check", "extra"}, `takes flags only`},
 		{[]string{"serve", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"serve"}, "--upstream"},
 		{[]string{"serve", "--upstream", "127.0.0.1:1", "--max-in-flight", "0"}, `--max-in-flight: "0"`},
@@ -182,7 +182,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"serve", "--config", file + ".missing"}, "no such file"},
 		{[]string{"dev", "--brokers", "x"}, `--brokers: "x" is not a whole number`},
 		{[]string{"dev", "--brokers", "0"}, `--brokers: "0" must be at least 1`},
-		{[]string{"bench", "relay"}, `"to" not set`},
+		{[]string{"bench", "relay"}, `--to is required`},
+		{[]string{"bench", "--acks", "2"}, `--acks: "2"`},
 		{[]string{"version", "--x"}, "unknown flag: --x"},
 		{[]string{"bogus"}, `unknown command "bogus"`},
 	} {

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -42,7 +41,7 @@ time a client names it, with --default-partitions partitions.
 The data is kept in --data-dir, so a restart keeps the records; each
 partition keeps at most --retention-bytes and nothing older than
 --retention-time. --reset deletes the data before starting.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 	}
 	cfg := config.Default()
 	fs := c.Flags()
@@ -56,28 +55,28 @@ partition keeps at most --retention-bytes and nothing older than
 	retentionTime := fs.Duration("retention-time", 7*24*time.Hour, "age past which records are deleted (0: no bound)")
 	reset := fs.Bool("reset", false, "delete the data in --data-dir before starting")
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		cfg, err := config.Resolve(c.Flags(), config.Default())
+		cfg, err := config.Resolve(fs, config.Default())
 		if err != nil {
 			return usage(err)
 		}
 		if len(cfg.Upstreams) > 0 {
-			return &config.FieldError{Field: "upstream", Value: cfg.Upstreams[0], Reason: "is not used by dev, which embeds its backend; use serve"}
+			return &config.FieldError{Field: "--upstream", Value: cfg.Upstreams[0], Reason: "is not used by dev, which embeds its backend; use serve"}
 		}
 		if cfg.UpstreamTLSEnabled() || cfg.UpstreamSASLMechanism != "" {
-			return &config.FieldError{Field: "upstream-tls and upstream-sasl-*", Reason: "do not apply to dev, whose embedded backend speaks plaintext without SASL; use serve"}
+			return &config.FieldError{Field: "--upstream-tls* and --upstream-sasl-*", Reason: "do not apply to dev, whose embedded backend speaks plaintext without SASL; use serve"}
 		}
 		if cfg.AdminListen == "" && !c.Flags().Changed("admin-listen") {
 			// dev is for trying things: show the metrics and probes too.
 			cfg.AdminListen = "127.0.0.1:0"
 		}
 		if *brokers < 1 {
-			return &config.FieldError{Field: "--brokers", Value: strconv.Itoa(*brokers), Reason: "must be at least 1"}
+			return config.InvalidFlag(fs, "brokers", "must be at least 1")
 		}
 		if *partitions < 1 {
-			return &config.FieldError{Field: "--default-partitions", Value: strconv.Itoa(*partitions), Reason: "must be at least 1"}
+			return config.InvalidFlag(fs, "default-partitions", "must be at least 1")
 		}
 		if *retentionTime < 0 {
-			return &config.FieldError{Field: "--retention-time", Value: retentionTime.String(), Reason: "must not be negative"}
+			return config.InvalidFlag(fs, "retention-time", "must not be negative (0: no bound)")
 		}
 		log, level := newLogger(c.ErrOrStderr(), cfg)
 		// Nothing starts before the data directory and the port are ours:
@@ -101,7 +100,9 @@ partition keeps at most --retention-bytes and nothing older than
 			}
 		}()
 		if *reset && lock != nil {
-			if err := lock.Reset(); err != nil {
+			if err := lock.Reset(); errors.Is(err, devcluster.ErrNotDataDir) {
+				return usage(fmt.Errorf("--reset: --data-dir %w", err))
+			} else if err != nil {
 				return err
 			}
 			log.Info("data reset", "data_dir", *dataDir)

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/inorder-proxy/inorder/config"
 )
@@ -68,6 +69,28 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// flagError words what pflag refused on a command line: a bad value
+// reads like a bad file value (the flag, the value and what was expected);
+// an unknown flag or one missing its value points at the command's help.
+func flagError(c *cobra.Command, err error) error {
+	var iv *pflag.InvalidValueError
+	if errors.As(err, &iv) {
+		return config.FlagError(err)
+	}
+	return fmt.Errorf("%w (%s --help lists the flags)", err, c.CommandPath())
+}
+
+// noArgs refuses arguments: every command takes flags only.
+func noArgs(c *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 0:
+		return nil
+	case c.HasSubCommands():
+		return fmt.Errorf("unknown command %q for %q (%s --help lists its commands)", args[0], c.CommandPath(), c.CommandPath())
+	}
+	return fmt.Errorf("%q: %s takes flags only, no arguments (%s --help lists them)", args[0], c.CommandPath(), c.CommandPath())
+}
+
 // usage marks err as a usage error, for what a command refuses once its
 // flags parsed.
 func usage(err error) error { return &usageError{err: err} }
@@ -85,8 +108,8 @@ type runError struct{ err error }
 func (e *runError) Error() string { return e.err.Error() }
 func (e *runError) Unwrap() error { return e.err }
 
-// markRun wraps the run function of c and of every command below it, so
-// that exitCode can tell what the command returned from what cobra did.
+// markRun wraps the run function of c, so that exitCode can tell what
+// the command returned from what cobra did.
 func markRun(c *cobra.Command) {
 	if run := c.RunE; run != nil {
 		c.RunE = func(c *cobra.Command, args []string) error {
@@ -96,8 +119,13 @@ func markRun(c *cobra.Command) {
 			return nil
 		}
 	}
+}
+
+// eachCommand calls fn for c and every command below it.
+func eachCommand(c *cobra.Command, fn func(*cobra.Command)) {
+	fn(c)
 	for _, sub := range c.Commands() {
-		markRun(sub)
+		eachCommand(sub, fn)
 	}
 }
 
@@ -108,9 +136,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	// A bad flag value reads like a bad file value: the flag, the value and
-	// what was expected.
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return config.FlagError(err) })
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newVersionCommand(),
 		newServeCommand(),
@@ -118,6 +144,10 @@ func newRootCommand() *cobra.Command {
 		newBenchCommand(),
 		newCheckCommand(),
 	)
-	markRun(root)
+	eachCommand(root, func(c *cobra.Command) {
+		markRun(c)
+		// Errors echo values as the user wrote them.
+		config.KeepTyped(c.Flags())
+	})
 	return root
 }

@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 
@@ -22,7 +24,11 @@ func openReport(cfg config.Config) (*os.File, error) {
 	}
 	f, err := os.Create(cfg.Report)
 	if err != nil {
-		return nil, fmt.Errorf("report: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("--report %q cannot be created: %w (is its directory there and writable?)", cfg.Report, err)
 	}
 	return f, nil
 }
@@ -51,7 +57,7 @@ func finishVerify(p *proxy.Proxy, cfg config.Config, report *os.File, log *slog.
 			werr = cerr
 		}
 		if werr != nil && err == nil {
-			err = fmt.Errorf("report %s: %w", cfg.Report, werr)
+			err = fmt.Errorf("--report %q: %w", cfg.Report, werr)
 		}
 	}
 	if err == nil && cfg.FailOnViolation && rep.Total() > 0 {

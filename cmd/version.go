@@ -76,7 +76,7 @@ func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, source revision, Go version and platform",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			bi, ok := debug.ReadBuildInfo()
 			return readBuildInfo(Version, bi, ok).write(c.OutOrStdout())

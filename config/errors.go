@@ -116,26 +116,34 @@ func yamlError(raw []byte, err error) error {
 // not empty, is the question put before the way out. errors.Is still sees
 // err and its system error.
 func ListenError(flag, addr string, err error, ask string) error {
-	reason := err.Error()
+	next := "choose another " + flag
+	if errors.Is(err, syscall.EACCES) {
+		ask = "ports below 1024 need privileges;"
+	}
+	if ask != "" {
+		next = ask + " " + next
+	}
+	return Explain(err, fmt.Sprintf("%s %s: %s (%s)", flag, addr, ListenReason(err), next))
+}
+
+// ListenReason says why a listener could not open, without Go's
+// "listen tcp ADDR: bind:" wording around the system's reason.
+func ListenReason(err error) string {
 	var se *os.SyscallError
 	var dns *net.DNSError
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE):
-		reason = "address already in use"
+		return "address already in use"
 	case errors.Is(err, syscall.EACCES):
-		reason, ask = "permission denied", "ports below 1024 need privileges;"
+		return "permission denied"
 	case errors.Is(err, syscall.EADDRNOTAVAIL):
-		reason = "no interface of this machine has that address"
+		return "no interface of this machine has that address"
 	case errors.As(err, &dns):
-		reason = "host " + dns.Name + " not found"
+		return "host " + dns.Name + " not found"
 	case errors.As(err, &se):
-		reason = se.Err.Error()
+		return se.Err.Error()
 	}
-	next := "choose another " + flag
-	if ask != "" {
-		next = ask + " " + next
-	}
-	return Explain(err, fmt.Sprintf("%s %s: %s (%s)", flag, addr, reason, next))
+	return err.Error()
 }
 
 // Explain returns an error that reads msg, written for the user, while

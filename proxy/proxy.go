@@ -135,7 +135,7 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 			name, err := os.Hostname()
 			if err != nil {
-				return nil, fmt.Errorf("listen %s binds every interface and the hostname is unknown: set advertised-host: %w", cfg.Listen, err)
+				return nil, fmt.Errorf("--listen %s binds every interface and the hostname is unknown (%w): set --advertised-host", cfg.Listen, err)
 			}
 			p.advHost = name
 		}

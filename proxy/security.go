@@ -52,7 +52,7 @@ func (p *Proxy) initSecurity() error {
 			return err
 		}
 		if s.UpstreamTLSInsecureSkipVerify {
-			p.log.Warn("upstream-tls-insecure-skip-verify is set: the upstream's certificate is not verified, and anyone on the path can read and change the traffic")
+			p.log.Warn("--upstream-tls-insecure-skip-verify is set: the upstream's certificate is not verified, and anyone on the path can read and change the traffic")
 		}
 		p.sec.upTLS, p.sec.upName = cfg, s.UpstreamTLSServerName
 	}
