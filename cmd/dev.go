@@ -26,6 +26,15 @@ func defaultDataDir() string {
 	return filepath.Join(os.TempDir(), "inorder-dev")
 }
 
+// devDefault is dev's configuration before flags and file: serve's, with
+// an admin endpoint on a free loopback port, since dev is for trying
+// things and its metrics and probes are part of that.
+func devDefault() config.Config {
+	cfg := config.Default()
+	cfg.AdminListen = "127.0.0.1:0"
+	return cfg
+}
+
 func newDevCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "dev",
@@ -43,10 +52,19 @@ partition keeps at most --retention-bytes and nothing older than
 --retention-time. --reset deletes the data before starting.`,
 		Args: noArgs,
 	}
-	cfg := config.Default()
+	cfg := devDefault()
 	fs := c.Flags()
 	fs.String(config.FlagConfig, "", "YAML file with the same keys as the flags")
 	config.BindFlags(fs, &cfg)
+	// dev binds every setting, so that its file and serve's share keys,
+	// but shows and takes only those that mean something in front of its
+	// own brokers.
+	config.Refuse(fs, "is not used by dev, which embeds its backend; use serve", "upstream")
+	config.Refuse(fs, "does not apply to dev, whose embedded brokers speak plaintext without SASL; use serve",
+		"upstream-tls", "upstream-tls-ca", "upstream-tls-cert", "upstream-tls-key", "upstream-tls-server-name",
+		"upstream-tls-insecure-skip-verify", "upstream-sasl-mechanism", "upstream-sasl-username",
+		"upstream-sasl-password-file", "upstream-sasl-token-file", "allow-unauthenticated-clients")
+	config.Refuse(fs, "does not apply to dev, whose brokers are its own, on loopback; use serve", "allow-upstream")
 	dataDir := fs.String("data-dir", defaultDataDir(), "directory keeping the embedded broker's data; empty keeps it in memory")
 	brokers := fs.Int("brokers", 3, "number of embedded brokers")
 	partitions := fs.Int("default-partitions", 1, "partitions of a topic created on first use, or without a count (Kafka's num.partitions)")
@@ -55,19 +73,9 @@ partition keeps at most --retention-bytes and nothing older than
 	retentionTime := fs.Duration("retention-time", 7*24*time.Hour, "age past which records are deleted (0: no bound)")
 	reset := fs.Bool("reset", false, "delete the data in --data-dir before starting")
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		cfg, err := config.Resolve(fs, config.Default())
+		cfg, err := config.Resolve(fs, devDefault())
 		if err != nil {
 			return usage(err)
-		}
-		if len(cfg.Upstreams) > 0 {
-			return &config.FieldError{Field: "--upstream", Value: cfg.Upstreams[0], Reason: "is not used by dev, which embeds its backend; use serve"}
-		}
-		if cfg.UpstreamTLSEnabled() || cfg.UpstreamSASLMechanism != "" {
-			return &config.FieldError{Field: "--upstream-tls* and --upstream-sasl-*", Reason: "do not apply to dev, whose embedded backend speaks plaintext without SASL; use serve"}
-		}
-		if cfg.AdminListen == "" && !c.Flags().Changed("admin-listen") {
-			// dev is for trying things: show the metrics and probes too.
-			cfg.AdminListen = "127.0.0.1:0"
 		}
 		if *brokers < 1 {
 			return config.InvalidFlag(fs, "brokers", "must be at least 1")
@@ -140,7 +148,7 @@ partition keeps at most --retention-bytes and nothing older than
 		fmt.Fprintf(c.OutOrStdout(), "inorder: embedded broker at %s (direct, bypassing the proxy: for comparisons only)\n",
 			strings.Join(kc.ListenAddrs(), ","))
 		adminListen := cfg.AdminListen
-		s, err := runProxy(ctx, p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: config.Default(), level: level,
+		s, err := runProxy(ctx, p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: devDefault(), level: level,
 			adjust: func(next *config.Config) {
 				next.Upstreams = kc.ListenAddrs()
 				next.AdminListen = adminListen

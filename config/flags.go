@@ -44,8 +44,38 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.Var((*versionCapsValue)(&c.APIVersionCap), "api-version-cap", "highest versions advertised to clients, by Kafka name: KEY=VERSION[,KEY=VERSION...], e.g. Fetch=15")
 	bindSecurityFlags(fs, &c.Security)
 	fs.BoolVar(&c.Verify, "verify", c.Verify, "count the ordering violations the upstream commits (responses out of order, Produce offsets out of write order, sequence errors)")
-	fs.StringVar(&c.Report, "report", c.Report, "with verify, write what it saw to this file at exit: JUnit XML if it ends in .xml, else JSON")
-	fs.BoolVar(&c.FailOnViolation, "fail-on-violation", c.FailOnViolation, "with verify, exit with status 3 at shutdown if any violation was seen")
+	fs.StringVar(&c.Report, "report", c.Report, "with --verify, write what it saw to this file at exit: JUnit XML if it ends in .xml, else JSON")
+	fs.BoolVar(&c.FailOnViolation, "fail-on-violation", c.FailOnViolation, "with --verify, exit with status 3 at shutdown if any violation was seen")
+}
+
+// refusedKey is the pflag annotation that marks a setting a command
+// refuses; its value is the reason.
+const refusedKey = "inorder-refused"
+
+// Refuse hides the settings names from fs's --help and makes Resolve refuse
+// each, given as a flag or as a --config key, with reason (which follows
+// the value: "is not used by dev"), for a command that binds every setting
+// but takes only some.
+func Refuse(fs *pflag.FlagSet, reason string, names ...string) {
+	for _, n := range names {
+		f := fs.Lookup(n)
+		f.Hidden = true
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[refusedKey] = []string{reason}
+	}
+}
+
+// refused returns why the command of fs refuses the setting name, or "".
+func refused(fs *pflag.FlagSet, name string) string {
+	if fs == nil {
+		return ""
+	}
+	if f := fs.Lookup(name); f != nil && len(f.Annotations[refusedKey]) > 0 {
+		return f.Annotations[refusedKey][0]
+	}
+	return ""
 }
 
 // Resolve builds the effective configuration: base, then the YAML file named
@@ -84,6 +114,10 @@ func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
 		text, source := typedOf(f)
 		if source != "" {
 			return // set from the file by loadFile, already applied
+		}
+		if why := refused(fs, f.Name); why != "" {
+			err = &FieldError{Field: "--" + f.Name, Value: text, Reason: why}
+			return
 		}
 		typed[f.Name], fromFile[f.Name] = text, false
 		if e := into.Set(f.Name, text); e != nil {
@@ -148,6 +182,9 @@ func loadFile(path string, into, cmdFlags *pflag.FlagSet) (map[string]string, er
 		val, err := scalarOrList(&node)
 		if err != nil {
 			return nil, fmt.Errorf("config file %s: %s: %w", path, k, err)
+		}
+		if why := refused(cmdFlags, k); why != "" {
+			return nil, fmt.Errorf("config file %s: %w", path, &FieldError{Field: k, Value: val, Reason: why})
 		}
 		if dst == cmdFlags && f.Changed {
 			continue // the command line wins
