@@ -212,7 +212,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	r := &run{opts: o, rep: Report{Bootstrap: o.Bootstrap, Requests: o.Requests}}
+	// Properties is never nil: a run that could not check any writes
+	// "properties": [] in JSON, not null.
+	r := &run{opts: o, rep: Report{Bootstrap: o.Bootstrap, Requests: o.Requests, Properties: []Property{}}}
 	err := r.run(ctx)
 	if err != nil {
 		r.rep.Error = err.Error()

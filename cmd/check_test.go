@@ -202,3 +202,45 @@ func TestUsageErrorsExit2(t *testing.T) {
 		t.Errorf("serve on a taken port: exit %d, want %d; stderr:\n%s", code, exitFailed, stderr)
 	}
 }
+
+// TestJSONReportsHaveNoNull checks that the JSON reports write an empty
+// list as [] rather than null: the verifier's report of a run that saw no
+// violation, and check's of a run that could not check anything.
+func TestJSONReportsHaveNoNull(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "kept"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	report := filepath.Join(t.TempDir(), "verify.json")
+	addr, stop := start(t, "serve", "--listen", "127.0.0.1:0", "--upstream", kc.ListenAddrs()[0], "--verify", "--report", report, "--shutdown-grace", "1s")
+	produce(t, addr, "kept", "x")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Violations []struct {
+			Kind     string            `json:"kind"`
+			Examples []json.RawMessage `json:"examples"`
+		} `json:"violations"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil || len(rep.Violations) == 0 {
+		t.Fatalf("report: %v\n%s", err, raw)
+	}
+	if bytes.Contains(raw, []byte("null")) {
+		t.Errorf("the verifier's report writes null:\n%s", raw)
+	}
+
+	refused, err := hostile.RefusedAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "check", "--bootstrap", refused, "--dial-timeout", "1s", "--format", "json")
+	if code != exitCannotRun || bytes.Contains([]byte(out), []byte("null")) || !strings.Contains(out, `"properties": []`) {
+		t.Errorf("check --format json that could not run: exit %d\n%s", code, out)
+	}
+}
