@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -92,6 +93,33 @@ func TestREADMENamesEveryFlag(t *testing.T) {
 		slices.Sort(missing)
 		if len(missing) > 0 {
 			t.Errorf("%s --help lists flags README.md does not mention: %v", command, missing)
+		}
+	}
+}
+
+// TestREADMECommands checks the commands README.md shows: every run of the
+// binary is ./inorder, which the quick start builds (a bare inorder runs
+// whatever is on the PATH, if anything), and every `cd DIR && go test
+// ./...` names a module of its own, since from inside another module's
+// directory ./... skips a nested module without a word.
+func TestREADMECommands(t *testing.T) {
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cdTest := regexp.MustCompile(`cd (\S+) && go test \./\.\.\.`)
+	for i, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "    ") {
+			continue // commands are indented code blocks
+		}
+		cmdline := strings.TrimSpace(line)
+		if strings.HasPrefix(cmdline, "inorder ") {
+			t.Errorf("README.md:%d runs a bare inorder, not the ./inorder the quick start builds: %s", i+1, cmdline)
+		}
+		if m := cdTest.FindStringSubmatch(cmdline); m != nil {
+			if _, err := os.Stat(filepath.Join("..", m[1], "go.mod")); err != nil {
+				t.Errorf("README.md:%d: %s is not a module of its own, so go test ./... there tests part of another module: %s", i+1, m[1], cmdline)
+			}
 		}
 	}
 }
