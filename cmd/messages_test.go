@@ -50,6 +50,7 @@ func TestErrorMessages(t *testing.T) {
 		// Sizes as typed, whichever way they were written.
 		{append(up, "--max-memory", "67108864"), `--max-memory: "67108864" `, true},
 		{append(up, "--max-memory", "64MiB"), `--max-memory: "64MiB" `, true},
+		{[]string{"serve", "--config", absent}, `--config: "` + absent + `" cannot be read: no such file or directory`, false},
 		{[]string{"serve", "--config", memFile}, "config file " + memFile + `: max-memory: "64MiB" `, true},
 		{append(up, "--max-request-size", "1GiB"), `--max-memory: "1GiB" `, true},
 		{append(up, "--max-memory", "64MB"), `--max-memory: "64MB" is ambiguous: write 64MiB (powers of 1024) or the number of bytes`, false},

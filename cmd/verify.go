@@ -1,9 +1,7 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 
@@ -24,11 +22,7 @@ func openReport(cfg config.Config) (*os.File, error) {
 	}
 	f, err := os.Create(cfg.Report)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, fmt.Errorf("--report %q cannot be created: %w (is its directory there and writable?)", cfg.Report, err)
+		return nil, config.Explain(err, fmt.Sprintf("--report %q cannot be created: %s (is its directory there and writable?)", cfg.Report, config.FileReason(err)))
 	}
 	return f, nil
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"regexp"
@@ -107,6 +108,17 @@ func yamlError(raw []byte, err error) error {
 		text = fmt.Sprintf(" (%q)", strings.TrimRight(lines[line-1], "\r\n"))
 	}
 	return fmt.Errorf("line %d%s: %s", line, text, m[2])
+}
+
+// FileReason says why a file could not be opened or created, without the
+// operation and path Go's *fs.PathError repeats: the caller names the file
+// as the user gave it.
+func FileReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // ListenError describes a listener that could not open on addr, the value

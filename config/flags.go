@@ -157,7 +157,7 @@ func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
 func loadFile(path string, into, cmdFlags *pflag.FlagSet) (map[string]string, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config file: %w", err)
+		return nil, &FieldError{Field: "--" + FlagConfig, Value: path, Reason: "cannot be read: " + FileReason(err)}
 	}
 	var doc map[string]yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {

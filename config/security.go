@@ -1,9 +1,7 @@
 package config
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 
@@ -196,11 +194,7 @@ func checkFile(field, path string, secret bool) error {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return invalid(field, path, fmt.Sprintf("cannot be read: %v", err))
+		return invalid(field, path, "cannot be read: "+FileReason(err))
 	}
 	fi, err := f.Stat()
 	f.Close()

@@ -89,7 +89,7 @@ func checkTopicNames(t *testing.T, seeds []string) {
 			t.Errorf("CreateTopics %q: %v, want INVALID_TOPIC_EXCEPTION", name, kerr.ErrorForCode(code))
 		}
 		for _, auto := range []bool{true, false} {
-			if code := metadataCode(ctx, t, cl, name, auto); code != kerr.InvalidTopicException.Code {
+			if code := metadataErr(ctx, t, cl, name, auto); code != kerr.InvalidTopicException.Code {
 				t.Errorf("Metadata %q (auto-creation %v): %v, want INVALID_TOPIC_EXCEPTION", name, auto, kerr.ErrorForCode(code))
 			}
 		}
@@ -101,7 +101,7 @@ func checkTopicNames(t *testing.T, seeds []string) {
 		}
 		auto := "m" + name[1:] // same length, another name
 		created = append(created, auto)
-		if code := metadataCode(ctx, t, cl, auto, true); code == kerr.InvalidTopicException.Code {
+		if code := metadataErr(ctx, t, cl, auto, true); code == kerr.InvalidTopicException.Code {
 			t.Errorf("Metadata %q with auto-creation: INVALID_TOPIC_EXCEPTION for a name Kafka accepts", auto)
 		}
 	}
@@ -165,19 +165,9 @@ func createTopic(ctx context.Context, t *testing.T, cl *kgo.Client, name string)
 	return resp.Topics[0].ErrorCode
 }
 
-func metadataCode(ctx context.Context, t *testing.T, cl *kgo.Client, name string, auto bool) int16 {
+// metadataErr is the error code Metadata answers for one topic.
+func metadataErr(ctx context.Context, t *testing.T, cl *kgo.Client, name string, auto bool) int16 {
 	t.Helper()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(name)
-	req.Topics = append(req.Topics, rt)
-	req.AllowAutoTopicCreation = auto
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("Metadata %q: %v", name, err)
-	}
-	if len(resp.Topics) != 1 {
-		t.Fatalf("Metadata %q: %d topics in the answer", name, len(resp.Topics))
-	}
-	return resp.Topics[0].ErrorCode
+	_, got := metadataTopic(ctx, t, cl, name, auto)
+	return got.ErrorCode
 }

@@ -8,8 +8,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
+
+	"github.com/inorder-proxy/inorder/config"
 )
 
 // ErrNoCertificates is returned for a CA file that holds no PEM certificate.
@@ -31,11 +32,7 @@ func loadPool(flag, path string) (*x509.CertPool, error) {
 
 // fileError says that the file path, given by flag, could not be read.
 func fileError(flag, path string, err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %q cannot be read: %w", flag, path, pe.Err)
-	}
-	return fmt.Errorf("%s: %q cannot be read: %w", flag, path, err)
+	return config.Explain(err, fmt.Sprintf("%s: %q cannot be read: %s", flag, path, config.FileReason(err)))
 }
 
 // pairError says that the certificate and key given by certFlag and
