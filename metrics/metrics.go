@@ -123,7 +123,7 @@ func New() *Metrics {
 	m.requests = f.counterVec(NameRequests, "Requests read from clients, by API key.", "api")
 	m.latency = f.histogramVec(NameRequestDuration, "Time from reading a request to writing its response to the client, by API key.", "api")
 	m.upstream = f.histogramVec(NameUpstreamDuration, "The upstream's share of a request's time: from forwarding it to reading its response, by API key.", "api")
-	m.buildInfo = f.gaugeVec(NameBuildInfo, "Always 1; labels carry the version and the Go version.", "version", "goversion")
+	m.buildInfo = f.gaugeVec(NameBuildInfo, "Always 1; labels carry the version, the source revision and the Go version.", "version", "revision", "goversion")
 	m.accepted = newClosedSet(f.counterVec(NameConnectionsAccepted, "Client connections accepted, by listener kind.", "listener"),
 		listeners, ListenerOther)
 	m.rejected = newClosedSet(f.counterVec(NameConnectionsRejected, "Accepted sockets closed before being served, by reason.", "reason"), rejectReasons, RejectOther)
@@ -185,13 +185,14 @@ func (m *Metrics) Now() time.Time {
 	return time.Now()
 }
 
-// BuildInfo sets inorder_build_info for version.
-func (m *Metrics) BuildInfo(version string) {
+// BuildInfo sets inorder_build_info for the version and the source
+// revision the binary was built from.
+func (m *Metrics) BuildInfo(version, revision string) {
 	if m == nil {
 		return
 	}
 	m.buildInfo.Reset()
-	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+	m.buildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
 }
 
 // SetGaugeSource sets the function that fills the state gauges at scrape
