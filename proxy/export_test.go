@@ -14,6 +14,14 @@ func SetEOFDrain(d time.Duration) (restore func()) {
 	return func() { eofDrain = old }
 }
 
+// SetResponseWait sets the bound on a response's wait for memory for a
+// test, which must call the function returned once its proxies are closed.
+func SetResponseWait(d time.Duration) (restore func()) {
+	old := responseWait
+	responseWait = d
+	return func() { responseWait = old }
+}
+
 // Retained returns the bytes the open connections keep of the requests
 // they classified and sequenced, between requests: a walk of every
 // connection's decoder, sequencer and queues that counts what their

@@ -203,6 +203,8 @@ func closeReason(err error) metrics.CloseReason {
 		return metrics.CloseIdle
 	case errors.Is(err, ErrWriteTimeout):
 		return metrics.CloseWriteTimeout
+	case errors.Is(err, ErrMemory):
+		return metrics.CloseLimit
 	case errors.Is(err, ErrReadTimeout), errors.Is(err, os.ErrDeadlineExceeded):
 		return metrics.CloseReadTimeout
 	case errors.Is(err, ErrTLSHandshake):
