@@ -3,6 +3,8 @@ package proxy
 import (
 	"reflect"
 	"time"
+
+	"github.com/inorder-proxy/inorder/internal/budget"
 )
 
 // SetEOFDrain sets the bound on requests sent before a client's EOF for a
@@ -12,6 +14,13 @@ func SetEOFDrain(d time.Duration) (restore func()) {
 	old := eofDrain
 	eofDrain = d
 	return func() { eofDrain = old }
+}
+
+// WithMemory gives the proxy a memory budget of limit bytes whatever its
+// configuration says, so that tests can reach the budget's bounds with
+// little traffic at sizes --max-memory refuses.
+func WithMemory(limit int64) Option {
+	return func(p *Proxy) { p.budget = budget.New(limit) }
 }
 
 // SetResponseWait sets the bound on a response's wait for memory for a

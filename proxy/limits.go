@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/wire"
@@ -99,7 +100,22 @@ func (a *frameAccount) Reserve(n int) error {
 	if !start.IsZero() {
 		a.p.metrics.ReadPaused(metrics.PauseMemory, time.Since(start))
 	}
+	if errors.Is(err, budget.ErrTooLarge) {
+		return a.tooLarge(n)
+	}
 	return err
+}
+
+// tooLarge is the error for a frame that needs a buffer of n bytes, more
+// than the budget can ever hold for one of its kind: only that connection
+// ends, and the reason names the setting to raise.
+func (a *frameAccount) tooLarge(n int) error {
+	what, most := "a request", a.p.budget.Max(a.bulk)
+	if a.resp {
+		what, most = "a response", a.p.budget.MaxResponse()
+	}
+	return fmt.Errorf("%w: %s needs a buffer of %s, and --max-memory %s holds at most %s for one: raise --max-memory",
+		ErrMemory, what, config.FormatSize(int64(n)), config.FormatSize(a.p.budget.Limit()), config.FormatSize(most))
 }
 
 func (a *frameAccount) tryReserve(n int64) bool {

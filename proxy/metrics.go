@@ -186,6 +186,14 @@ func (c *conn) recordClose(reason error) {
 	}
 	m.ConnClosed(closeReason(reason))
 	switch {
+	case errors.Is(reason, ErrMemory):
+		m.FrameRefused(metrics.SettingMaxMemory)
+	case errors.Is(reason, wire.ErrFrameTooLarge) && errors.Is(reason, ErrBadRequest):
+		m.FrameRefused(metrics.SettingMaxRequestSize)
+	case errors.Is(reason, wire.ErrFrameTooLarge) && errors.Is(reason, ErrUpstreamProtocol):
+		m.FrameRefused(metrics.SettingMaxResponseSize)
+	}
+	switch {
 	case errors.Is(reason, ErrNotAllowed):
 		m.UpstreamDialError(metrics.DialNotAllowed)
 	case errors.Is(reason, ErrUpstreamProtocol):

@@ -245,7 +245,10 @@ func (c *conn) upstreamReadError(err error) error {
 	if errors.Is(err, ErrMemory) {
 		return err
 	}
-	if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrFrameTooSmall) {
+	if errors.Is(err, wire.ErrFrameTooLarge) {
+		return fmt.Errorf("%w: %w (--max-response-size)", ErrUpstreamProtocol, err)
+	}
+	if errors.Is(err, wire.ErrFrameTooSmall) {
 		return fmt.Errorf("%w: %w", ErrUpstreamProtocol, err)
 	}
 	return fmt.Errorf("%w: read: %v", ErrUpstreamFailed, err)
