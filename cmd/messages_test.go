@@ -38,7 +38,7 @@ func TestErrorMessages(t *testing.T) {
 	}
 	defer taken.Close()
 	busy := taken.Addr().String()
-	memFile := file("upstream: 127.0.0.1:1\nmax-memory: 64MiB\n")
+	memFile := file("upstream: 127.0.0.1:1\nmax-memory: 8MiB\n")
 	brokersFile := file("brokers: 0\n")
 	up := []string{"serve", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1"}
 
@@ -48,11 +48,11 @@ func TestErrorMessages(t *testing.T) {
 		prefix bool // want is the start of the message
 	}{
 		// Sizes as typed, whichever way they were written.
-		{append(up, "--max-memory", "67108864"), `--max-memory: "67108864" `, true},
-		{append(up, "--max-memory", "64MiB"), `--max-memory: "64MiB" `, true},
+		{append(up, "--max-memory", "8388608"), `--max-memory: "8388608" `, true},
+		{append(up, "--max-memory", "8MiB"), `--max-memory: "8MiB" `, true},
 		{[]string{"serve", "--config", absent}, `--config: "` + absent + `" cannot be read: no such file or directory`, false},
-		{[]string{"serve", "--config", memFile}, "config file " + memFile + `: max-memory: "64MiB" `, true},
-		{append(up, "--max-request-size", "1GiB"), `--max-memory: "1GiB" `, true},
+		{[]string{"serve", "--config", memFile}, "config file " + memFile + `: max-memory: "8MiB" `, true},
+		{append(up, "--max-memory", "16383KiB"), `--max-memory: "16383KiB" must be at least 16MiB`, false},
 		{append(up, "--max-memory", "64MB"), `--max-memory: "64MB" is ambiguous: write 64MiB (powers of 1024) or the number of bytes`, false},
 		// Other values as typed.
 		{append(up, "--read-timeout", "-90s"), `--read-timeout: "-90s" must not be negative (0 disables it)`, false},
