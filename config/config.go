@@ -85,8 +85,10 @@ type Config struct {
 
 	// MaxMemory bounds the request and response bytes and the per-request
 	// state the proxy holds across every connection. When it is reached,
-	// connections stop being read until memory is released. Zero means
-	// the default, 1GiB.
+	// connections stop being read until memory is released. A frame that
+	// must be held whole and is larger than the budget can hold for it
+	// closes its connection. Zero means the default, 1GiB; at least
+	// MinMemory otherwise.
 	MaxMemory int64
 	// MaxConnections bounds the client connections open at once over all
 	// listeners; past it a new connection is closed at once. Zero means
@@ -193,19 +195,19 @@ func invalid(field, value, reason string) error {
 func (c *Config) Validate() error {
 	_, port, err := net.SplitHostPort(c.Listen)
 	if err != nil {
-		return invalid("listen", c.Listen, "is not HOST:PORT")
+		return invalid("listen", c.Listen, "is not HOST:PORT (like 127.0.0.1:9092, or :9092 for every interface)")
 	}
 	lport, err := strconv.Atoi(port)
 	if err != nil || lport < 0 || lport > 65535 {
-		return invalid("listen", c.Listen, "has no valid port")
+		return invalid("listen", c.Listen, "has no port between 0 and 65535 (0 picks a free one)")
 	}
 	for _, u := range c.Upstreams {
 		if _, p, err := net.SplitHostPort(u); err != nil || p == "" {
-			return invalid("upstream", u, "is not HOST:PORT")
+			return invalid("upstream", u, "is not HOST:PORT (like kafka-1:9092)")
 		}
 	}
 	if c.NodePortBase < 0 || c.NodePortBase > 65535 {
-		return invalid("node-port-base", strconv.Itoa(c.NodePortBase), "is not a port")
+		return invalid("node-port-base", strconv.Itoa(c.NodePortBase), "is not a port between 0 and 65535 (0: the --listen port + 1)")
 	}
 	switch c.UpstreamOrdering {
 	case "", OrderingNone, OrderingConnection:
@@ -219,34 +221,34 @@ func (c *Config) Validate() error {
 		return invalid("max-buffered-bytes", strconv.FormatInt(c.MaxBufferedBytes, 10), "must be positive")
 	}
 	if c.MaxRequestSize < 64 {
-		return invalid("max-request-size", strconv.Itoa(int(c.MaxRequestSize)), "must be at least 64")
+		return invalid("max-request-size", strconv.Itoa(int(c.MaxRequestSize)), "must be at least 64 bytes (Kafka's own default is 100MiB)")
 	}
 	if c.MaxResponseSize < 64 {
-		return invalid("max-response-size", strconv.Itoa(int(c.MaxResponseSize)), "must be at least 64")
+		return invalid("max-response-size", strconv.Itoa(int(c.MaxResponseSize)), "must be at least 64 bytes")
 	}
 	if c.DialTimeout < 0 {
-		return invalid("dial-timeout", c.DialTimeout.String(), "must not be negative")
+		return invalid("dial-timeout", c.DialTimeout.String(), "must not be negative (0: no bound)")
 	}
 	if c.ShutdownGrace < 0 {
-		return invalid("shutdown-grace", c.ShutdownGrace.String(), "must not be negative")
+		return invalid("shutdown-grace", c.ShutdownGrace.String(), "must not be negative (0: close at once)")
 	}
 	if c.MaxMemory < 0 {
 		return invalid("max-memory", strconv.FormatInt(c.MaxMemory, 10), "must not be negative")
 	}
-	if m := c.Memory(); m < 2*int64(max(c.MaxRequestSize, c.MaxResponseSize)) {
-		return invalid("max-memory", strconv.FormatInt(m, 10), "must be at least twice max-request-size and max-response-size, so that a largest frame fits beside the reserve kept for small requests")
+	if c.MaxMemory != 0 && c.MaxMemory < MinMemory {
+		return invalid("max-memory", strconv.FormatInt(c.MaxMemory, 10), "must be at least 16MiB")
 	}
 	if c.MaxConnections < 0 {
-		return invalid("max-connections", strconv.Itoa(c.MaxConnections), "must not be negative")
+		return invalid("max-connections", strconv.Itoa(c.MaxConnections), "must not be negative (0: the default, 10000)")
 	}
 	if c.IdleTimeout < 0 {
-		return invalid("idle-timeout", c.IdleTimeout.String(), "must not be negative")
+		return invalid("idle-timeout", c.IdleTimeout.String(), "must not be negative (0 disables it)")
 	}
 	if c.ReadTimeout < 0 {
-		return invalid("read-timeout", c.ReadTimeout.String(), "must not be negative")
+		return invalid("read-timeout", c.ReadTimeout.String(), "must not be negative (0 disables it)")
 	}
 	if c.WriteTimeout < 0 {
-		return invalid("write-timeout", c.WriteTimeout.String(), "must not be negative")
+		return invalid("write-timeout", c.WriteTimeout.String(), "must not be negative (0 disables it)")
 	}
 	for _, a := range c.AllowUpstream {
 		if err := checkUpstreamPattern(a); err != "" {
@@ -266,17 +268,23 @@ func (c *Config) Validate() error {
 	}
 	if c.AdminListen != "" {
 		if _, p, err := net.SplitHostPort(c.AdminListen); err != nil || p == "" {
-			return invalid("admin-listen", c.AdminListen, "is not HOST:PORT")
+			return invalid("admin-listen", c.AdminListen, "is not HOST:PORT (like 127.0.0.1:9644; empty: no admin endpoint)")
 		}
 	}
 	if c.Report != "" && !c.Verify {
-		return invalid("report", c.Report, "requires verify")
+		return invalid("report", c.Report, "needs --verify")
 	}
 	if c.FailOnViolation && !c.Verify {
-		return invalid("fail-on-violation", "true", "requires verify")
+		return invalid("fail-on-violation", "true", "needs --verify")
 	}
 	return c.validateSecurity()
 }
+
+// MinMemory is the smallest MaxMemory: the budget keeps an eighth for
+// responses, so 16MiB leaves 2MiB, room for a streamed response's chunk
+// (1MiB) beside the answers to pipelined writes, and the runtime's own
+// memory (tens of MiB) dwarfs anything smaller.
+const MinMemory = 16 << 20
 
 // Memory returns the effective MaxMemory.
 func (c *Config) Memory() int64 {

@@ -40,6 +40,7 @@ const (
 	NameTLSHandshakeFailures   = "inorder_tls_handshake_failures_total"
 	NameSASLAuthentications    = "inorder_sasl_authentications_total"
 	NameStreamed               = "inorder_streamed_total"
+	NameFramesRefused          = "inorder_frames_refused_total"
 )
 
 // Names returns every inorder_* family the registry exports. Histograms are
@@ -52,7 +53,7 @@ func Names() []string {
 		NameReadPaused, NameReadPauses, NameUpstreamOutOfOrder, NameViolations,
 		NameUpstreamDialErrors, NameUpstreamProtocolErrors, NameListenersOpen,
 		NameConfigReloads, NameConfigReloadTimestamp, NameTLSHandshakeFailures,
-		NameSASLAuthentications, NameStreamed,
+		NameSASLAuthentications, NameStreamed, NameFramesRefused,
 	}
 }
 
@@ -107,6 +108,7 @@ type Metrics struct {
 	dialErrors     closedSet[DialError]
 	protocolErrors closedSet[ProtocolError]
 	streamed       closedSet[Streamed]
+	refused        closedSet[Setting]
 	reloads        closedSet[ReloadResult]
 	reloadTime     prometheus.Gauge
 	tlsFailures    map[Side]closedSet[TLSFailure]
@@ -123,7 +125,7 @@ func New() *Metrics {
 	m.requests = f.counterVec(NameRequests, "Requests read from clients, by API key.", "api")
 	m.latency = f.histogramVec(NameRequestDuration, "Time from reading a request to writing its response to the client, by API key.", "api")
 	m.upstream = f.histogramVec(NameUpstreamDuration, "The upstream's share of a request's time: from forwarding it to reading its response, by API key.", "api")
-	m.buildInfo = f.gaugeVec(NameBuildInfo, "Always 1; labels carry the version and the Go version.", "version", "goversion")
+	m.buildInfo = f.gaugeVec(NameBuildInfo, "Always 1; labels carry the version, the source revision and the Go version.", "version", "revision", "goversion")
 	m.accepted = newClosedSet(f.counterVec(NameConnectionsAccepted, "Client connections accepted, by listener kind.", "listener"),
 		listeners, ListenerOther)
 	m.rejected = newClosedSet(f.counterVec(NameConnectionsRejected, "Accepted sockets closed before being served, by reason.", "reason"), rejectReasons, RejectOther)
@@ -140,6 +142,7 @@ func New() *Metrics {
 	m.dialErrors = newClosedSet(f.counterVec(NameUpstreamDialErrors, "Failed dials to the upstream, by reason.", "reason"), dialErrors, DialOther)
 	m.protocolErrors = newClosedSet(f.counterVec(NameUpstreamProtocolErrors, "Upstream connections closed for breaking the protocol, by reason.", "reason"), protocolErrors, ProtoOther)
 	m.streamed = newClosedSet(f.counterVec(NameStreamed, "Requests and responses moved between the sockets without being read whole into memory, by kind.", "kind"), streamedKinds, StreamedOther)
+	m.refused = newClosedSet(f.counterVec(NameFramesRefused, "Frames that closed their connection because they could not be held, by the setting to raise: max-request-size or max-response-size (above the cap), max-memory (more than the memory budget can hold, or a response that found no memory in time).", "setting"), settings, SettingOther)
 	m.reloads = newClosedSet(f.counterVec(NameConfigReloads, "Configuration reloads (SIGHUP or a changed --config file), by result.", "result"), reloadResults, ReloadFailure)
 	m.reloadTime = f.gauge(NameConfigReloadTimestamp, "Unix time of the last reload that applied a configuration.")
 	tls := f.counterVec(NameTLSHandshakeFailures, "Failed TLS handshakes, by side and reason.", "side", "reason")
@@ -185,13 +188,14 @@ func (m *Metrics) Now() time.Time {
 	return time.Now()
 }
 
-// BuildInfo sets inorder_build_info for version.
-func (m *Metrics) BuildInfo(version string) {
+// BuildInfo sets inorder_build_info for the version and the source
+// revision the binary was built from.
+func (m *Metrics) BuildInfo(version, revision string) {
 	if m == nil {
 		return
 	}
 	m.buildInfo.Reset()
-	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+	m.buildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
 }
 
 // SetGaugeSource sets the function that fills the state gauges at scrape
@@ -306,6 +310,15 @@ func (m *Metrics) Stream(k Streamed) {
 		return
 	}
 	m.streamed.get(k).Inc()
+}
+
+// FrameRefused counts a frame that closed its connection because s did not
+// let it be held.
+func (m *Metrics) FrameRefused(s Setting) {
+	if m == nil {
+		return
+	}
+	m.refused.get(s).Inc()
 }
 
 // Violation counts an ordering violation of kind v seen by the verifier.

@@ -14,7 +14,7 @@ import (
 
 // exerciseAll calls every recording method once.
 func exerciseAll(m *Metrics) {
-	m.BuildInfo("v0.0.0-test")
+	m.BuildInfo("v0.0.0-test", "0123abcd")
 	m.RequestRead(0)
 	m.ResponseWritten(0, time.Millisecond, 500*time.Microsecond)
 	m.ConnAccepted(ListenerBootstrap)

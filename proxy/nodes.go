@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
 )
 
 // maxNodes bounds the listeners an upstream can make the proxy open, so a
@@ -138,7 +140,7 @@ func (t *nodeTable) mapNode(id int32, host string, port int32) (int32, error) {
 	if t.base >= 0 {
 		if id < 0 || int64(t.base)+int64(id) > 65535 {
 			n.failedAt = time.Now()
-			err := fmt.Errorf("%w: node %d would listen on port %d, out of range; set node-port-base", ErrNodePort, id, int64(t.base)+int64(id))
+			err := fmt.Errorf("%w: node %d would listen on port %d, out of range: set --node-port-base so that base + node id stays below 65536", ErrNodePort, id, int64(t.base)+int64(id))
 			t.p.log.Warn("node unreachable through the proxy", "node", id, "upstream", addr, "err", err)
 			return 0, err
 		}
@@ -241,7 +243,7 @@ func (t *nodeTable) listening() (nodes, controllers int) {
 func (t *nodeTable) open(role string, n *node, port int) error {
 	ln, err := t.p.listen(net.JoinHostPort(t.p.listenHost, strconv.Itoa(port)))
 	if err != nil {
-		return fmt.Errorf("%w: %s %d on port %d: %v", ErrNodePort, role, n.id, port, err)
+		return fmt.Errorf("%w: %s %d on port %d: %s (free the port, or choose another --node-port-base)", ErrNodePort, role, n.id, port, config.ListenReason(err))
 	}
 	tg := t.target(n)
 	tg.controller = role == "controller"

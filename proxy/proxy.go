@@ -46,6 +46,14 @@ func WithFixup(f Fixup) Option {
 	return func(p *Proxy) { p.fixup = f }
 }
 
+// WithListener makes ln, already bound, the bootstrap listener instead of
+// one opened on cfg.Listen, so that a command can hold its port before it
+// starts anything else. The proxy closes ln when it closes; if New fails,
+// the caller still owns it.
+func WithListener(ln net.Listener) Option {
+	return func(p *Proxy) { p.bound = ln }
+}
+
 // WithoutSplice reads every request whole into the proxy's memory, as the
 // None mode does, instead of splicing large produce bodies between sockets.
 // It exists to measure what splicing saves.
@@ -64,7 +72,8 @@ type Proxy struct {
 	log      *slog.Logger
 	versions func(int16) (int16, bool)
 	fixup    Fixup
-	verifier *Verifier // nil without --verify
+	bound    net.Listener // the bootstrap listener WithListener gave, or nil
+	verifier *Verifier    // nil without --verify
 	noSplice bool
 	metrics  *metrics.Metrics // nil records nothing
 	single   *singleView      // the single topology's view; nil in the others
@@ -129,7 +138,7 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 			name, err := os.Hostname()
 			if err != nil {
-				return nil, fmt.Errorf("listen %s binds every interface and the hostname is unknown: set advertised-host: %w", cfg.Listen, err)
+				return nil, fmt.Errorf("--listen %s binds every interface and the hostname is unknown (%w): set --advertised-host", cfg.Listen, err)
 			}
 			p.advHost = name
 		}
@@ -137,10 +146,10 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	if err := p.initSecurity(); err != nil {
 		return nil, err
 	}
-	ln, err := p.listen(cfg.Listen)
+	ln, err := p.listenBoot(cfg.Listen)
 	if err != nil {
 		p.closeSecurity()
-		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+		return nil, config.ListenError("--listen", cfg.Listen, err, "")
 	}
 	p.boot = ln
 	p.listeners[ln] = struct{}{}

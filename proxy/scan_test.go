@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -90,5 +91,87 @@ func TestScanProduceAllocatesNothing(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Fatalf("scanning a produce allocates %v times", n)
+	}
+}
+
+// commitBody makes an OffsetCommit request body at version committing parts
+// partitions of each of two topics. (TxnOffsetCommit goes through the same
+// scan, which package wire checks against kmsg for both.)
+func commitBody(version int16, parts int) []byte {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group = version, "group"
+	for ti, name := range []string{"a", "b"} {
+		t := kmsg.NewOffsetCommitRequestTopic()
+		t.Topic, t.TopicID = name, [16]byte{byte(ti + 1)}
+		for p := range parts {
+			t.Partitions = append(t.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: int32(p), Offset: 5})
+		}
+		req.Topics = append(req.Topics, t)
+	}
+	return req.AppendTo(nil)
+}
+
+// TestScanCommitKeysMatchKmsg: the keys the scan finds for a commit are
+// those of the partitions kmsg wrote, by name or by id as the version has
+// them (the scanner itself is checked against kmsg's reader in package
+// wire), and a body cut short is refused.
+func TestScanCommitKeysMatchKmsg(t *testing.T) {
+	for _, v := range []int16{2, 7, 8, 9, 10} {
+		body := commitBody(v, 5)
+		var d decoder
+		if scanned, err := d.scanCommit(keyOffsetCommit, body, v); err != nil || !scanned {
+			t.Fatalf("v%d: scanned %v, %v", v, scanned, err)
+		}
+		// What commitBody wrote: topics by name below v10, which names
+		// them by id.
+		var want []ordering.Key
+		for ti, name := range []string{"a", "b"} {
+			topic, id := name, [16]byte{}
+			if v >= 10 {
+				topic, id = "", [16]byte{byte(ti + 1)}
+			}
+			for p := range int32(5) {
+				want = append(want, partitionKey('c', "group", topic, id, p))
+			}
+		}
+		if !slices.Equal(d.keys, want) {
+			t.Fatalf("v%d: keys %v, want %v", v, d.keys, want)
+		}
+		d.keys = d.keys[:0]
+		if _, err := d.scanCommit(keyOffsetCommit, body[:len(body)-3], v); err == nil {
+			t.Fatalf("v%d: a truncated body was accepted", v)
+		}
+	}
+}
+
+// A commit of more partitions than the sequencer keeps keys for keeps one
+// key past the limit, which makes it a barrier, and the decoder gives the
+// slice back once the request is sequenced.
+func TestScanCommitKeysStopPastLimit(t *testing.T) {
+	var d decoder
+	body := commitBody(2, 20*ordering.MaxWriteKeys)
+	if _, err := d.scanCommit(keyOffsetCommit, body, 2); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.keys) != ordering.MaxWriteKeys+1 {
+		t.Fatalf("kept %d keys for a commit of %d partitions, want %d", len(d.keys), 40*ordering.MaxWriteKeys, ordering.MaxWriteKeys+1)
+	}
+	d.trim()
+	if cap(d.keys) > keepKeys {
+		t.Fatalf("the decoder keeps room for %d keys after trim", cap(d.keys))
+	}
+}
+
+func TestScanCommitAllocatesNothing(t *testing.T) {
+	var d decoder
+	body := commitBody(8, 12)
+	d.scanCommit(keyOffsetCommit, body, 8)
+	if n := testing.AllocsPerRun(100, func() {
+		d.keys = d.keys[:0]
+		if _, err := d.scanCommit(keyOffsetCommit, body, 8); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("scanning a commit allocates %v times", n)
 	}
 }

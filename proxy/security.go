@@ -51,7 +51,7 @@ func (p *Proxy) initSecurity() error {
 			return err
 		}
 		if s.UpstreamTLSInsecureSkipVerify {
-			p.log.Warn("upstream-tls-insecure-skip-verify is set: the upstream's certificate is not verified, and anyone on the path can read and change the traffic")
+			p.log.Warn("--upstream-tls-insecure-skip-verify is set: the upstream's certificate is not verified, and anyone on the path can read and change the traffic")
 		}
 		p.sec.upTLS, p.sec.upName = cfg, s.UpstreamTLSServerName
 	}
@@ -89,10 +89,27 @@ func (p *Proxy) ReloadCertificates() error {
 // listen opens a listener on addr, speaking TLS when configured.
 func (p *Proxy) listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
-	if err != nil || p.sec.listener == nil {
-		return ln, err
+	if err != nil {
+		return nil, err
 	}
-	return tls.NewListener(ln, p.sec.listener.Config()), nil
+	return p.secure(ln), nil
+}
+
+// listenBoot is listen for the bootstrap listener, which WithListener may
+// have opened already.
+func (p *Proxy) listenBoot(addr string) (net.Listener, error) {
+	if p.bound != nil {
+		return p.secure(p.bound), nil
+	}
+	return p.listen(addr)
+}
+
+// secure wraps ln in TLS when the listeners speak it.
+func (p *Proxy) secure(ln net.Listener) net.Listener {
+	if p.sec.listener == nil {
+		return ln
+	}
+	return tls.NewListener(ln, p.sec.listener.Config())
 }
 
 // handshake completes a client's TLS handshake, if the listener speaks TLS,

@@ -67,10 +67,10 @@ func (c *conn) streamResponse(r *request, rd *bufio.Reader, head *[8]byte, size 
 	// held here. Short of memory, the response takes the buffered path,
 	// which waits outside wmu.
 	n := wire.Cap(int(min(int64(size)-4, streamChunk)))
-	if !c.p.budget.TryReserve(int64(n), true) {
+	if !c.p.budget.TryReserveResponse(int64(n)) {
 		return false, nil
 	}
-	defer c.p.budget.Release(int64(n), true)
+	defer c.p.budget.ReleaseResponse(int64(n))
 	wire.SetResponseCorrelation(head[:], r.hdr.Correlation)
 	rest := int64(size) - 4
 	// The upstream reader's buffer may already hold the start of the body.

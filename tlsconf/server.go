@@ -2,7 +2,6 @@ package tlsconf
 
 import (
 	"crypto/tls"
-	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -50,9 +49,9 @@ func NewServer(certFile, keyFile, clientCA string, log *slog.Logger) (*Server, e
 		},
 	}
 	if clientCA != "" {
-		pool, err := loadPool(clientCA)
+		pool, err := loadPool("--tls-client-ca", clientCA)
 		if err != nil {
-			return nil, fmt.Errorf("tls-client-ca: %w", err)
+			return nil, err
 		}
 		s.cfg.ClientCAs = pool
 		s.cfg.ClientAuth = tls.RequireAndVerifyClientCert
@@ -86,7 +85,7 @@ func (s *Server) reload() error {
 	s.seen = stamps
 	pair, err := tls.LoadX509KeyPair(s.certFile, s.keyFile)
 	if err != nil {
-		return fmt.Errorf("tls-cert %s, tls-key %s: %w", s.certFile, s.keyFile, err)
+		return pairError("--tls-cert", s.certFile, "--tls-key", s.keyFile, err)
 	}
 	s.cert.Store(&pair)
 	return nil

@@ -105,6 +105,7 @@ func TestHelmChart(t *testing.T) {
 				if !strings.HasPrefix(cfg.Listen, "127.0.0.1:") {
 					t.Errorf("sidecar listens on %s", cfg.Listen)
 				}
+				checkSidecar(t, name, ds[0], cfg)
 				return
 			}
 			checkGatewayPorts(t, set, ds[0], cfg)
