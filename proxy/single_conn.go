@@ -363,7 +363,7 @@ func (u *upstream) readLoop() error {
 			s.partFailed(ref, err)
 			return u.readError(err)
 		}
-		if err := s.answered(u, ref, buf, charge{n: int64(cap(buf.B)), bulk: acct.bulk}); err != nil {
+		if err := s.answered(u, ref, buf, acct.charge(cap(buf.B))); err != nil {
 			return err
 		}
 	}

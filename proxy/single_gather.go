@@ -221,7 +221,7 @@ func (s *singleConn) finish(st *splitState) {
 		r.failed = firstProduceError(resp)
 	}
 	st.release(c.p.budget)
-	ch := charge{n: int64(need), bulk: acct.bulk}
+	ch := acct.charge(need)
 	if grown := int64(cap(out.B)); grown > ch.n {
 		// Larger than every answer together (the proxy's own entries
 		// and endpoints): the rest is charged now.
