@@ -74,11 +74,13 @@ type singleView struct {
 	down   map[int32]time.Time // brokers a dial failed to, until when
 }
 
-// viewSnap is one state of the view: the table splitmerge reads and the
-// brokers' addresses as the upstream advertises them.
+// viewSnap is one state of the view: the table splitmerge reads, the
+// brokers' addresses as the upstream advertises them, and the broker it
+// names as the controller (-1: none).
 type viewSnap struct {
-	table *splitmerge.Table
-	addrs map[int32]string
+	table      *splitmerge.Table
+	addrs      map[int32]string
+	controller int32
 }
 
 func newSingleView(p *Proxy) (*singleView, error) {
@@ -103,7 +105,7 @@ func newSingleView(p *Proxy) (*singleView, error) {
 		kick: make(chan struct{}, 1),
 		down: make(map[int32]time.Time),
 	}
-	v.snap.Store(&viewSnap{table: new(splitmerge.Table), addrs: map[int32]string{}})
+	v.snap.Store(&viewSnap{table: new(splitmerge.Table), addrs: map[int32]string{}, controller: -1})
 	return v, nil
 }
 
@@ -201,7 +203,11 @@ func (v *singleView) applyMetadata(resp *kmsg.MetadataResponse, all bool) {
 			v.p.log.Warn("broker outside allow-upstream; its partitions are unreachable through the single endpoint", "node", b.NodeID, "upstream", addrs[b.NodeID])
 		}
 	}
-	v.snap.Store(&viewSnap{table: t, addrs: addrs})
+	controller := resp.ControllerID
+	if _, ok := addrs[controller]; !ok {
+		controller = -1
+	}
+	v.snap.Store(&viewSnap{table: t, addrs: addrs, controller: controller})
 }
 
 // setLeaders records the leaders KIP-951 answers named, before a refresh
@@ -217,7 +223,7 @@ func (v *singleView) setLeaders(moves []leaderMove) {
 	for _, m := range moves {
 		t.SetLeader(m.topic, m.id, m.partition, m.node)
 	}
-	v.snap.Store(&viewSnap{table: t, addrs: old.addrs})
+	v.snap.Store(&viewSnap{table: t, addrs: old.addrs, controller: old.controller})
 }
 
 // leaderMove is a partition's new leader as an answer named it.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -226,5 +227,36 @@ func TestSingleApiVersionsBelowClient(t *testing.T) {
 	ctx := testContext(t, 30*time.Second)
 	only := &onlyProxy{addr: p.Addr()}
 	produceInOrder(t, ctx, "older", 3, 20, 0, kgo.SeedBrokers(p.Addr()), only.opt())
+	only.check(t)
+}
+
+// TestSingleAdmin creates, grows and deletes topics through the single
+// endpoint with franz-go's admin client, in front of brokers that answer
+// those requests NOT_CONTROLLER unless they are the controller (as Kafka
+// did before KRaft, and kfake does): the proxy sends them to the
+// controller its view knows.
+func TestSingleAdmin(t *testing.T) {
+	kc := newCluster(t)
+	p := startSingle(t, config.OrderingNone, kc.ListenAddrs(), nil)
+	ctx := testContext(t, 30*time.Second)
+	only := &onlyProxy{addr: p.Addr()}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), only.opt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for i := range 3 {
+		topic := "admin-" + strconv.Itoa(i)
+		if resp, err := adm.CreateTopic(ctx, 3, 1, nil, topic); err != nil || resp.Err != nil {
+			t.Fatalf("create %s: %v %v", topic, err, resp.Err)
+		}
+		if resp, err := adm.CreatePartitions(ctx, 2, topic); err != nil || resp.Error() != nil {
+			t.Fatalf("grow %s: %v %v", topic, err, resp.Error())
+		}
+		if resp, err := adm.DeleteTopics(ctx, topic); err != nil || resp.Error() != nil {
+			t.Fatalf("delete %s: %v %v", topic, err, resp.Error())
+		}
+	}
 	only.check(t)
 }

@@ -113,7 +113,7 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		part := &plan.Parts[i]
 		node := part.Node
 		if part.Any {
-			node = s.anyNode(node)
+			node = s.anyNode(node, plan.Key)
 		}
 		var ref *partRef
 		if !unanswered {
@@ -192,10 +192,16 @@ func (s *singleConn) dropRecords(st *splitState) {
 	}
 }
 
-// anyNode picks the broker for a part any broker answers: one the client
-// connection is connected to already, else the view's choice, passing
-// over brokers a dial just failed to.
-func (s *singleConn) anyNode(node int32) int32 {
+// anyNode picks the broker for a part of key any broker answers: the
+// controller the view knows for the requests a broker that is not the
+// controller refuses (Kafka before KRaft, and kfake, answer them
+// NOT_CONTROLLER), else one the client connection is connected to
+// already, else the view's choice, passing over brokers a dial just
+// failed to.
+func (s *singleConn) anyNode(node int32, key int16) int32 {
+	if ctl := s.v.snap.Load().controller; ctl >= 0 && controllerBound(key) && !s.v.isDown(ctl) {
+		return ctl
+	}
 	s.mu.Lock()
 	best := int32(-1)
 	for k, u := range s.ups {
@@ -216,6 +222,18 @@ func (s *singleConn) anyNode(node int32) int32 {
 		}
 	}
 	return node
+}
+
+// controllerBound reports whether requests of key go to the controller
+// where brokers do not forward them: CreateTopics, DeleteTopics,
+// CreatePartitions, ElectLeaders, AlterUserSCRAMCredentials and
+// UpdateFeatures.
+func controllerBound(key int16) bool {
+	switch key {
+	case 19, 20, 37, 43, 51, 57:
+		return true
+	}
+	return false
 }
 
 // findCoordinators looks up the coordinators req needs that the view

@@ -69,6 +69,9 @@ func (s *singleConn) answered(u *upstream, ref *partRef, buf *wire.Buf, ch charg
 		ch.release(p.budget)
 		return fmt.Errorf("%w: node %d: %v", ErrUpstreamProtocol, u.key.node, err)
 	}
+	if p.fixup != nil && p.fixup.Needs(ref.key, ref.version) {
+		p.fixup.Fix(resp)
+	}
 	s.mu.Lock()
 	if fr, ok := resp.(*kmsg.FetchResponse); ok {
 		u.noteFetchLocked(ref, fr)

@@ -62,6 +62,18 @@ func (s *singleConn) learn(st *splitState) {
 					stale = stale || movedCode(p.ErrorCode)
 				}
 			}
+		case *kmsg.CreateTopicsResponse:
+			for _, t := range resp.Topics {
+				stale = stale || t.ErrorCode == kerr.NotController.Code
+			}
+		case *kmsg.DeleteTopicsResponse:
+			for _, t := range resp.Topics {
+				stale = stale || t.ErrorCode == kerr.NotController.Code
+			}
+		case *kmsg.CreatePartitionsResponse:
+			for _, t := range resp.Topics {
+				stale = stale || t.ErrorCode == kerr.NotController.Code
+			}
 		case *kmsg.DeleteRecordsResponse:
 			for _, t := range resp.Topics {
 				for _, p := range t.Partitions {
