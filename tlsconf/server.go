@@ -63,6 +63,25 @@ func NewServer(certFile, keyFile, clientCA string, log *slog.Logger) (*Server, e
 // Config returns the listeners' configuration.
 func (s *Server) Config() *tls.Config { return s.cfg }
 
+// ConfigFor returns the listeners' configuration with admit deciding, at
+// each handshake, whether the client's ClientHello (its server name) is
+// one to serve. A refused ClientHello gets no certificate, and crypto/tls
+// then ends the handshake with the unrecognized_name alert (RFC 6066,
+// section 3) before any key exchange: the client learns the name is wrong,
+// where an error from GetConfigForClient or GetCertificate would send
+// internal_error. The certificate, its reload and client certificate
+// checks are those of Config.
+func (s *Server) ConfigFor(admit func(*tls.ClientHelloInfo) bool) *tls.Config {
+	cfg := s.cfg.Clone()
+	cfg.GetCertificate = func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		if !admit(hello) {
+			return nil, nil
+		}
+		return s.cert.Load(), nil
+	}
+	return cfg
+}
+
 // Certificate returns the pair in use.
 func (s *Server) Certificate() *tls.Certificate { return s.cert.Load() }
 

@@ -230,3 +230,72 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// headConn keeps the first bytes read from the server.
+type headConn struct {
+	net.Conn
+	head []byte
+}
+
+func (h *headConn) Read(b []byte) (int, error) {
+	n, err := h.Conn.Read(b)
+	h.head = append(h.head, b[:n]...)
+	return n, err
+}
+
+// TestConfigForRefusesByName: a ClientHello that admit refuses ends the
+// handshake with a fatal unrecognized_name alert (112) as the server's
+// first record; an admitted one gets the certificate. Both TLS versions.
+func TestConfigForRefusesByName(t *testing.T) {
+	ca := mustCA(t)
+	dir := t.TempDir()
+	cert, key, err := mustIssue(t, ca, "server", "*.example.com").Write(dir, "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(cert, key, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.ConfigFor(func(hello *tls.ClientHelloInfo) bool { return hello.ServerName == "a.example.com" })
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				c.(*tls.Conn).Handshake()
+				c.Close()
+			}()
+		}
+	}()
+	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		for name, admitted := range map[string]bool{"a.example.com": true, "b.example.com": false} {
+			raw, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hc := &headConn{Conn: raw}
+			client := clientFor(ca)
+			client.ServerName, client.MaxVersion = name, version
+			c := tls.Client(hc, client)
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			err = c.Handshake()
+			c.Close()
+			switch {
+			case admitted && err != nil:
+				t.Errorf("TLS %x, %s: %v", version, name, err)
+			case !admitted && err == nil:
+				t.Errorf("TLS %x, %s: served", version, name)
+			case !admitted && (len(hc.head) < 7 || hc.head[0] != 21 || hc.head[5] != 2 || hc.head[6] != 112):
+				t.Errorf("TLS %x, %s: the server's first bytes are %x, not a fatal unrecognized_name alert", version, name, hc.head)
+			}
+		}
+	}
+}
