@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,7 +135,11 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	if err := p.initSecurity(); err != nil {
 		return nil, err
 	}
-	ln, err := p.listen(cfg.Listen)
+	listen := p.listen
+	if cfg.Topology == config.TopologySNI {
+		listen = p.listenSNI
+	}
+	ln, err := listen(cfg.Listen)
 	if err != nil {
 		p.closeSecurity()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
@@ -142,6 +147,9 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	p.boot = ln
 	p.listeners[ln] = struct{}{}
 	p.nodes.init(p, ln.Addr().(*net.TCPAddr).Port)
+	if p.nodes.names != nil {
+		p.checkCertificateNames()
+	}
 	p.wg.Add(1)
 	go p.watchUpstreams()
 	p.wg.Add(1)
@@ -149,8 +157,12 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	return p, nil
 }
 
-// Addr returns the bootstrap address clients should use.
+// Addr returns the bootstrap address clients should use: in the sni
+// topology, the bootstrap name and the advertised port.
 func (p *Proxy) Addr() string {
+	if n := p.nodes.names; n != nil {
+		return net.JoinHostPort(n.Bootstrap, strconv.Itoa(int(p.nodes.advPort)))
+	}
 	_, port, _ := net.SplitHostPort(p.boot.Addr().String())
 	return net.JoinHostPort(p.advHost, port)
 }
@@ -191,7 +203,7 @@ func (p *Proxy) Serve() error {
 	p.wg.Add(1)
 	p.mu.Unlock()
 	defer p.wg.Done()
-	return p.acceptLoop(p.boot, target{node: -1})
+	return p.acceptLoop(p.boot, target{node: -1, byName: p.nodes.names != nil})
 }
 
 // target is where a listener's connections go: the bootstrap upstreams
@@ -199,7 +211,10 @@ func (p *Proxy) Serve() error {
 type target struct {
 	node       int32
 	controller bool // a controller's listener
-	resolve    func() (string, error)
+	// byName: the SNI listener's, whose connections learn their target
+	// from their server name in the handshake (routeByName).
+	byName  bool
+	resolve func() (string, error)
 }
 
 // serveTarget starts the accept loop of a node or controller listener.

@@ -113,6 +113,9 @@ func (p *Proxy) handshake(ctx context.Context, nc net.Conn) error {
 	if ctx.Err() != nil {
 		return ErrShutdown // cut by the proxy closing, not the client's fault
 	}
+	if refused := sniRefusal(nc); refused != nil {
+		return refused // counted and logged by admit, with the name
+	}
 	kind, reason := tlsFailure(err)
 	p.metrics.TLSHandshakeFailure(metrics.SideClient, kind)
 	if skipped, ok := p.sec.failures.allow(string(kind), time.Now()); ok {
