@@ -4,11 +4,12 @@ package proxy
 // port, and the server name of its ClientHello says where it goes (the
 // bootstrap name to the upstream bootstrap, a broker's name to that node,
 // a controller's name to that controller). The name is read once, in the
-// handshake, by the certificate lookup (admit): a name the proxy does not
-// serve gets no certificate, so crypto/tls refuses it with the
-// unrecognized_name alert before anything is dialled, and a served one
-// leaves its route on the socket (sniConn) for the connection to take
-// after the handshake (routeByName). Nothing after the handshake looks at
+// handshake, when crypto/tls hands the ClientHello to admit (through
+// tlsconf.Server.ConfigFor, for every handshake, resumed sessions
+// included): a name the proxy does not serve gets no certificate, so
+// crypto/tls refuses it with the unrecognized_name alert before anything
+// is dialled, and a served one leaves its route on the socket (sniConn)
+// for the connection to take after the handshake (routeByName). Nothing after the handshake looks at
 // the name again, so routing costs nothing per byte. The node table
 // (nodes.go) is the one place nodes are known: its rewrite.Mapper writes
 // every broker address as that node's name on the one port, and admit

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"strconv"
@@ -43,6 +44,10 @@ type sniProxy struct {
 	port string // the one port
 	// sniff checks every response a client of dialer reads.
 	sniff *addressSniffer
+	// resumed counts the dialer's handshakes that resumed a session.
+	resumed atomic.Int64
+	mu      sync.Mutex
+	dials   map[string]int // the dialer's connections by server name
 }
 
 // startSNIProxy runs a proxy in the sni topology on one loopback port in
@@ -63,7 +68,7 @@ func startSNIProxy(t *testing.T, mode config.Ordering, upstreams []string, mut f
 	if err != nil || host != sniBootstrap {
 		t.Fatalf("the proxy's address is %s, want %s and its port", p.Addr(), sniBootstrap)
 	}
-	return &sniProxy{testProxy: p, pki: k, port: port, sniff: &addressSniffer{port: port}}
+	return &sniProxy{testProxy: p, pki: k, port: port, sniff: &addressSniffer{port: port}, dials: map[string]int{}}
 }
 
 // dialer resolves every name the proxy hands out to the loopback address,
@@ -74,6 +79,9 @@ func startSNIProxy(t *testing.T, mode config.Ordering, upstreams []string, mut f
 func (s *sniProxy) dialer(t *testing.T) kgo.Opt {
 	var d net.Dialer
 	base := s.pki.tlsConfig(t, "")
+	// Sessions are resumed across names, as the Java client does: a
+	// resumed handshake must be routed by its name like a full one.
+	base.ClientSessionCache = tls.NewLRUClientSessionCache(64)
 	return kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
 		name, port, err := net.SplitHostPort(host)
 		if err != nil || port != s.port || !strings.HasSuffix(name, ".kafka.test") {
@@ -91,6 +99,12 @@ func (s *sniProxy) dialer(t *testing.T) kgo.Opt {
 			raw.Close()
 			return nil, err
 		}
+		if tc.ConnectionState().DidResume {
+			s.resumed.Add(1)
+		}
+		s.mu.Lock()
+		s.dials[name]++
+		s.mu.Unlock()
 		return s.sniff.wrap(tc), nil
 	})
 }
@@ -259,7 +273,7 @@ func testSNIEndToEnd(t *testing.T, mode config.Ordering) {
 		}
 	}
 	for _, kind := range []string{"node", "controller"} {
-		if n, ok := gauge(t, m, metrics.NameListenersOpen, "kind", kind); !ok || n != 0 {
+		if n, ok := findCounter(t, m, metrics.NameListenersOpen, "kind", kind); !ok || n != 0 {
 			t.Fatalf("%s{kind=%s} = %v (exported: %v) in the sni topology, want 0", metrics.NameListenersOpen, kind, n, ok)
 		}
 	}
@@ -291,51 +305,37 @@ func testSNIEndToEnd(t *testing.T, mode config.Ordering) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if s.resumed.Load() == 0 {
+		t.Error("no connection resumed a TLS session: resumed handshakes went untested")
+	}
 	if checked < 10 || endpoints < 6 {
 		t.Fatalf("the sniffer checked %d responses and %d endpoints: too few to prove anything", checked, endpoints)
 	}
-	if n := counter(t, m, metrics.NameSNIConnections, "role", "bootstrap", "node_id", ""); n < 1 {
-		t.Errorf("bootstrap connections counted %v", n)
+	// Every connection was routed by the name it asked for, resumed or
+	// not: the per-route counts are the dialer's, name by name.
+	s.mu.Lock()
+	dials := maps.Clone(s.dials)
+	s.mu.Unlock()
+	if n := counter(t, m, metrics.NameSNIConnections, "role", "bootstrap", "node_id", ""); n != float64(dials[sniBootstrap]) || n < 1 {
+		t.Errorf("bootstrap connections counted %v, the client made %d", n, dials[sniBootstrap])
 	}
 	var nodeConns float64
 	for id := int32(0); id < 3; id++ {
 		n := counter(t, m, metrics.NameSNIConnections, "role", "node", "node_id", strconv.Itoa(int(id)))
 		nodeConns += n
-		if n > 0 {
-			if b := counter(t, m, metrics.NameSNIBytes, "role", "node", "node_id", strconv.Itoa(int(id)), "direction", "sent"); b < 100 {
-				t.Errorf("node %d: %v bytes sent for %v connections", id, b, n)
-			}
+		if want := dials[sniNodeName(id)]; n != float64(want) || want == 0 {
+			t.Errorf("node %d: %v connections counted, the client made %d", id, n, want)
+		}
+		if b := counter(t, m, metrics.NameSNIBytes, "role", "node", "node_id", strconv.Itoa(int(id)), "direction", "sent"); b < 100 {
+			t.Errorf("node %d: %v bytes sent for %v connections", id, b, n)
 		}
 	}
-	if nodeConns < 3 {
-		t.Errorf("%v node connections counted, want at least one per broker", nodeConns)
+	if n := counter(t, m, metrics.NameSNIConnections, "role", "other"); n != 0 {
+		t.Errorf("%v connections counted under no route", n)
 	}
 	if n := counter(t, m, metrics.NameConnectionsAccepted, "listener", "sni"); n < nodeConns {
 		t.Errorf("%s{listener=sni} = %v, below the %v node connections", metrics.NameConnectionsAccepted, n, nodeConns)
 	}
-}
-
-// gauge returns the value of the gauge name with the given label, and
-// whether it is exported.
-func gauge(t *testing.T, m *metrics.Metrics, name, label, value string) (float64, bool) {
-	t.Helper()
-	fams, err := m.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, mt := range f.GetMetric() {
-			for _, l := range mt.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return mt.GetGauge().GetValue(), true
-				}
-			}
-		}
-	}
-	return 0, false
 }
 
 // consumeGroupWith reads want records in a consumer group from the start,
@@ -671,5 +671,40 @@ func TestSNIClientCertificatesAndReload(t *testing.T) {
 	}
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("v")}).FirstErr(); err != nil {
 		t.Fatalf("after the reload: %v", err)
+	}
+}
+
+// TestApacheKafkaSNI runs franz-go through the sni topology in front of
+// Apache Kafka (testenv/kafka, INORDER_KAFKA_BOOTSTRAP), in both ordering
+// modes: an idempotent producer, a consumer group and a transaction go
+// through the one port, and no response names an address other than a
+// broker's name on it.
+func TestApacheKafkaSNI(t *testing.T) {
+	boot := os.Getenv("INORDER_KAFKA_BOOTSTRAP")
+	if boot == "" {
+		t.Skip("no Apache Kafka: run testenv/kafka/start.sh single and set INORDER_KAFKA_BOOTSTRAP to what it prints")
+	}
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) {
+			s := startSNIProxy(t, mode, strings.Split(boot, ","), nil)
+			ctx := testContext(t, 120*time.Second)
+			opts := []kgo.Opt{kgo.SeedBrokers(s.Addr()), s.dialer(t)}
+			suffix := fmt.Sprintf("%s-%d", mode, time.Now().UnixNano())
+			topic, txn := "sni-"+suffix, "sni-txn-"+suffix
+			createTopic(t, ctx, topic, opts...)
+			createTopic(t, ctx, txn, opts...)
+			produceInOrder(t, ctx, topic, 3, 200, 0, opts...)
+			if seen := consumeGroupWith(t, ctx, topic, "g-"+suffix, 600, opts...); len(seen) != 3 {
+				t.Fatalf("the group read %d partitions, want 3", len(seen))
+			}
+			transact(t, ctx, txn, "t-"+suffix, opts...)
+			err, checked, endpoints := s.sniff.result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if checked < 5 || endpoints < 3 {
+				t.Fatalf("the sniffer checked %d responses and %d endpoints: too few to prove anything", checked, endpoints)
+			}
+		})
 	}
 }

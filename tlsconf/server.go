@@ -64,20 +64,27 @@ func NewServer(certFile, keyFile, clientCA string, log *slog.Logger) (*Server, e
 func (s *Server) Config() *tls.Config { return s.cfg }
 
 // ConfigFor returns the listeners' configuration with admit deciding, at
-// each handshake, whether the client's ClientHello (its server name) is
-// one to serve. A refused ClientHello gets no certificate, and crypto/tls
-// then ends the handshake with the unrecognized_name alert (RFC 6066,
-// section 3) before any key exchange: the client learns the name is wrong,
-// where an error from GetConfigForClient or GetCertificate would send
-// internal_error. The certificate, its reload and client certificate
-// checks are those of Config.
+// every handshake, whether the ClientHello (its server name) is one to
+// serve. It decides in GetConfigForClient, which crypto/tls calls for
+// every ClientHello, resumed sessions included: a certificate lookup alone
+// would be skipped when a client resumes a session, and the name it asks
+// for then would go unseen. A refused ClientHello gets a configuration
+// without session tickets (so no resumption skips its lookup) and without
+// a certificate, and crypto/tls ends the handshake with the
+// unrecognized_name alert (RFC 6066, section 3) before any key exchange,
+// where an error from either callback would send internal_error. The
+// certificate, its reload and client certificate checks are those of
+// Config.
 func (s *Server) ConfigFor(admit func(*tls.ClientHelloInfo) bool) *tls.Config {
+	refuse := s.cfg.Clone()
+	refuse.SessionTicketsDisabled = true
+	refuse.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, nil }
 	cfg := s.cfg.Clone()
-	cfg.GetCertificate = func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-		if !admit(hello) {
-			return nil, nil
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		if admit(hello) {
+			return nil, nil // cfg itself
 		}
-		return s.cert.Load(), nil
+		return refuse, nil
 	}
 	return cfg
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -245,7 +246,9 @@ func (h *headConn) Read(b []byte) (int, error) {
 
 // TestConfigForRefusesByName: a ClientHello that admit refuses ends the
 // handshake with a fatal unrecognized_name alert (112) as the server's
-// first record; an admitted one gets the certificate. Both TLS versions.
+// first record; an admitted one gets the certificate. Both TLS versions,
+// each with a client that resumes sessions: admit sees every handshake,
+// the resumed ones too.
 func TestConfigForRefusesByName(t *testing.T) {
 	ca := mustCA(t)
 	dir := t.TempDir()
@@ -257,7 +260,11 @@ func TestConfigForRefusesByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := s.ConfigFor(func(hello *tls.ClientHelloInfo) bool { return hello.ServerName == "a.example.com" })
+	var asked atomic.Int64
+	cfg := s.ConfigFor(func(hello *tls.ClientHelloInfo) bool {
+		asked.Add(1)
+		return hello.ServerName == "a.example.com"
+	})
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -276,18 +283,31 @@ func TestConfigForRefusesByName(t *testing.T) {
 		}
 	}()
 	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
-		for name, admitted := range map[string]bool{"a.example.com": true, "b.example.com": false} {
+		cache := tls.NewLRUClientSessionCache(8)
+		var resumed int
+		for i, name := range []string{"a.example.com", "a.example.com", "b.example.com", "a.example.com", "b.example.com"} {
+			admitted := name == "a.example.com"
 			raw, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
 			hc := &headConn{Conn: raw}
 			client := clientFor(ca)
-			client.ServerName, client.MaxVersion = name, version
+			client.ServerName, client.MaxVersion, client.ClientSessionCache = name, version, cache
 			c := tls.Client(hc, client)
 			c.SetDeadline(time.Now().Add(5 * time.Second))
+			before := asked.Load()
 			err = c.Handshake()
+			if err == nil && version == tls.VersionTLS13 {
+				c.Read(make([]byte, 1)) // TLS 1.3 tickets come after the handshake
+			}
+			if c.ConnectionState().DidResume {
+				resumed++
+			}
 			c.Close()
+			if asked.Load() != before+1 {
+				t.Errorf("TLS %x, handshake %d (%s): admit asked %d times", version, i, name, asked.Load()-before)
+			}
 			switch {
 			case admitted && err != nil:
 				t.Errorf("TLS %x, %s: %v", version, name, err)
@@ -296,6 +316,9 @@ func TestConfigForRefusesByName(t *testing.T) {
 			case !admitted && (len(hc.head) < 7 || hc.head[0] != 21 || hc.head[5] != 2 || hc.head[6] != 112):
 				t.Errorf("TLS %x, %s: the server's first bytes are %x, not a fatal unrecognized_name alert", version, name, hc.head)
 			}
+		}
+		if resumed == 0 {
+			t.Errorf("TLS %x: no handshake resumed a session: resumption went untested", version)
 		}
 	}
 }
