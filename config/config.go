@@ -148,6 +148,7 @@ func Default() Config {
 	return Config{
 		Listen:           "127.0.0.1:9092",
 		UpstreamOrdering: OrderingNone,
+		Topology:         TopologyPorts,
 		MaxInFlight:      512,
 		MaxBufferedBytes: 128 << 20,
 		MaxRequestSize:   100 << 20,
