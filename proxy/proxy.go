@@ -203,7 +203,7 @@ func (p *Proxy) Serve() error {
 	p.wg.Add(1)
 	p.mu.Unlock()
 	defer p.wg.Done()
-	return p.acceptLoop(p.boot, target{node: -1, byName: p.nodes.names != nil})
+	return p.acceptLoop(p.boot, p.bootTarget())
 }
 
 // target is where a listener's connections go: the bootstrap upstreams

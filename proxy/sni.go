@@ -153,6 +153,13 @@ func (p *Proxy) resolveName(name string) (sniRoute, metrics.SNIRefusal, error) {
 	return r, "", nil
 }
 
+// bootTarget is where the bootstrap listener's connections go: the
+// upstream bootstrap, or, on the SNI listener, where each one's server
+// name leads.
+func (p *Proxy) bootTarget() target {
+	return target{node: -1, byName: p.nodes.names != nil}
+}
+
 // sniRefusal returns why the handshake on nc refused the client's server
 // name, or nil when it did not.
 func sniRefusal(nc net.Conn) error {
