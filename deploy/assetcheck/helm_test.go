@@ -195,14 +195,7 @@ func TestHelmSchemaRejectsMisspelledValues(t *testing.T) {
 // container port is left for node listeners.
 func checkSNIPort(t *testing.T, s manifestSet, d *appsv1.Deployment, cfg config.Config) {
 	t.Helper()
-	ports := map[string]int32{}
-	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name == "inorder" {
-			for _, p := range c.Ports {
-				ports[p.Name] = p.ContainerPort
-			}
-		}
-	}
+	ports := containerPorts(d)
 	_, listenPort, _ := strings.Cut(cfg.Listen, ":")
 	if len(ports) != 2 || fmt.Sprint(ports["kafka"]) != listenPort || ports["admin"] == 0 {
 		t.Errorf("%s: container ports %v, want kafka on the listen port %s and admin only", s.name, ports, listenPort)
