@@ -41,6 +41,24 @@ type Config struct {
 	// NodePortBase is the port of node 0's listener; node N listens on
 	// NodePortBase+N. Zero means the bootstrap port plus one.
 	NodePortBase int
+	// Topology is how clients reach each broker through the proxy: a
+	// listener per broker (TopologyPorts) or one TLS port where the server
+	// name picks the broker (TopologySNI). Empty means TopologyPorts.
+	Topology Topology
+	// SNIBootstrap is the server name of the bootstrap with TopologySNI.
+	// Empty: none; TopologySNI requires it, and no other topology takes it.
+	SNIBootstrap string
+	// SNINodePattern names the brokers with TopologySNI: a DNS name with
+	// {id} where the node id goes. Empty: none; TopologySNI requires it.
+	SNINodePattern string
+	// SNIControllerPattern names the KRaft controllers with TopologySNI
+	// and ExposeControllers, as SNINodePattern names the brokers. Empty:
+	// none, which ExposeControllers with TopologySNI refuses.
+	SNIControllerPattern string
+	// AdvertisedPort is the port written into every rewritten address with
+	// TopologySNI, for a load balancer in front that listens on another
+	// port. Zero means Listen's port.
+	AdvertisedPort int
 	// UpstreamOrdering is the ordering mode. Empty means OrderingNone.
 	UpstreamOrdering Ordering
 	// MaxInFlight bounds the requests one connection may have between
@@ -132,6 +150,7 @@ func Default() Config {
 	return Config{
 		Listen:           "127.0.0.1:9092",
 		UpstreamOrdering: OrderingNone,
+		Topology:         TopologyPorts,
 		MaxInFlight:      512,
 		MaxBufferedBytes: 128 << 20,
 		MaxRequestSize:   100 << 20,
@@ -236,6 +255,9 @@ func (c *Config) Validate() error {
 		if err := checkUpstreamPattern(a); err != "" {
 			return invalid("allow-upstream", a, err)
 		}
+	}
+	if err := c.validateTopology(); err != nil {
+		return err
 	}
 	if _, err := c.SlogLevel(); err != nil {
 		return invalid("log-level", c.LogLevel, "must be debug, info, warn or error")

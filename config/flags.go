@@ -23,6 +23,7 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.Var((*listValue)(&c.Upstreams), "upstream", "upstream bootstrap addresses HOST:PORT[,HOST:PORT...]")
 	fs.StringVar(&c.AdvertisedHost, "advertised-host", c.AdvertisedHost, "host written into rewritten broker addresses (default: the listen host)")
 	fs.IntVar(&c.NodePortBase, "node-port-base", c.NodePortBase, "port of node 0's listener; node N listens on base+N (default: bootstrap port + 1)")
+	bindTopologyFlags(fs, c)
 	fs.Var((*orderingValue)(&c.UpstreamOrdering), "upstream-ordering", "what the upstream keeps: none (assume nothing) or connection (per-connection order)")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "requests one connection may have in flight before the proxy stops reading it")
 	fs.Var((*sizeValue)(&c.MaxBufferedBytes), "max-buffered-bytes", "bytes one connection may hold before the proxy stops reading it")

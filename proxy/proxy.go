@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,6 +154,9 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	p.boot = ln
 	p.listeners[ln] = struct{}{}
 	p.nodes.init(p, ln.Addr().(*net.TCPAddr).Port)
+	if p.nodes.names != nil {
+		p.checkCertificateNames()
+	}
 	p.wg.Add(1)
 	go p.watchUpstreams()
 	p.wg.Add(1)
@@ -160,8 +164,12 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	return p, nil
 }
 
-// Addr returns the bootstrap address clients should use.
+// Addr returns the bootstrap address clients should use: in the sni
+// topology, the bootstrap name and the advertised port.
 func (p *Proxy) Addr() string {
+	if n := p.nodes.names; n != nil {
+		return net.JoinHostPort(n.Bootstrap, strconv.Itoa(int(p.nodes.advPort)))
+	}
 	_, port, _ := net.SplitHostPort(p.boot.Addr().String())
 	return net.JoinHostPort(p.advHost, port)
 }
@@ -203,7 +211,7 @@ func (p *Proxy) Start() error {
 	}
 	go func() {
 		defer p.wg.Done()
-		_ = p.acceptLoop(p.boot, target{node: -1})
+		_ = p.acceptLoop(p.boot, p.bootTarget())
 	}()
 	p.noteReady()
 	return nil
@@ -217,7 +225,7 @@ func (p *Proxy) Serve() error {
 	}
 	defer p.wg.Done()
 	p.noteReady()
-	return p.acceptLoop(p.boot, target{node: -1})
+	return p.acceptLoop(p.boot, p.bootTarget())
 }
 
 // beginServing marks the proxy as accepting and counts the accept loop
@@ -238,7 +246,10 @@ func (p *Proxy) beginServing() error {
 type target struct {
 	node       int32
 	controller bool // a controller's listener
-	resolve    func() (string, error)
+	// byName: the SNI listener's, whose connections learn their target
+	// from their server name in the handshake (routeByName).
+	byName  bool
+	resolve func() (string, error)
 }
 
 // serveTarget starts the accept loop of a node or controller listener.
