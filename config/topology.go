@@ -40,7 +40,7 @@ func (c *Config) Names() sni.Names {
 }
 
 func bindTopologyFlags(fs *pflag.FlagSet, c *Config) {
-	fs.Var((*topologyValue)(&c.Topology), "topology", "how clients reach each broker: ports (a listener per broker), sni (one TLS port, the broker picked by the TLS server name) or single (the whole cluster as one broker at the --listen address) (default ports)")
+	fs.Var((*topologyValue)(&c.Topology), "topology", "how clients reach each broker: ports (a listener per broker), sni (one TLS port, the broker picked by the TLS server name) or single (the whole cluster as one broker at the --listen address)")
 	fs.StringVar(&c.SNIBootstrap, "sni-bootstrap", c.SNIBootstrap, "with --topology sni: the server name clients bootstrap from, e.g. bootstrap.kafka.example.com")
 	fs.StringVar(&c.SNINodePattern, "sni-node-pattern", c.SNINodePattern, "with --topology sni: the brokers' server names, {id} standing for the node id, e.g. broker-{id}.kafka.example.com")
 	fs.StringVar(&c.SNIControllerPattern, "sni-controller-pattern", c.SNIControllerPattern, "with --topology sni and --expose-controllers: the controllers' server names, {id} standing for the node id")
@@ -53,7 +53,7 @@ func (v *topologyValue) String() string { return string(*v) }
 func (v *topologyValue) Type() string   { return "topology" }
 func (v *topologyValue) Set(s string) error {
 	switch t := Topology(s); t {
-	case "", TopologyPorts, TopologySNI, TopologySingle:
+	case "", TopologyPorts, TopologySNI, TopologySingle: // "": the zero value, ports
 		*v = topologyValue(t)
 		return nil
 	}

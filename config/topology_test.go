@@ -55,7 +55,7 @@ func TestTopologySNI(t *testing.T) {
 	if name := got.Names().Controller.Name(1); name != "controller-1.kafka.example.com" {
 		t.Fatalf("controller 1 named %q", name)
 	}
-	if d := Default(); d.Topology != "" || !d.Names().Node.IsZero() {
+	if d := Default(); d.Topology != TopologyPorts || !d.Names().Node.IsZero() {
 		t.Fatalf("default topology %q", d.Topology)
 	}
 

@@ -41,6 +41,9 @@ const (
 	NameSASLAuthentications    = "inorder_sasl_authentications_total"
 	NameStreamed               = "inorder_streamed_total"
 	NameFramesRefused          = "inorder_frames_refused_total"
+	NameSNIConnections         = "inorder_sni_connections_total"
+	NameSNIBytes               = "inorder_sni_bytes_total"
+	NameSNIRefusals            = "inorder_sni_refusals_total"
 )
 
 // Names returns every inorder_* family the registry exports. Histograms are
@@ -53,7 +56,7 @@ func Names() []string {
 		NameReadPaused, NameReadPauses, NameUpstreamOutOfOrder, NameViolations,
 		NameUpstreamDialErrors, NameUpstreamProtocolErrors, NameListenersOpen,
 		NameConfigReloads, NameConfigReloadTimestamp, NameTLSHandshakeFailures,
-		NameSASLAuthentications, NameStreamed, NameFramesRefused,
+		NameSASLAuthentications, NameStreamed, NameFramesRefused, NameSNIConnections, NameSNIBytes, NameSNIRefusals,
 	}
 }
 
@@ -113,6 +116,7 @@ type Metrics struct {
 	reloadTime     prometheus.Gauge
 	tlsFailures    map[Side]closedSet[TLSFailure]
 	sasl           map[Result]closedSet[string]
+	sni            sniSet
 
 	source atomic.Pointer[func(*Gauges)]
 }
@@ -155,6 +159,7 @@ func New() *Metrics {
 	for _, r := range results {
 		m.sasl[r] = newClosedSet(sasl.MustCurryWith(prometheus.Labels{"result": string(r)}), saslMechanisms, "other")
 	}
+	m.sni = newSNISet(f)
 	m.reg.MustRegister(newGaugeCollector(m), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

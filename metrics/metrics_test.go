@@ -29,6 +29,11 @@ func exerciseAll(m *Metrics) {
 	m.ConfigReload(ReloadSuccess)
 	m.TLSHandshakeFailure(SideClient, TLSPlaintext)
 	m.SASLAuthentication("PLAIN", ResultSuccess)
+	r := m.SNIRoute(SNINode, 1)
+	r.Connected()
+	r.Received(10)
+	r.Sent(20)
+	m.SNIRefused(SNIUnknownName)
 	m.SetGaugeSource(func(g *Gauges) { g.ConnectionsOpen = 1 })
 }
 

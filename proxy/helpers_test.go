@@ -191,8 +191,8 @@ func newReorderer(t testing.TB, min, max time.Duration, topic string, partitions
 	return b
 }
 
-// findCounter returns the value of the counter name whose labels match the
-// given name, value pairs, and whether there is one.
+// findCounter returns the value of the counter (or gauge) name whose
+// labels match the given name, value pairs, and whether there is one.
 func findCounter(t *testing.T, m *metrics.Metrics, name string, labels ...string) (float64, bool) {
 	t.Helper()
 	fams, err := m.Registry().Gather()
@@ -215,6 +215,9 @@ func findCounter(t *testing.T, m *metrics.Metrics, name string, labels ...string
 				if !found {
 					continue next
 				}
+			}
+			if g := mt.GetGauge(); g != nil {
+				return g.GetValue(), true
 			}
 			return mt.GetCounter().GetValue(), true
 		}

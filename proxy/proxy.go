@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,6 +155,9 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	p.boot = ln
 	p.listeners[ln] = struct{}{}
 	p.nodes.init(p, ln.Addr().(*net.TCPAddr).Port)
+	if p.nodes.names != nil {
+		p.checkCertificateNames()
+	}
 	if cfg.Topology == config.TopologySingle {
 		if p.single, err = newSingleView(p); err != nil {
 			ln.Close()
@@ -170,8 +174,13 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	return p, nil
 }
 
-// Addr returns the bootstrap address clients should use.
+// Addr returns the bootstrap address clients should use: in the sni
+// topology, the bootstrap name and the advertised port; in the single
+// topology, the one address.
 func (p *Proxy) Addr() string {
+	if n := p.nodes.names; n != nil {
+		return net.JoinHostPort(n.Bootstrap, strconv.Itoa(int(p.nodes.advPort)))
+	}
 	if p.single != nil {
 		return p.single.addr()
 	}
@@ -219,7 +228,7 @@ func (p *Proxy) Start() error {
 	}
 	go func() {
 		defer p.wg.Done()
-		_ = p.acceptLoop(p.boot, target{node: -1})
+		_ = p.acceptLoop(p.boot, p.bootTarget())
 	}()
 	p.noteReady()
 	return nil
@@ -233,7 +242,7 @@ func (p *Proxy) Serve() error {
 	}
 	defer p.wg.Done()
 	p.noteReady()
-	return p.acceptLoop(p.boot, target{node: -1})
+	return p.acceptLoop(p.boot, p.bootTarget())
 }
 
 // beginServing marks the proxy as accepting and counts the accept loop
@@ -254,7 +263,10 @@ func (p *Proxy) beginServing() error {
 type target struct {
 	node       int32
 	controller bool // a controller's listener
-	resolve    func() (string, error)
+	// byName: the SNI listener's, whose connections learn their target
+	// from their server name in the handshake (routeByName).
+	byName  bool
+	resolve func() (string, error)
 }
 
 // serveTarget starts the accept loop of a node or controller listener.

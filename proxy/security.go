@@ -10,6 +10,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/tlsconf"
 	"github.com/inorder-proxy/inorder/upauth"
@@ -96,12 +97,19 @@ func (p *Proxy) listen(addr string) (net.Listener, error) {
 }
 
 // listenBoot is listen for the bootstrap listener, which WithListener may
-// have opened already.
+// have opened already; with the sni topology it is the one SNI listener.
 func (p *Proxy) listenBoot(addr string) (net.Listener, error) {
-	if p.bound != nil {
-		return p.secure(p.bound), nil
+	ln := p.bound
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, err
+		}
 	}
-	return p.listen(addr)
+	if p.cfg.Topology == config.TopologySNI {
+		return p.sniListener(ln), nil
+	}
+	return p.secure(ln), nil
 }
 
 // secure wraps ln in TLS when the listeners speak it.
@@ -128,6 +136,9 @@ func (p *Proxy) handshake(ctx context.Context, nc net.Conn) error {
 	}
 	if ctx.Err() != nil {
 		return ErrShutdown // cut by the proxy closing, not the client's fault
+	}
+	if refused := sniRefusal(nc); refused != nil {
+		return refused // counted and logged by admit, with the name
 	}
 	kind, reason := tlsFailure(err)
 	p.metrics.TLSHandshakeFailure(metrics.SideClient, kind)

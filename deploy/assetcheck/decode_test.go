@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/inorder-proxy/inorder/config"
@@ -47,6 +48,8 @@ func newObject(apiVersion, kind string) any {
 		return &policyv1.PodDisruptionBudget{}
 	case "monitoring.coreos.com/v1/ServiceMonitor":
 		return &monitoringv1.ServiceMonitor{}
+	case "gateway.networking.k8s.io/v1/TLSRoute":
+		return &gatewayv1.TLSRoute{}
 	}
 	return nil
 }

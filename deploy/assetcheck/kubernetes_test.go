@@ -139,10 +139,8 @@ func (s manifestSet) materialize(t *testing.T, root string, c corev1.Container, 
 	return strings.ReplaceAll(data, "/etc/inorder/", root+"/etc/inorder/")
 }
 
-// checkGatewayPorts: the Service exposes the bootstrap port and one port
-// per broker, each a container port of the proxy at node-port-base + N.
-func checkGatewayPorts(t *testing.T, s manifestSet, d *appsv1.Deployment, cfg config.Config) {
-	t.Helper()
+// containerPorts returns the inorder container's ports by name.
+func containerPorts(d *appsv1.Deployment) map[string]int32 {
 	ports := map[string]int32{}
 	for _, c := range d.Spec.Template.Spec.Containers {
 		if c.Name == "inorder" {
@@ -151,6 +149,14 @@ func checkGatewayPorts(t *testing.T, s manifestSet, d *appsv1.Deployment, cfg co
 			}
 		}
 	}
+	return ports
+}
+
+// checkGatewayPorts: the Service exposes the bootstrap port and one port
+// per broker, each a container port of the proxy at node-port-base + N.
+func checkGatewayPorts(t *testing.T, s manifestSet, d *appsv1.Deployment, cfg config.Config) {
+	t.Helper()
+	ports := containerPorts(d)
 	_, listenPort, _ := strings.Cut(cfg.Listen, ":")
 	if fmt.Sprint(ports["bootstrap"]) != listenPort {
 		t.Errorf("%s: container port bootstrap %d, but inorder listens on %s", s.name, ports["bootstrap"], cfg.Listen)
