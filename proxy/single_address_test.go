@@ -27,12 +27,18 @@ import (
 // with KIP-951 leaders and endpoints), and reads every endpoint in the
 // responses with the hidden-address checks' reader: each is the proxy's
 // own address and node id, never a broker's, and every leader named is
-// the proxy.
+// the proxy. Both ordering modes.
 func TestSingleHidesAddresses(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) { testSingleHidesAddresses(t, mode) })
+	}
+}
+
+func testSingleHidesAddresses(t *testing.T, mode config.Ordering) {
 	const topic = "hidden"
 	kc := newCluster(t, kfake.SeedTopics(3, topic))
 	spreadLeaders(t, kc, topic, 3)
-	p := startSingle(t, config.OrderingConnection, kc.ListenAddrs(), nil)
+	p := startSingle(t, mode, kc.ListenAddrs(), nil)
 	ctx := testContext(t, 60*time.Second)
 	host, portStr, _ := net.SplitHostPort(p.Addr())
 	port, _ := strconv.Atoi(portStr)
