@@ -36,10 +36,11 @@ type singleConn struct {
 	// transaction's writes to be answered.
 	mu     sync.Mutex
 	cond   sync.Cond
-	ups    map[upKey]*upstream // the ones parts go to
-	open   map[*upstream]bool  // every socket not closed yet, retiring ones included
-	txns   map[string]int      // requests with parts unanswered, by transactional id
-	closed bool                // the connection died: nothing is completed any more
+	ups    map[upKey]*upstream  // the ones parts go to
+	open   map[*upstream]bool   // every socket not closed yet, retiring ones included
+	txns   map[string]int       // requests with parts unanswered, by transactional id
+	waits  map[*time.Timer]bool // the Fetch waits running (single_fetch.go)
+	closed bool                 // the connection died: nothing is completed any more
 }
 
 // upKey names an upstream connection of a client connection: a broker,
@@ -78,7 +79,8 @@ type upstream struct {
 var errRetired = errors.New("upstream connection retired")
 
 func newSingleConn(c *conn, v *singleView) *singleConn {
-	s := &singleConn{c: c, v: v, ups: make(map[upKey]*upstream), open: make(map[*upstream]bool), txns: make(map[string]int)}
+	s := &singleConn{c: c, v: v, ups: make(map[upKey]*upstream), open: make(map[*upstream]bool), txns: make(map[string]int),
+		waits: make(map[*time.Timer]bool)}
 	s.cond.L = &s.mu
 	return s
 }
@@ -256,8 +258,8 @@ func (s *singleConn) fail(u *upstream, err error) {
 	}
 }
 
-// close closes every upstream connection; conn.die calls it. Their readers
-// end, and nothing is completed any more.
+// close closes every upstream connection and stops the Fetch waits;
+// conn.die calls it. The readers end, and nothing is completed any more.
 func (s *singleConn) close() {
 	s.mu.Lock()
 	s.closed = true
@@ -265,6 +267,12 @@ func (s *singleConn) close() {
 	for u := range s.open {
 		ups = append(ups, u)
 	}
+	for t := range s.waits {
+		if t.Stop() {
+			s.c.wg.Done()
+		}
+	}
+	clear(s.waits)
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	for _, u := range ups {

@@ -235,12 +235,13 @@ func (s *singleConn) poll(st *splitState) {
 		sends = append(sends, send{u, ref, encodePart(r, &q)})
 	}
 	f.toPoll = f.toPoll[:0]
-	if f.timer == nil && !st.done {
+	if f.timer == nil && !st.done && !s.closed {
 		s.c.wg.Add(1)
 		f.timer = time.AfterFunc(rest, func() {
 			defer s.c.wg.Done()
 			s.waitEnded(st)
 		})
+		s.waits[f.timer] = true
 	}
 	s.mu.Unlock()
 	for _, sd := range sends {
@@ -253,6 +254,7 @@ func (s *singleConn) poll(st *splitState) {
 // waitEnded answers a Fetch whose wait ended with the answers it has.
 func (s *singleConn) waitEnded(st *splitState) {
 	s.mu.Lock()
+	delete(s.waits, st.fetch.timer)
 	if st.done || s.closed {
 		s.mu.Unlock()
 		return
@@ -275,8 +277,10 @@ func (s *singleConn) endFetch(st *splitState) {
 	}
 	t := f.timer
 	f.timer = nil
+	stop := t != nil && s.waits[t]
+	delete(s.waits, t)
 	s.mu.Unlock()
-	if t != nil && t.Stop() {
+	if stop && t.Stop() {
 		s.c.wg.Done()
 	}
 }

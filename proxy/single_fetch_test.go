@@ -141,3 +141,29 @@ func TestSingleFetchWaits(t *testing.T) {
 		}
 	}
 }
+
+// TestSingleFetchWaitEndsWithConnection: a client that resets its
+// connection while a Fetch waits over several brokers has the connection
+// end at once, not when the wait would have. (A client that half-closes
+// is still answered, as Kafka answers what it read.)
+func TestSingleFetchWaitEndsWithConnection(t *testing.T) {
+	const topic = "gone"
+	kc := newCluster(t, kfake.SeedTopics(3, topic))
+	spreadLeaders(t, kc, topic, 3)
+	p := startSingle(t, config.OrderingConnection, kc.ListenAddrs(), nil)
+	rc := dialRaw(t, p.Addr())
+	req := fetchAll(topic, []int64{0, 0, 0}, 20*time.Second, 1)
+	if _, err := rc.c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // round 1 is in, the long polls are out
+	rc.c.(*net.TCPConn).SetLinger(0)
+	rc.c.Close()
+	start := time.Now()
+	for p.Stats().Conns > 0 {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("the connection still open %v after its client closed it, during a Fetch wait of 20 s", time.Since(start))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
