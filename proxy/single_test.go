@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -376,8 +377,8 @@ func testSingleGroupRebalance(t *testing.T, mode config.Ordering) {
 	only.check(t)
 }
 
-// TestSingleLeaderMoves moves partition leaders between brokers, again
-// and again, while an idempotent producer pipelines to every partition
+// TestSingleLeaderMoves moves partition leaders between brokers, at least
+// 20 times, while an idempotent producer pipelines to every partition
 // through the single endpoint: the parts sent to a broker that no longer
 // leads are answered NOT_LEADER_OR_FOLLOWER, the client retries, and in
 // the end every partition holds its records exactly once, in order.
@@ -405,35 +406,40 @@ func testSingleLeaderMoves(t *testing.T, mode config.Ordering) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
+	// The producer writes rounds of records, pipelined, until the
+	// leaders have moved at least minMoves times and perPart records
+	// went to each partition.
+	const minMoves = 20
+	var moves atomic.Int64
 	stop := make(chan struct{})
-	moved := make(chan int)
+	mover := make(chan struct{})
 	go func() {
-		n := 0
-		defer func() { moved <- n }()
+		defer close(mover)
 		for part := int32(0); ; part = (part + 1) % partitions {
 			select {
 			case <-stop:
 				return
-			case <-time.After(15 * time.Millisecond):
+			case <-time.After(5 * time.Millisecond):
 			}
 			if err := kc.MoveTopicPartition(topic, part, (kc.LeaderFor(topic, part)+1)%3); err == nil {
-				n++
+				moves.Add(1)
 			}
 		}
 	}()
 	value := make([]byte, 200)
-	produceEach(t, ctx, prod, partitions, 0, perPart, func(i int) []byte { return append(strconv.AppendInt(nil, int64(i), 10), value...) })
-	close(stop)
-	if n := <-moved; n < 5 {
-		t.Fatalf("only %d leader moves while producing", n)
+	n := 0
+	for ; n < perPart || moves.Load() < minMoves; n += 50 {
+		produceEach(t, ctx, prod, partitions, n, n+50, func(i int) []byte { return append(strconv.AppendInt(nil, int64(i), 10), value...) })
 	}
+	close(stop)
+	<-mover
 	for part := int32(0); part < partitions; part++ {
 		got, err := pipeprobe.ReadPartition(ctx, p.Addr(), topic, part, only.opt())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != perPart {
-			t.Fatalf("partition %d holds %d records, want %d", part, len(got), perPart)
+		if len(got) != n {
+			t.Fatalf("partition %d holds %d records, want %d", part, len(got), n)
 		}
 		for i, v := range got {
 			if want := strconv.Itoa(i); v[:len(v)-len(value)] != want {
