@@ -36,50 +36,34 @@ func (s *singleConn) learn(st *splitState) {
 			for _, t := range resp.Topics {
 				for _, p := range t.Partitions {
 					stale = stale || movedCode(p.ErrorCode)
-					if p.ErrorCode != 0 && p.CurrentLeader.LeaderID >= 0 {
-						moves = append(moves, leaderMove{t.Topic, t.TopicID, p.Partition, p.CurrentLeader.LeaderID})
-					}
+					moves = moved(moves, t.Topic, t.TopicID, p.Partition, p.ErrorCode, p.CurrentLeader.LeaderID)
 				}
 			}
 		case *kmsg.FetchResponse:
 			for _, t := range resp.Topics {
 				for _, p := range t.Partitions {
 					stale = stale || movedCode(p.ErrorCode)
-					if p.ErrorCode != 0 && p.CurrentLeader.LeaderID >= 0 {
-						moves = append(moves, leaderMove{t.Topic, t.TopicID, p.Partition, p.CurrentLeader.LeaderID})
-					}
+					moves = moved(moves, t.Topic, t.TopicID, p.Partition, p.ErrorCode, p.CurrentLeader.LeaderID)
 				}
 			}
 		case *kmsg.ListOffsetsResponse:
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					stale = stale || movedCode(p.ErrorCode)
-				}
-			}
+			stale = stale || anyCode(resp.Topics, func(t *kmsg.ListOffsetsResponseTopic) []int16 {
+				return codes(t.Partitions, func(p *kmsg.ListOffsetsResponseTopicPartition) int16 { return p.ErrorCode })
+			}, movedCode)
 		case *kmsg.OffsetForLeaderEpochResponse:
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					stale = stale || movedCode(p.ErrorCode)
-				}
-			}
-		case *kmsg.CreateTopicsResponse:
-			for _, t := range resp.Topics {
-				stale = stale || t.ErrorCode == kerr.NotController.Code
-			}
-		case *kmsg.DeleteTopicsResponse:
-			for _, t := range resp.Topics {
-				stale = stale || t.ErrorCode == kerr.NotController.Code
-			}
-		case *kmsg.CreatePartitionsResponse:
-			for _, t := range resp.Topics {
-				stale = stale || t.ErrorCode == kerr.NotController.Code
-			}
+			stale = stale || anyCode(resp.Topics, func(t *kmsg.OffsetForLeaderEpochResponseTopic) []int16 {
+				return codes(t.Partitions, func(p *kmsg.OffsetForLeaderEpochResponseTopicPartition) int16 { return p.ErrorCode })
+			}, movedCode)
 		case *kmsg.DeleteRecordsResponse:
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					stale = stale || movedCode(p.ErrorCode)
-				}
-			}
+			stale = stale || anyCode(resp.Topics, func(t *kmsg.DeleteRecordsResponseTopic) []int16 {
+				return codes(t.Partitions, func(p *kmsg.DeleteRecordsResponseTopicPartition) int16 { return p.ErrorCode })
+			}, movedCode)
+		case *kmsg.CreateTopicsResponse:
+			stale = stale || anyCode(resp.Topics, func(t *kmsg.CreateTopicsResponseTopic) []int16 { return []int16{t.ErrorCode} }, notController)
+		case *kmsg.DeleteTopicsResponse:
+			stale = stale || anyCode(resp.Topics, func(t *kmsg.DeleteTopicsResponseTopic) []int16 { return []int16{t.ErrorCode} }, notController)
+		case *kmsg.CreatePartitionsResponse:
+			stale = stale || anyCode(resp.Topics, func(t *kmsg.CreatePartitionsResponseTopic) []int16 { return []int16{t.ErrorCode} }, notController)
 		default:
 			if class == splitmerge.ByCoordinator {
 				s.forgetCoordinators(plan.Parts[i].Request, res.Response)
@@ -91,6 +75,40 @@ func (s *singleConn) learn(st *splitState) {
 		s.v.stale()
 	}
 }
+
+// moved adds the leader a KIP-951 answer names for a partition it
+// answered with an error.
+func moved(moves []leaderMove, topic string, id [16]byte, partition int32, code int16, leader int32) []leaderMove {
+	if code != 0 && leader >= 0 {
+		return append(moves, leaderMove{topic, id, partition, leader})
+	}
+	return moves
+}
+
+// anyCode reports whether bad holds for a code of any entry of items.
+func anyCode[T any](items []T, entryCodes func(*T) []int16, bad func(int16) bool) bool {
+	for i := range items {
+		for _, c := range entryCodes(&items[i]) {
+			if bad(c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// codes lists the error codes of items.
+func codes[T any](items []T, code func(*T) int16) []int16 {
+	out := make([]int16, len(items))
+	for i := range items {
+		out[i] = code(&items[i])
+	}
+	return out
+}
+
+// notController reports whether a code says the broker asked is not the
+// controller.
+func notController(code int16) bool { return code == kerr.NotController.Code }
 
 // movedCode reports whether a partition's error says the view placed it
 // wrongly.

@@ -71,6 +71,17 @@ func spreadLeaders(t *testing.T, kc *kfake.Cluster, topic string, partitions int
 	}
 }
 
+// singleSetup starts a three-broker kfake with topic's partitions led by
+// every broker and the single endpoint in front of it, and gives the
+// test 90 s and a dialer that reaches only the proxy.
+func singleSetup(t *testing.T, mode config.Ordering, topic string, partitions int32) (*kfake.Cluster, *testProxy, context.Context, *onlyProxy) {
+	t.Helper()
+	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
+	spreadLeaders(t, kc, topic, partitions)
+	p := startSingle(t, mode, kc.ListenAddrs(), nil)
+	return kc, p, testContext(t, 90*time.Second), &onlyProxy{addr: p.Addr()}
+}
+
 // TestSingleEndToEnd runs a real client that can reach only the proxy's
 // one address in front of a three-broker kfake whose partitions are led
 // by all three: idempotent produce to every partition with a leader move
@@ -88,11 +99,7 @@ func testSingleEndToEnd(t *testing.T, mode config.Ordering) {
 		partitions = 9
 		perPart    = 200
 	)
-	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
-	spreadLeaders(t, kc, topic, partitions)
-	p := startSingle(t, mode, kc.ListenAddrs(), nil)
-	ctx := testContext(t, 90*time.Second)
-	only := &onlyProxy{addr: p.Addr()}
+	kc, p, ctx, only := singleSetup(t, mode, topic, partitions)
 
 	prod, err := kgo.NewClient(
 		kgo.SeedBrokers(p.Addr()),
@@ -183,11 +190,7 @@ func testSingleTransactions(t *testing.T, mode config.Ordering) {
 		txns       = 6
 		perTxn     = 20
 	)
-	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
-	spreadLeaders(t, kc, topic, partitions)
-	p := startSingle(t, mode, kc.ListenAddrs(), nil)
-	ctx := testContext(t, 90*time.Second)
-	only := &onlyProxy{addr: p.Addr()}
+	_, p, ctx, only := singleSetup(t, mode, topic, partitions)
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(p.Addr()),
 		kgo.DefaultProduceTopic(topic),
@@ -275,11 +278,7 @@ func testSingleGroupRebalance(t *testing.T, mode config.Ordering) {
 		partitions = 6
 		perPart    = 100
 	)
-	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
-	spreadLeaders(t, kc, topic, partitions)
-	p := startSingle(t, mode, kc.ListenAddrs(), nil)
-	ctx := testContext(t, 90*time.Second)
-	only := &onlyProxy{addr: p.Addr()}
+	_, p, ctx, only := singleSetup(t, mode, topic, partitions)
 	prod, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), only.opt())
 	if err != nil {
@@ -394,11 +393,7 @@ func testSingleLeaderMoves(t *testing.T, mode config.Ordering) {
 		partitions = 9
 		perPart    = 400
 	)
-	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
-	spreadLeaders(t, kc, topic, partitions)
-	p := startSingle(t, mode, kc.ListenAddrs(), nil)
-	ctx := testContext(t, 90*time.Second)
-	only := &onlyProxy{addr: p.Addr()}
+	kc, p, ctx, only := singleSetup(t, mode, topic, partitions)
 	prod, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(1<<10),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }), only.opt())
