@@ -19,21 +19,29 @@ import (
 // partitions, a leader move in the middle, a consumer group reading it all
 // back and committing, and a resumed consumer. Every address the client
 // dials must be one of the proxy's. kgo keeps 5 idempotent requests in
-// flight per broker against Kafka 1.0+.
+// flight per broker against Kafka 1.0+. Both ordering modes, with a
+// listener per broker and through the single endpoint (--topology
+// single, the partitions then led by every broker, and the one address
+// the only one the client may learn).
 func TestKgoEndToEnd(t *testing.T) {
-	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
-		t.Run(string(mode), func(t *testing.T) { testKgoEndToEnd(t, mode) })
+	for _, topology := range []config.Topology{config.TopologyPorts, config.TopologySingle} {
+		for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+			t.Run(string(topology)+"-"+string(mode), func(t *testing.T) { testKgoEndToEnd(t, mode, topology) })
+		}
 	}
 }
 
-func testKgoEndToEnd(t *testing.T, mode config.Ordering) {
+func testKgoEndToEnd(t *testing.T, mode config.Ordering, topology config.Topology) {
 	const (
 		topic      = "orders"
 		partitions = 6
 		perPart    = 300
 	)
 	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
-	p := startProxy(t, mode, kc.ListenAddrs(), nil)
+	if topology == config.TopologySingle {
+		spreadLeaders(t, kc, topic, partitions)
+	}
+	p := startProxy(t, mode, kc.ListenAddrs(), func(c *config.Config) { c.Topology = topology })
 	ctx := testContext(t, 60*time.Second)
 	var dials dialRecorder
 
@@ -100,6 +108,9 @@ func testKgoEndToEnd(t *testing.T, mode config.Ordering) {
 				t.Fatalf("metadata names broker %d at its real address %s", b.NodeID, addr)
 			}
 		}
+	}
+	if topology == config.TopologySingle && len(proxyAddrs) != 1 {
+		t.Fatalf("the single endpoint's metadata names brokers %v beside %s", m.Brokers, p.Addr())
 	}
 	for _, a := range dials.dialed() {
 		if !proxyAddrs[a] {

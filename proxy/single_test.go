@@ -82,69 +82,6 @@ func singleSetup(t *testing.T, mode config.Ordering, topic string, partitions in
 	return kc, p, testContext(t, 90*time.Second), &onlyProxy{addr: p.Addr()}
 }
 
-// TestSingleEndToEnd runs a real client that can reach only the proxy's
-// one address in front of a three-broker kfake whose partitions are led
-// by all three: idempotent produce to every partition with a leader move
-// in the middle, then a consumer group reads it all back in order and
-// commits, and a resumed consumer sees only what came after.
-func TestSingleEndToEnd(t *testing.T) {
-	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
-		t.Run(string(mode), func(t *testing.T) { testSingleEndToEnd(t, mode) })
-	}
-}
-
-func testSingleEndToEnd(t *testing.T, mode config.Ordering) {
-	const (
-		topic      = "orders"
-		partitions = 9
-		perPart    = 200
-	)
-	kc, p, ctx, only := singleSetup(t, mode, topic, partitions)
-
-	prod, err := kgo.NewClient(
-		kgo.SeedBrokers(p.Addr()),
-		kgo.DefaultProduceTopic(topic),
-		kgo.ProducerLinger(0),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		only.opt(),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	produce := func(from, to int) {
-		produceEach(t, ctx, prod, partitions, from, to, func(i int) []byte { return []byte(strconv.Itoa(i)) })
-	}
-	produce(0, perPart/2)
-	leader := kc.LeaderFor(topic, 0)
-	if err := kc.MoveTopicPartition(topic, 0, (leader+1)%3); err != nil {
-		t.Fatal(err)
-	}
-	produce(perPart/2, perPart)
-
-	group := "g-" + string(mode)
-	seen := consumeGroup(t, p.Addr(), topic, group, partitions*perPart, only.opt())
-	for part := int32(0); part < partitions; part++ {
-		vals := seen[part]
-		if len(vals) != perPart {
-			t.Fatalf("partition %d: %d records, want %d", part, len(vals), perPart)
-		}
-		for i, v := range vals {
-			if v != strconv.Itoa(i) {
-				t.Fatalf("partition %d offset %d: value %q, want %d (order broken)", part, i, v, i)
-			}
-		}
-	}
-	produce(perPart, perPart+1)
-	after := consumeGroup(t, p.Addr(), topic, group, partitions, only.opt())
-	for part := int32(0); part < partitions; part++ {
-		if got := after[part]; len(got) != 1 || got[0] != strconv.Itoa(perPart) {
-			t.Fatalf("resumed consumer partition %d saw %v, want [%d]", part, got, perPart)
-		}
-	}
-	only.check(t)
-}
-
 // produceEach produces value(i) to every partition for i in [from, to),
 // all in flight at once, and fails t on the first error.
 func produceEach(t *testing.T, ctx context.Context, cl *kgo.Client, partitions int32, from, to int, value func(i int) []byte) {
