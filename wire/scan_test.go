@@ -400,6 +400,7 @@ func TestWriteScanCorpus(t *testing.T) {
 	for v := range kmsg.NewPtrFetchResponse().MaxVersion() + 1 {
 		for i, body := range fetchResponses(v) {
 			write("FuzzScanEndpoints", fmt.Sprintf("fetch-v%02d-%d", v, i), fmt.Sprintf("[]byte(%q)", body), "bool(true)", fmt.Sprintf("int16(%d)", v))
+			write("FuzzScanFetchStream", fmt.Sprintf("kmsg-v%02d-%d", v, i), fmt.Sprintf("[]byte(%q)", body), fmt.Sprintf("int16(%d)", v), fmt.Sprintf("uint64(%d)", i))
 		}
 	}
 }
