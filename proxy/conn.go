@@ -109,6 +109,7 @@ type conn struct {
 	// reader's for that.
 	streamResp bool
 	respBody   io.LimitedReader
+	fw         *fetchWalk // a Fetch response walked as it streams (fetchstream.go)
 
 	// wmu makes the client writer one at a time; see deliver.
 	wmu     sync.Mutex

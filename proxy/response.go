@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -59,10 +58,7 @@ func (c *conn) response(r *request, buf *wire.Buf) (*wire.Buf, error) {
 	}
 	if err := rewrite.Response(resp, &c.p.nodes); err != nil {
 		wire.Put(buf)
-		if errors.Is(err, ErrNodePort) {
-			return nil, fmt.Errorf("%s v%d response: %w", kmsg.NameForKey(key), version, err)
-		}
-		return nil, fmt.Errorf("%w: %s v%d response: %v", ErrUpstreamProtocol, kmsg.NameForKey(key), version, err)
+		return nil, rewriteError(key, version, err)
 	}
 	out := wire.AppendResponse(make([]byte, 0, len(buf.B)+64), r.hdr.Correlation, flexible, resp.AppendTo)
 	wire.Put(buf)

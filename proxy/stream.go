@@ -33,17 +33,17 @@ const streamMin = spliceMin
 const streamChunk = 1 << 20
 
 // streamable reports whether r's response, of size bytes after its length
-// prefix, may go from upstream to client unread: the proxy neither rewrites
-// nor inspects anything in it.
+// prefix, may be streamed: the proxy rewrites nothing in it but, in a Fetch
+// from v16 on, the endpoints that end it (walked, fetchstream.go).
 func (c *conn) streamable(r *request, size int32) bool {
 	if !c.streamResp || size < streamMin || r.noResp || r.forcedAck {
 		return false
 	}
 	key, version := r.hdr.Key, r.hdr.Version
-	if key == keyApiVersions || rewrite.Needs(key, version) {
+	if key == keyApiVersions || c.p.fixup != nil && c.p.fixup.Needs(key, version) {
 		return false
 	}
-	return c.p.fixup == nil || !c.p.fixup.Needs(key, version)
+	return key == keyFetch || !rewrite.Needs(key, version)
 }
 
 // streamResponse moves r's response from rd (the upstream) to the client if
@@ -62,16 +62,29 @@ func (c *conn) streamResponse(r *request, rd *bufio.Reader, head *[8]byte, size 
 	if !next {
 		return false, nil
 	}
-	// The chunk is charged to the memory budget like any frame, but
-	// without waiting: memory is freed by deliveries, which wait for wmu,
-	// held here. Short of memory, the response takes the buffered path,
-	// which waits outside wmu.
+	// The chunk or window is charged to the memory budget like any
+	// frame, but without waiting: memory is freed by deliveries, which
+	// wait for wmu, held here. Short of memory, the response takes the
+	// buffered path, which waits outside wmu.
+	walk := walked(r)
 	n := wire.Cap(int(min(int64(size)-4, streamChunk)))
+	if walk {
+		n = wire.Cap(int(min(int64(size)+4, streamChunk)))
+		if c.splice {
+			n = wire.Cap(int(min(int64(size)+4, fetchWindow)))
+		}
+	}
 	if !c.p.budget.TryReserve(int64(n), true) {
 		return false, nil
 	}
-	defer c.p.budget.Release(int64(n), true)
 	wire.SetResponseCorrelation(head[:], r.hdr.Correlation)
+	c.beginWrite()
+	defer c.endWrite()
+	if walk {
+		// The window takes the charge.
+		return true, c.streamWalk(r, rd, head, size, n)
+	}
+	defer c.p.budget.Release(int64(n), true)
 	rest := int64(size) - 4
 	// The upstream reader's buffer may already hold the start of the body.
 	buffered, _ := rd.Peek(int(min(int64(rd.Buffered()), rest)))
@@ -80,8 +93,6 @@ func (c *conn) streamResponse(r *request, rd *bufio.Reader, head *[8]byte, size 
 	// side-by-side runs.
 	c.outBufs = append(c.outBufs[:0], head[:], buffered)
 	c.outW = c.outBufs
-	c.beginWrite()
-	defer c.endWrite()
 	_, err := c.outW.WriteTo(c.client)
 	clear(c.outBufs)
 	if err != nil {
