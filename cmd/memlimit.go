@@ -12,7 +12,11 @@ import (
 // and metrics state, and garbage not yet collected. It is half of what
 // resident memory may exceed max-memory by (README's 64 MiB): the soft
 // limit is a target the runtime can overshoot while it collects, and the
-// binary's code is resident too without being in the runtime's count.
+// binary's code is resident too without being in the runtime's count. It
+// does not shrink with a small budget (16MiB is the smallest), because
+// what it covers does not: the process is 16 MiB resident before any
+// client, and a limit nearer the budget would make the collector run
+// nearly without pause whenever the budget is full (DESIGN.md, bounds).
 const memoryHeadroom = 32 << 20
 
 // setMemoryLimit asks the garbage collector to keep the heap under

@@ -67,8 +67,10 @@ type Config struct {
 
 	// MaxMemory bounds the request and response bytes and the per-request
 	// state the proxy holds across every connection. When it is reached,
-	// connections stop being read until memory is released. Zero means
-	// the default, 1GiB.
+	// connections stop being read until memory is released. A frame that
+	// must be held whole and is larger than the budget can hold for it
+	// closes its connection. Zero means the default, 1GiB; at least
+	// MinMemory otherwise.
 	MaxMemory int64
 	// MaxConnections bounds the client connections open at once over all
 	// listeners; past it a new connection is closed at once. Zero means
@@ -215,8 +217,8 @@ func (c *Config) Validate() error {
 	if c.MaxMemory < 0 {
 		return invalid("max-memory", strconv.FormatInt(c.MaxMemory, 10), "must not be negative")
 	}
-	if m := c.Memory(); m < 2*int64(max(c.MaxRequestSize, c.MaxResponseSize)) {
-		return invalid("max-memory", strconv.FormatInt(m, 10), "must be at least twice max-request-size and max-response-size, so that a largest frame fits beside the reserve kept for small requests")
+	if c.MaxMemory != 0 && c.MaxMemory < MinMemory {
+		return invalid("max-memory", strconv.FormatInt(c.MaxMemory, 10), "must be at least 16MiB")
 	}
 	if c.MaxConnections < 0 {
 		return invalid("max-connections", strconv.Itoa(c.MaxConnections), "must not be negative")
@@ -256,6 +258,12 @@ func (c *Config) Validate() error {
 	}
 	return c.validateSecurity()
 }
+
+// MinMemory is the smallest MaxMemory: the budget keeps an eighth for
+// responses, so 16MiB leaves 2MiB, room for a streamed response's chunk
+// (1MiB) beside the answers to pipelined writes, and the runtime's own
+// memory (tens of MiB) dwarfs anything smaller.
+const MinMemory = 16 << 20
 
 // Memory returns the effective MaxMemory.
 func (c *Config) Memory() int64 {

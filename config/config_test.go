@@ -62,7 +62,7 @@ func TestBadValuesNameFieldAndValue(t *testing.T) {
 		{"log-level: loud\n", "log-level", "loud"},
 		{"shutdown-grace: -1s\n", "shutdown-grace", "-1s"},
 		{"no-such-field: 1\n", "no-such-field", ""},
-		{"max-memory: 64MiB\n", "max-memory", "67108864"},
+		{"max-memory: 8MiB\n", "max-memory", "8388608"},
 		{"max-connections: -1\n", "max-connections", "-1"},
 		{"idle-timeout: -1s\n", "idle-timeout", "-1s"},
 		{"read-timeout: -2s\n", "read-timeout", "-2s"},
@@ -84,6 +84,36 @@ func TestBadValuesNameFieldAndValue(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.value) {
 			t.Errorf("%q: error %q does not name %s=%s", tc.yaml, err, tc.field, tc.value)
 		}
+	}
+}
+
+// TestMemoryAlone: --max-memory needs no other setting changed, down to
+// 16MiB, with the frame caps at their defaults (100MiB and 256MiB) or any
+// size; below 16MiB it is refused with the floor in the message.
+func TestMemoryAlone(t *testing.T) {
+	for _, args := range [][]string{
+		{"--max-memory", "16MiB"},
+		{"--max-memory", "32MiB"},
+		{"--max-memory", "16MiB", "--max-request-size", "1GiB", "--max-response-size", "1GiB"},
+		{"--max-memory", "0"},
+	} {
+		c := Default()
+		fs := flags(&c)
+		if err := fs.Parse(append([]string{"--upstream", "k:9092"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Resolve(fs, Default()); err != nil {
+			t.Errorf("%v refused: %v", args, err)
+		}
+	}
+	c := Default()
+	fs := flags(&c)
+	if err := fs.Parse([]string{"--max-memory", "16383KiB"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Resolve(fs, Default())
+	if err == nil || !strings.Contains(err.Error(), "--max-memory") || !strings.Contains(err.Error(), "at least 16MiB") {
+		t.Fatalf("--max-memory 16383KiB: %v, want it refused below 16MiB", err)
 	}
 }
 

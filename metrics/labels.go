@@ -221,3 +221,17 @@ const (
 )
 
 var streamedKinds = []Streamed{StreamedRequestSpliced, StreamedRequestUnread, StreamedRequestScanned, StreamedResponse, StreamedResponseScanned, StreamedOther}
+
+// Setting names the setting that refused a frame, the one to raise if the
+// frame was legitimate.
+type Setting string
+
+// Settings that refuse frames.
+const (
+	SettingMaxMemory       Setting = "max-memory"        // larger than the memory budget can hold for it, or a response that found no memory in time
+	SettingMaxRequestSize  Setting = "max-request-size"  // a request frame above the cap
+	SettingMaxResponseSize Setting = "max-response-size" // a response frame above the cap
+	SettingOther           Setting = "other"
+)
+
+var settings = []Setting{SettingMaxMemory, SettingMaxRequestSize, SettingMaxResponseSize, SettingOther}

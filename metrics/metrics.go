@@ -40,6 +40,7 @@ const (
 	NameTLSHandshakeFailures   = "inorder_tls_handshake_failures_total"
 	NameSASLAuthentications    = "inorder_sasl_authentications_total"
 	NameStreamed               = "inorder_streamed_total"
+	NameFramesRefused          = "inorder_frames_refused_total"
 )
 
 // Names returns every inorder_* family the registry exports. Histograms are
@@ -52,7 +53,7 @@ func Names() []string {
 		NameReadPaused, NameReadPauses, NameUpstreamOutOfOrder, NameViolations,
 		NameUpstreamDialErrors, NameUpstreamProtocolErrors, NameListenersOpen,
 		NameConfigReloads, NameConfigReloadTimestamp, NameTLSHandshakeFailures,
-		NameSASLAuthentications, NameStreamed,
+		NameSASLAuthentications, NameStreamed, NameFramesRefused,
 	}
 }
 
@@ -107,6 +108,7 @@ type Metrics struct {
 	dialErrors     closedSet[DialError]
 	protocolErrors closedSet[ProtocolError]
 	streamed       closedSet[Streamed]
+	refused        closedSet[Setting]
 	reloads        closedSet[ReloadResult]
 	reloadTime     prometheus.Gauge
 	tlsFailures    map[Side]closedSet[TLSFailure]
@@ -140,6 +142,7 @@ func New() *Metrics {
 	m.dialErrors = newClosedSet(f.counterVec(NameUpstreamDialErrors, "Failed dials to the upstream, by reason.", "reason"), dialErrors, DialOther)
 	m.protocolErrors = newClosedSet(f.counterVec(NameUpstreamProtocolErrors, "Upstream connections closed for breaking the protocol, by reason.", "reason"), protocolErrors, ProtoOther)
 	m.streamed = newClosedSet(f.counterVec(NameStreamed, "Requests and responses moved between the sockets without being read whole into memory, by kind.", "kind"), streamedKinds, StreamedOther)
+	m.refused = newClosedSet(f.counterVec(NameFramesRefused, "Frames that closed their connection because they could not be held, by the setting to raise: max-request-size or max-response-size (above the cap), max-memory (more than the memory budget can hold, or a response that found no memory in time).", "setting"), settings, SettingOther)
 	m.reloads = newClosedSet(f.counterVec(NameConfigReloads, "Configuration reloads (SIGHUP or a changed --config file), by result.", "result"), reloadResults, ReloadFailure)
 	m.reloadTime = f.gauge(NameConfigReloadTimestamp, "Unix time of the last reload that applied a configuration.")
 	tls := f.counterVec(NameTLSHandshakeFailures, "Failed TLS handshakes, by side and reason.", "side", "reason")
@@ -306,6 +309,15 @@ func (m *Metrics) Stream(k Streamed) {
 		return
 	}
 	m.streamed.get(k).Inc()
+}
+
+// FrameRefused counts a frame that closed its connection because s did not
+// let it be held.
+func (m *Metrics) FrameRefused(s Setting) {
+	if m == nil {
+		return
+	}
+	m.refused.get(s).Inc()
 }
 
 // Violation counts an ordering violation of kind v seen by the verifier.

@@ -104,7 +104,9 @@ type slot[T any] struct {
 
 // keepKeys is the key capacity a ring slot keeps for reuse; a slot that
 // held a larger write gives its slices back, so a burst of wide writes does
-// not pin memory the byte count no longer shows.
+// not pin memory the byte count no longer shows. The key map is dropped in
+// the same way once it is empty after holding more than keepKeys keys: a
+// map never shrinks as its entries are deleted.
 const keepKeys = 64
 
 // Sequencer orders one connection's requests and responses. It is not safe
@@ -140,6 +142,7 @@ type Sequencer[T any] struct {
 	active       int             // active writes not yet completed
 	barrier      bool            // a barrier is forwarded and not completed
 	keyQueues    map[Key]keyTail // live writes per key: the last one queued
+	keyPeak      int             // the most keys keyQueues held since it was made
 	undispatched int             // pushed, not yet returned by Dispatch
 }
 
@@ -276,6 +279,7 @@ func (s *Sequencer[T]) activate(seq uint64, sl *slot[T]) {
 		s.keyQueues[k] = keyTail{seq: seq, idx: i}
 	}
 	s.keyBytes -= int64(len(sl.keys)-kept) * KeyStateBytes
+	s.keyPeak = max(s.keyPeak, len(s.keyQueues))
 	sl.keys = sl.keys[:kept]
 	sl.links = sl.links[:kept]
 	if sl.waits == 0 {
@@ -431,6 +435,7 @@ func (s *Sequencer[T]) Extend(seq uint64, k Key) (Extended, error) {
 		for _, held := range sl.keys {
 			delete(s.keyQueues, held)
 		}
+		s.dropEmptyKeyMap()
 		s.keyBytes -= int64(len(sl.keys)) * KeyStateBytes
 		s.shrink(sl)
 		sl.kind = Barrier
@@ -445,6 +450,7 @@ func (s *Sequencer[T]) Extend(seq uint64, k Key) (Extended, error) {
 	sl.keys = append(sl.keys, k)
 	sl.links = append(sl.links, link{next: noSeq})
 	s.keyBytes += KeyStateBytes
+	s.keyPeak = max(s.keyPeak, len(s.keyQueues))
 	return ExtendAdded, nil
 }
 
@@ -484,6 +490,7 @@ func (s *Sequencer[T]) Complete(seq uint64) error {
 	}
 	s.keyBytes -= int64(len(sl.keys)) * KeyStateBytes
 	s.shrink(sl)
+	s.dropEmptyKeyMap()
 	if s.active == 0 {
 		s.activateLater()
 	}
@@ -504,6 +511,14 @@ func (s *Sequencer[T]) activateLater() {
 		}
 		s.later.pop()
 		s.activate(seq, sl)
+	}
+}
+
+// dropEmptyKeyMap lets an empty key map that grew past keepKeys go, so
+// that the memory of its largest moment is not kept by an idle connection.
+func (s *Sequencer[T]) dropEmptyKeyMap() {
+	if len(s.keyQueues) == 0 && s.keyPeak > keepKeys {
+		s.keyQueues, s.keyPeak = nil, 0
 	}
 }
 
@@ -552,6 +567,7 @@ func (s *Sequencer[T]) Drain(dst []T) []T {
 	s.inflight, s.active, s.keyBytes, s.undispatched = 0, 0, 0, 0
 	s.barrier = false
 	clear(s.keyQueues)
+	s.dropEmptyKeyMap()
 	return dst
 }
 

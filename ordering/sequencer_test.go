@@ -405,6 +405,48 @@ func TestKeyStateCountsTowardsFull(t *testing.T) {
 	}
 }
 
+// TestIdleKeepsNoWideKeyState: once wide writes have completed, the
+// sequencer lets go of the key map they grew and of their slots' key
+// slices, so that an idle connection does not hold what its widest moment
+// needed; a narrow write's map is kept for reuse.
+func TestIdleKeepsNoWideKeyState(t *testing.T) {
+	s := New[int](None, 16, 1<<30)
+	for w := range 4 {
+		keys := make([]Key, MaxWriteKeys)
+		for i := range keys {
+			keys[i] = Key(w*MaxWriteKeys + i)
+		}
+		s.Push(Request{Kind: Write, Keys: keys}, w)
+	}
+	if got := s.Dispatch(nil); len(got) != 4 {
+		t.Fatalf("dispatched %v, want the four disjoint writes", got)
+	}
+	for seq := range uint64(4) {
+		if s.keyQueues == nil {
+			t.Fatalf("key map dropped while %d writes are live", 4-seq)
+		}
+		mustComplete(t, s, seq)
+	}
+	s.Ready(nil)
+	if err := s.Leaks(); err != nil {
+		t.Fatal(err)
+	}
+	if s.keyQueues != nil {
+		t.Fatalf("an idle sequencer keeps a key map grown to %d keys", 4*MaxWriteKeys)
+	}
+	for i := range s.ring {
+		if cap(s.ring[i].keys) > keepKeys || cap(s.ring[i].links) > keepKeys {
+			t.Fatalf("slot %d keeps room for %d keys", i, cap(s.ring[i].keys))
+		}
+	}
+	s.Push(Request{Kind: Write, Keys: []Key{1, 2}}, 4)
+	s.Dispatch(nil)
+	mustComplete(t, s, 4)
+	if s.keyQueues == nil {
+		t.Fatal("the map of a narrow write was dropped; it is kept for reuse")
+	}
+}
+
 // pipelineDriver is what benchPipelined drives: the sequencer or the
 // reference.
 type pipelineDriver interface {

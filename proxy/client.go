@@ -144,7 +144,13 @@ func (c *conn) clientReadError(err error) error {
 		return errClientClosed
 	case errors.Is(err, ErrReadTimeout), errors.Is(err, ErrIdleTimeout):
 		return err
-	case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, wire.ErrFrameTooSmall), errors.Is(err, wire.ErrTruncated):
+	case errors.Is(err, ErrMemory):
+		c.finishInFlight()
+		return err
+	case errors.Is(err, wire.ErrFrameTooLarge):
+		c.finishInFlight()
+		return fmt.Errorf("%w: %w (--max-request-size)", ErrBadRequest, err)
+	case errors.Is(err, wire.ErrFrameTooSmall), errors.Is(err, wire.ErrTruncated):
 		c.finishInFlight()
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
 	case errors.Is(err, os.ErrDeadlineExceeded):

@@ -150,7 +150,7 @@ type conn struct {
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).
 	lim   connLimits
-	accts [4]frameAccount // client reader small, bulk; upstream reader small, bulk
+	accts [3]frameAccount // client reader small, bulk; upstream reader
 	// frameDeadline is the read deadline of the frame the client reader
 	// is in (zero: none); the client reader's accounts read it.
 	frameDeadline time.Time
@@ -356,7 +356,7 @@ func (c *conn) logClose() {
 	case reason == nil, errors.Is(reason, errClientClosed), errors.Is(reason, ErrShutdown),
 		errors.Is(reason, ErrTLSHandshake), errors.Is(reason, ErrUpstreamAuth): // logged, rate-limited, where they happen
 		c.p.log.Debug("connection closed", append(attrs, "reason", reason)...)
-	case errors.Is(reason, ErrBadRequest), errors.Is(reason, ErrUpstreamProtocol), errors.Is(reason, ErrClientSASL):
+	case errors.Is(reason, ErrBadRequest), errors.Is(reason, ErrUpstreamProtocol), errors.Is(reason, ErrClientSASL), errors.Is(reason, ErrMemory):
 		c.p.log.Warn("connection closed", append(attrs, "reason", reason.Error())...)
 	default:
 		c.p.log.Info("connection closed", append(attrs, "reason", reason.Error())...)

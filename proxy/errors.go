@@ -51,6 +51,11 @@ var (
 	// ErrWriteTimeout closes a client that accepted no byte of a response
 	// within the write timeout: it stopped reading.
 	ErrWriteTimeout = errors.New("write timeout")
+	// ErrMemory closes a client whose request or response cannot be held
+	// within the memory budget (--max-memory): larger than the budget
+	// can ever hold for it, or a response that found no memory for the
+	// response wait.
+	ErrMemory = errors.New("memory budget")
 
 	errClientClosed = errors.New("client closed the connection")
 	// errClientEOF: the client closed its side of the connection (a

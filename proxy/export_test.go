@@ -1,6 +1,11 @@
 package proxy
 
-import "time"
+import (
+	"reflect"
+	"time"
+
+	"github.com/inorder-proxy/inorder/internal/budget"
+)
 
 // SetEOFDrain sets the bound on requests sent before a client's EOF for a
 // test, which must call the function returned once its proxies are
@@ -9,4 +14,90 @@ func SetEOFDrain(d time.Duration) (restore func()) {
 	old := eofDrain
 	eofDrain = d
 	return func() { eofDrain = old }
+}
+
+// WithMemory gives the proxy a memory budget of limit bytes whatever its
+// configuration says, so that tests can reach the budget's bounds with
+// little traffic at sizes --max-memory refuses.
+func WithMemory(limit int64) Option {
+	return func(p *Proxy) { p.budget = budget.New(limit) }
+}
+
+// SetResponseWait sets the bound on a response's wait for memory for a
+// test, which must call the function returned once its proxies are closed.
+func SetResponseWait(d time.Duration) (restore func()) {
+	old := responseWait
+	responseWait = d
+	return func() { responseWait = old }
+}
+
+// Retained returns the bytes the open connections keep of the requests
+// they classified and sequenced, between requests: a walk of every
+// connection's decoder, sequencer and queues that counts what their
+// slices, strings, maps and pointers reach (a string or slice that aliases
+// a frame counts for its own length, not the frame's).
+func (p *Proxy) Retained() int {
+	p.mu.Lock()
+	conns := make([]*conn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+	n := 0
+	for _, c := range conns {
+		c.mu.Lock()
+		for _, v := range []any{c.dec, c.seq, c.outq, c.bs} {
+			n += reached(reflect.ValueOf(v), map[uintptr]bool{})
+		}
+		c.mu.Unlock()
+	}
+	return n
+}
+
+// reached counts the memory v refers to beyond its own inline bytes.
+func reached(v reflect.Value, seen map[uintptr]bool) int {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() || seen[v.Pointer()] {
+			return 0
+		}
+		seen[v.Pointer()] = true
+		return int(v.Type().Elem().Size()) + reached(v.Elem(), seen)
+	case reflect.Interface:
+		if v.IsNil() {
+			return 0
+		}
+		return reached(v.Elem(), seen)
+	case reflect.Struct:
+		n := 0
+		for i := range v.NumField() {
+			n += reached(v.Field(i), seen)
+		}
+		return n
+	case reflect.Array:
+		n := 0
+		for i := range v.Len() {
+			n += reached(v.Index(i), seen)
+		}
+		return n
+	case reflect.Slice:
+		if v.IsNil() {
+			return 0
+		}
+		n := v.Cap() * int(v.Type().Elem().Size())
+		for i := range v.Len() {
+			n += reached(v.Index(i), seen)
+		}
+		return n
+	case reflect.String:
+		return v.Len()
+	case reflect.Map:
+		n := 0
+		it := v.MapRange()
+		for it.Next() {
+			n += int(v.Type().Key().Size()+v.Type().Elem().Size()) + reached(it.Key(), seen) + reached(it.Value(), seen)
+		}
+		return n
+	}
+	return 0
 }

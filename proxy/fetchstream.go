@@ -82,7 +82,7 @@ func (c *conn) streamWalk(r *request, rd *bufio.Reader, head *[8]byte, size int3
 		c.fw = new(fetchWalk)
 	}
 	fw := c.fw
-	fw.win, fw.ch = wire.Get(n), charge{n: int64(wire.Cap(n)), bulk: true}
+	fw.win, fw.ch = wire.Get(n), charge{n: int64(wire.Cap(n)), resp: true}
 	defer func() {
 		wire.Put(fw.win)
 		fw.win = nil
@@ -256,14 +256,14 @@ func (c *conn) fetchFill(rd *bufio.Reader) error {
 func (c *conn) fetchGrow() error {
 	fw := c.fw
 	n := 2 * cap(fw.win.B)
-	if !c.p.budget.TryReserve(int64(wire.Cap(n)), true) {
+	if !c.p.budget.TryReserveResponse(int64(wire.Cap(n))) {
 		return fmt.Errorf("%w: a streamed Fetch response holds a field of over %d bytes before its records, and the memory budget has no room for it", ErrUpstreamProtocol, cap(fw.win.B))
 	}
 	nb := wire.Get(n)
 	nb.B = append(nb.B[:0], fw.win.B...)
 	wire.Put(fw.win)
 	fw.ch.release(c.p.budget)
-	fw.win, fw.ch = nb, charge{n: int64(wire.Cap(n)), bulk: true}
+	fw.win, fw.ch = nb, charge{n: int64(wire.Cap(n)), resp: true}
 	return nil
 }
 

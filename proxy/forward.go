@@ -29,6 +29,11 @@ func (c *conn) submit(r *request) (stranded bool) {
 		c.outq = append(c.outq, r)
 	} else {
 		r.seq = c.seq.Push(r.ord, r)
+		// The sequencer copied the keys; the scratch they came from
+		// keeps nothing of a wide write (trimmed under the lock that
+		// orders it before any answer to r).
+		r.ord.Keys = nil
+		c.dec.trim()
 		if r.seq == 0 {
 			c.corrBase = uint32(r.hdr.Correlation)
 		}

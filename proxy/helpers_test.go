@@ -68,6 +68,12 @@ func startProxy(t testing.TB, mode config.Ordering, upstreams []string, mut func
 	if mut != nil {
 		mut(&cfg)
 	}
+	if cfg.MaxMemory > 0 && cfg.MaxMemory < config.MinMemory {
+		// A budget too small for --max-memory, to reach its bounds
+		// with little traffic.
+		opts = append(opts, proxy.WithMemory(cfg.MaxMemory))
+		cfg.MaxMemory = 0
+	}
 	lb := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if _, seen := leakChecked.LoadOrStore(t, true); !seen {

@@ -11,15 +11,26 @@ import (
 	"os"
 	"time"
 
+	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
-// bulkFrame is the frame size above which a frame's memory is reserved in
-// the budget's bulk class: large frames together may not take the reserve
-// kept for ordinary requests and responses (see package budget).
+// bulkFrame is the request frame size above which a frame's memory is
+// reserved in the budget's bulk class: large frames together may not take
+// the reserve kept for ordinary requests (see package budget).
 const bulkFrame = 16 << 10
+
+// responseWait bounds each wait of the upstream reader for memory. Client
+// requests can never take the budget's response reserve, so a response
+// waits only for memory other responses hold: those being written to their
+// clients (bounded by the write timeout) and those held behind an earlier
+// response that has not arrived. If these fill the budget for this long,
+// the response closes its connection (ErrMemory), which releases what that
+// connection holds, instead of waiting on what may be waiting on it. A
+// variable only so that tests can shorten it (export_test.go).
+var responseWait = 30 * time.Second
 
 // upstreamCheckEvery is how often idle upstream connections are checked
 // for a close by the upstream (a broker's own idle timeout, or a close
@@ -46,6 +57,9 @@ type connLimits struct {
 type frameAccount struct {
 	p    *Proxy
 	bulk bool
+	// resp: the upstream reader's account, charged as responses, and each
+	// wait bounded by responseWait.
+	resp bool
 	stop <-chan struct{}
 	// deadline, when not nil, is the read deadline of the frame being
 	// read: a frame that cannot get memory before it is shed like one
@@ -58,39 +72,82 @@ type frameAccount struct {
 }
 
 func (a *frameAccount) Reserve(n int) error {
-	if a.p.budget.TryReserve(int64(n), a.bulk) {
+	if a.tryReserve(int64(n)) {
 		return nil
 	}
 	if a.before != nil {
 		if err := a.before(); err != nil {
 			return err
 		}
-		if a.p.budget.TryReserve(int64(n), a.bulk) {
+		if a.tryReserve(int64(n)) {
 			return nil
 		}
 	}
 	start := a.p.metrics.Now()
-	var deadline time.Time
-	if a.deadline != nil {
-		deadline = *a.deadline
+	var err error
+	if a.resp {
+		err = a.p.budget.ReserveResponse(int64(n), a.stop, time.Now().Add(responseWait))
+		if errors.Is(err, budget.ErrDeadline) {
+			err = fmt.Errorf("%w: a response found no memory for %s (raise --max-memory)", ErrMemory, responseWait)
+		}
+	} else {
+		var deadline time.Time
+		if a.deadline != nil {
+			deadline = *a.deadline
+		}
+		err = a.p.budget.Reserve(int64(n), a.bulk, a.stop, deadline)
 	}
-	err := a.p.budget.Reserve(int64(n), a.bulk, a.stop, deadline)
 	if !start.IsZero() {
 		a.p.metrics.ReadPaused(metrics.PauseMemory, time.Since(start))
+	}
+	if errors.Is(err, budget.ErrTooLarge) {
+		return a.tooLarge(n)
 	}
 	return err
 }
 
-func (a *frameAccount) Release(n int) { a.p.budget.Release(int64(n), a.bulk) }
+// tooLarge is the error for a frame that needs a buffer of n bytes, more
+// than the budget can ever hold for one of its kind: only that connection
+// ends, and the reason names the setting to raise.
+func (a *frameAccount) tooLarge(n int) error {
+	what, most := "a request", a.p.budget.Max(a.bulk)
+	if a.resp {
+		what, most = "a response", a.p.budget.MaxResponse()
+	}
+	return fmt.Errorf("%w: %s needs a buffer of %s, and --max-memory %s holds at most %s for one: raise --max-memory",
+		ErrMemory, what, config.FormatSize(int64(n)), config.FormatSize(a.p.budget.Limit()), config.FormatSize(most))
+}
+
+func (a *frameAccount) tryReserve(n int64) bool {
+	if a.resp {
+		return a.p.budget.TryReserveResponse(n)
+	}
+	return a.p.budget.TryReserve(n, a.bulk)
+}
+
+func (a *frameAccount) Release(n int) {
+	ch := a.charge(n)
+	ch.release(a.p.budget)
+}
+
+// charge returns n bytes reserved in a's class, for the buffer or request
+// that keeps them.
+func (a *frameAccount) charge(n int) charge {
+	return charge{n: int64(n), bulk: a.bulk, resp: a.resp}
+}
 
 // charge is memory reserved in the budget for one buffer or state.
 type charge struct {
-	n    int64
-	bulk bool
+	n          int64
+	bulk, resp bool
 }
 
 func (ch *charge) release(b *budget.Budget) {
-	b.Release(ch.n, ch.bulk)
+	if ch.resp {
+		b.ReleaseResponse(ch.n)
+	} else {
+		b.Release(ch.n, ch.bulk)
+	}
 	*ch = charge{}
 }
 
@@ -103,11 +160,8 @@ func (c *conn) account(total int) *frameAccount {
 }
 
 // upAccount returns the upstream reader's account for a frame of total
-// bytes.
+// bytes: responses are one class whatever their size.
 func (c *conn) upAccount(total int) *frameAccount {
-	if total > bulkFrame {
-		return &c.accts[3]
-	}
 	return &c.accts[2]
 }
 
@@ -115,9 +169,9 @@ func (c *conn) upAccount(total int) *frameAccount {
 func (c *conn) initLimits() {
 	c.halt = make(chan struct{})
 	c.lim = connLimits{idle: c.cfg.IdleTimeout, read: c.cfg.ReadTimeout, write: c.cfg.WriteTimeout}
-	c.accts = [4]frameAccount{
+	c.accts = [3]frameAccount{
 		{p: c.p, stop: c.halt, deadline: &c.frameDeadline}, {p: c.p, bulk: true, stop: c.halt, deadline: &c.frameDeadline},
-		{p: c.p, stop: c.halt, before: c.deliverUndelivered}, {p: c.p, bulk: true, stop: c.halt, before: c.deliverUndelivered},
+		{p: c.p, resp: true, stop: c.halt, before: c.deliverUndelivered},
 	}
 }
 
@@ -239,7 +293,7 @@ func (c *conn) readFrame(head []byte, upto, total int) (*wire.Buf, charge, error
 	if err != nil {
 		return nil, charge{}, c.timedOut(err)
 	}
-	ch := charge{n: int64(cap(b.B)), bulk: acct.bulk}
+	ch := acct.charge(cap(b.B))
 	b, err = wire.Grow(&c.in, b, upto, acct, wire.GrowFactor)
 	if err != nil {
 		return nil, charge{}, c.timedOut(err)

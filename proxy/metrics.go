@@ -190,6 +190,14 @@ func (c *conn) recordClose(reason error) {
 	}
 	m.ConnClosed(closeReason(reason))
 	switch {
+	case errors.Is(reason, ErrMemory):
+		m.FrameRefused(metrics.SettingMaxMemory)
+	case errors.Is(reason, wire.ErrFrameTooLarge) && errors.Is(reason, ErrBadRequest):
+		m.FrameRefused(metrics.SettingMaxRequestSize)
+	case errors.Is(reason, wire.ErrFrameTooLarge) && errors.Is(reason, ErrUpstreamProtocol):
+		m.FrameRefused(metrics.SettingMaxResponseSize)
+	}
+	switch {
 	case errors.Is(reason, ErrNotAllowed):
 		m.UpstreamDialError(metrics.DialNotAllowed)
 	case errors.Is(reason, ErrUpstreamProtocol):
@@ -207,6 +215,8 @@ func closeReason(err error) metrics.CloseReason {
 		return metrics.CloseIdle
 	case errors.Is(err, ErrWriteTimeout):
 		return metrics.CloseWriteTimeout
+	case errors.Is(err, ErrMemory):
+		return metrics.CloseLimit
 	case errors.Is(err, ErrReadTimeout), errors.Is(err, os.ErrDeadlineExceeded):
 		return metrics.CloseReadTimeout
 	case errors.Is(err, ErrTLSHandshake):

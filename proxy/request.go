@@ -79,13 +79,41 @@ func putRequest(r *request) {
 	requestPool.Put(r)
 }
 
-// decoder holds per-connection request bodies reused across requests.
+// decoder is the client reader's scratch for classifying requests. It keeps
+// nothing of a request between requests: the scanners, which alias the
+// frame they read, live on the stack of one classification (a frame put
+// back into its pool would otherwise stay alive through them), no message
+// is decoded into it, and a key slice grown by a wide write is dropped once
+// the write is sequenced (see trim).
 type decoder struct {
-	scan      wire.ProduceScan
-	produce   kmsg.ProduceRequest
-	commit    kmsg.OffsetCommitRequest
-	txnCommit kmsg.TxnOffsetCommitRequest
-	keys      []ordering.Key
+	keys []ordering.Key
+}
+
+// keepKeys is the key capacity the decoder keeps between requests; a wider
+// write's slice is given back, so that an idle connection holds no more
+// than this whatever it sent before.
+const keepKeys = 64
+
+// trim drops what the last request left in d; the client reader calls it
+// once the request is sequenced (the sequencer copies its keys).
+func (d *decoder) trim() {
+	if d == nil {
+		return
+	}
+	if cap(d.keys) > keepKeys {
+		d.keys = nil
+	}
+	d.keys = d.keys[:0]
+}
+
+// addKey appends k unless d already holds more than ordering.MaxWriteKeys
+// keys: one past the limit is enough for the sequencer to make the write a
+// barrier, so a request's partitions cost the connection at most that many
+// keys however many it names.
+func (d *decoder) addKey(k ordering.Key) {
+	if len(d.keys) <= ordering.MaxWriteKeys {
+		d.keys = append(d.keys, k)
+	}
 }
 
 // decoder returns the connection's decoder, made on first use so an idle
@@ -201,26 +229,27 @@ func (c *conn) classifyProduce(r *request) error {
 // A body the scanner cannot read is decoded with kmsg, which names the
 // fault.
 func (d *decoder) scanProduce(body []byte, version int16) error {
-	s := &d.scan
+	var s wire.ProduceScan
 	if s.Reset(body, version) == nil {
 		for p, ok := s.Next(); ok; p, ok = s.Next() {
-			if len(d.keys) <= ordering.MaxWriteKeys {
-				d.keys = append(d.keys, partitionKey('p', "", kbin.UnsafeString(p.Topic), p.TopicID, p.Partition))
-			}
+			d.addKey(partitionKey('p', "", kbin.UnsafeString(p.Topic), p.TopicID, p.Partition))
 		}
 		if s.Err() == nil {
 			return nil
 		}
 	}
 	d.keys = d.keys[:0]
-	d.produce.Version = version
-	if err := d.produce.UnsafeReadFrom(body); err != nil {
+	// A message of its own, dropped on return: a decoded request aliases
+	// the frame.
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = version
+	if err := req.UnsafeReadFrom(body); err != nil {
 		return err
 	}
-	for i := range d.produce.Topics {
-		t := &d.produce.Topics[i]
+	for i := range req.Topics {
+		t := &req.Topics[i]
 		for j := range t.Partitions {
-			d.keys = append(d.keys, partitionKey('p', "", t.Topic, t.TopicID, t.Partitions[j].Partition))
+			d.addKey(partitionKey('p', "", t.Topic, t.TopicID, t.Partitions[j].Partition))
 		}
 	}
 	return nil
@@ -245,39 +274,63 @@ func produceAcks(body []byte, version int16, flexible bool) (acks int16, off int
 	return acks, off, nil
 }
 
-// classifyCommit finds, in None mode, the group partitions committed.
+// classifyCommit finds, in None mode, the group partitions committed,
+// scanning the body without decoding it (keys capped as a Produce's are).
 func (c *conn) classifyCommit(r *request) error {
 	r.ord = ordering.Request{Kind: ordering.Write}
 	if c.mode == ordering.Connection {
 		return nil
 	}
-	body := r.frame.B[r.hdr.Body:]
 	d := c.decoder()
 	d.keys = d.keys[:0]
-	if r.hdr.Key == keyOffsetCommit {
-		d.commit.Version = r.hdr.Version
-		if err := d.commit.UnsafeReadFrom(body); err != nil {
-			return err
-		}
-		for i := range d.commit.Topics {
-			t := &d.commit.Topics[i]
-			for j := range t.Partitions {
-				d.keys = append(d.keys, partitionKey('c', d.commit.Group, t.Topic, t.TopicID, t.Partitions[j].Partition))
-			}
-		}
-	} else {
-		d.txnCommit.Version = r.hdr.Version
-		if err := d.txnCommit.UnsafeReadFrom(body); err != nil {
-			return err
-		}
-		for i := range d.txnCommit.Topics {
-			t := &d.txnCommit.Topics[i]
-			for j := range t.Partitions {
-				d.keys = append(d.keys, partitionKey('c', d.txnCommit.Group, t.Topic, t.TopicID, t.Partitions[j].Partition))
-			}
-		}
+	if err := d.scanCommit(r.hdr.Key, r.frame.B[r.hdr.Body:], r.hdr.Version); err != nil {
+		return err
 	}
 	r.ord.Keys = d.keys
+	return nil
+}
+
+// scanCommit hashes the group partitions an OffsetCommit or
+// TxnOffsetCommit request commits into d.keys, as scanProduce does for a
+// Produce. A body the scanner cannot read is decoded with kmsg, which names
+// the fault.
+func (d *decoder) scanCommit(key int16, body []byte, version int16) error {
+	var s wire.CommitScan
+	if s.Reset(key, body, version) == nil {
+		group := kbin.UnsafeString(s.Group)
+		for p, ok := s.Next(); ok; p, ok = s.Next() {
+			d.addKey(partitionKey('c', group, kbin.UnsafeString(p.Topic), p.TopicID, p.Partition))
+		}
+		if s.Err() == nil {
+			return nil
+		}
+	}
+	d.keys = d.keys[:0]
+	// A message of its own, dropped on return: a decoded request aliases
+	// the frame.
+	if key == keyOffsetCommit {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = version
+		if err := req.UnsafeReadFrom(body); err != nil {
+			return err
+		}
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				d.addKey(partitionKey('c', req.Group, t.Topic, t.TopicID, p.Partition))
+			}
+		}
+		return nil
+	}
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version = version
+	if err := req.UnsafeReadFrom(body); err != nil {
+		return err
+	}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			d.addKey(partitionKey('c', req.Group, t.Topic, t.TopicID, p.Partition))
+		}
+	}
 	return nil
 }
 

@@ -74,7 +74,7 @@ func (c *conn) streamResponse(r *request, rd *bufio.Reader, head *[8]byte, size 
 			n = wire.Cap(int(min(int64(size)+4, fetchWindow)))
 		}
 	}
-	if !c.p.budget.TryReserve(int64(n), true) {
+	if !c.p.budget.TryReserveResponse(int64(n)) {
 		return false, nil
 	}
 	wire.SetResponseCorrelation(head[:], r.hdr.Correlation)
@@ -84,7 +84,7 @@ func (c *conn) streamResponse(r *request, rd *bufio.Reader, head *[8]byte, size 
 		// The window takes the charge.
 		return true, c.streamWalk(r, rd, head, size, n)
 	}
-	defer c.p.budget.Release(int64(n), true)
+	defer c.p.budget.ReleaseResponse(int64(n))
 	rest := int64(size) - 4
 	// The upstream reader's buffer may already hold the start of the body.
 	buffered, _ := rd.Peek(int(min(int64(rd.Buffered()), rest)))

@@ -196,7 +196,7 @@ func (c *conn) readResponse(rd *bufio.Reader, lenBuf *[4]byte, head *[8]byte) er
 	if err != nil {
 		return c.upstreamReadError(err)
 	}
-	ch := charge{n: int64(cap(buf.B)), bulk: acct.bulk}
+	ch := acct.charge(cap(buf.B))
 	if c.verify != nil {
 		c.verify.inspect(r, buf.B, sent)
 	}
@@ -242,7 +242,13 @@ func (c *conn) upstreamReadError(err error) error {
 	if c.dead.Load() {
 		return c.cause()
 	}
-	if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrFrameTooSmall) {
+	if errors.Is(err, ErrMemory) {
+		return err
+	}
+	if errors.Is(err, wire.ErrFrameTooLarge) {
+		return fmt.Errorf("%w: %w (--max-response-size)", ErrUpstreamProtocol, err)
+	}
+	if errors.Is(err, wire.ErrFrameTooSmall) {
 		return fmt.Errorf("%w: %w", ErrUpstreamProtocol, err)
 	}
 	return fmt.Errorf("%w: read: %v", ErrUpstreamFailed, err)

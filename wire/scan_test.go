@@ -392,6 +392,17 @@ func TestWriteScanCorpus(t *testing.T) {
 			write("FuzzScanProduceStream", fmt.Sprintf("kmsg-v%02d-%d", v, i), fmt.Sprintf("[]byte(%q)", body), fmt.Sprintf("int16(%d)", v), "uint16(40)", fmt.Sprintf("uint64(%d)", i))
 		}
 	}
+	for _, c := range []struct {
+		name string
+		key  int16
+		txn  bool
+	}{{"offsetcommit", offsetCommitKey, false}, {"txnoffsetcommit", txnOffsetCommitKey, true}} {
+		for v := range commitMax(c.key) + 1 {
+			for i, body := range commitRequests(c.key, v) {
+				write("FuzzScanCommitRequest", fmt.Sprintf("%s-v%02d-%d", c.name, v, i), fmt.Sprintf("[]byte(%q)", body), fmt.Sprintf("bool(%v)", c.txn), fmt.Sprintf("int16(%d)", v))
+			}
+		}
+	}
 	for v := range kmsg.NewPtrProduceResponse().MaxVersion() + 1 {
 		for i, body := range produceResponses(v) {
 			write("FuzzScanEndpoints", fmt.Sprintf("produce-v%02d-%d", v, i), fmt.Sprintf("[]byte(%q)", body), "bool(false)", fmt.Sprintf("int16(%d)", v))

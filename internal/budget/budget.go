@@ -3,12 +3,21 @@
 // that does not fit waits until memory is released, and the bound is never
 // exceeded.
 //
-// So that clients holding large frames they never finish cannot starve the
-// rest, reservations come in two classes. Small ones (the frames of
-// ordinary requests and responses, per-request state) may use the whole
-// limit. Bulk ones (frames above a size threshold chosen by the caller) may
-// together use only the limit minus a reserve: however many large frames
-// are stalled, the reserve stays open to small requests.
+// Reservations come in three classes, so that no one kind of memory can
+// keep another from being released:
+//
+//   - Responses (what the proxy reads from its upstream) may use the whole
+//     limit. Requests of every size together may use only the limit minus
+//     a response reserve (limit/ResponseShare): requests that wait for an
+//     earlier one to be answered hold their memory until it is, so if they
+//     could take it all, the response that releases them could never be
+//     read and the process would stop.
+//   - Bulk requests (frames above a size threshold chosen by the caller)
+//     may together use only the request share minus limit/ReserveShare:
+//     however many large frames clients stall, that much stays open to
+//     small requests.
+//   - Small requests (the frames of ordinary requests, per-request state)
+//     use the request share.
 package budget
 
 import (
@@ -26,29 +35,84 @@ var (
 	ErrDeadline = errors.New("budget: deadline passed while waiting for memory")
 )
 
-// ReserveShare is the fraction of the limit kept from bulk reservations:
+// ReserveShare is the fraction of the limit that bulk requests may not
+// take from small ones: bulk requests hold at most the request share minus
 // limit/ReserveShare.
-const ReserveShare = 4
+const ReserveShare = 8
+
+// ResponseShare is the fraction of the limit kept for responses: requests
+// together hold at most limit - limit/ResponseShare.
+const ResponseShare = 8
+
+// ErrTooLarge: the reservation is larger than its class can ever hold (see
+// Max); waiting would never end.
+var ErrTooLarge = errors.New("budget: reservation larger than its class can ever hold")
 
 // Budget is a process-wide memory bound. The zero value is not usable; use
 // New. A nil *Budget bounds nothing.
 type Budget struct {
-	limit, bulkLimit int64
+	limit, requestLimit, bulkLimit int64
 
-	mu      sync.Mutex
-	used    int64 // small and bulk
-	bulk    int64
-	wake    chan struct{} // closed and replaced when memory is released to waiters
-	waiters int
+	mu       sync.Mutex
+	used     int64         // every class
+	requests int64         // small and bulk requests
+	bulk     int64         // bulk requests
+	wake     chan struct{} // closed and replaced when memory is released to waiters
+	waiters  int
 
 	waitNanos atomic.Int64 // total time reservations waited
 	waits     atomic.Int64 // reservations that had to wait
 }
 
-// New returns a budget of limit bytes, of which limit/ReserveShare is kept
-// for small reservations.
+// class is what a reservation is for; see the package comment.
+type class uint8
+
+const (
+	small class = iota
+	bulk
+	response
+)
+
+func requestClass(isBulk bool) class {
+	if isBulk {
+		return bulk
+	}
+	return small
+}
+
+// New returns a budget of limit bytes, of which limit/ResponseShare is kept
+// for responses and limit/ReserveShare from bulk requests.
 func New(limit int64) *Budget {
-	return &Budget{limit: limit, bulkLimit: limit - limit/ReserveShare, wake: make(chan struct{})}
+	requests := limit - limit/ResponseShare
+	return &Budget{limit: limit, requestLimit: requests, bulkLimit: requests - limit/ReserveShare, wake: make(chan struct{})}
+}
+
+// Max returns the largest reservation a request of the class (bulk or
+// small) can ever get: what larger cannot be held whatever is released.
+func (b *Budget) Max(bulk bool) int64 {
+	if b == nil {
+		return 1<<63 - 1
+	}
+	return b.max(requestClass(bulk))
+}
+
+// MaxResponse returns the largest response reservation there can be: the
+// limit.
+func (b *Budget) MaxResponse() int64 {
+	if b == nil {
+		return 1<<63 - 1
+	}
+	return b.limit
+}
+
+func (b *Budget) max(c class) int64 {
+	switch c {
+	case bulk:
+		return b.bulkLimit
+	case small:
+		return b.requestLimit
+	}
+	return b.limit
 }
 
 // Limit returns the bound.
@@ -78,43 +142,72 @@ func (b *Budget) Waited() (int64, time.Duration) {
 	return b.waits.Load(), time.Duration(b.waitNanos.Load())
 }
 
-func (b *Budget) fits(n int64, bulk bool) bool {
-	if b.used+n > b.limit {
+func (b *Budget) fits(n int64, c class) bool {
+	switch {
+	case b.used+n > b.limit:
+		return false
+	case c == response:
+		return true
+	case b.requests+n > b.requestLimit:
 		return false
 	}
-	return !bulk || b.bulk+n <= b.bulkLimit
+	return c != bulk || b.bulk+n <= b.bulkLimit
 }
 
-func (b *Budget) take(n int64, bulk bool) {
+func (b *Budget) take(n int64, c class) {
 	b.used += n
-	if bulk {
+	if c != response {
+		b.requests += n
+	}
+	if c == bulk {
 		b.bulk += n
 	}
 }
 
-// TryReserve reserves n bytes if they fit now.
+// TryReserve reserves n bytes for a request (bulk or small) if they fit
+// now.
 func (b *Budget) TryReserve(n int64, bulk bool) bool {
+	return b.tryReserve(n, requestClass(bulk))
+}
+
+// TryReserveResponse reserves n bytes for a response if they fit now.
+func (b *Budget) TryReserveResponse(n int64) bool {
+	return b.tryReserve(n, response)
+}
+
+func (b *Budget) tryReserve(n int64, c class) bool {
 	if b == nil {
 		return true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.fits(n, bulk) {
+	if !b.fits(n, c) {
 		return false
 	}
-	b.take(n, bulk)
+	b.take(n, c)
 	return true
 }
 
-// Reserve reserves n bytes, waiting until they fit, stop closes or the
-// deadline (if not zero) passes. A reservation larger than its class can
-// ever hold fails at once.
+// Reserve reserves n bytes for a request (bulk or small), waiting until
+// they fit, stop closes or the deadline (if not zero) passes. A
+// reservation larger than its class can ever hold fails at once with
+// ErrTooLarge.
 func (b *Budget) Reserve(n int64, bulk bool, stop <-chan struct{}, deadline time.Time) error {
+	return b.reserve(n, requestClass(bulk), stop, deadline)
+}
+
+// ReserveResponse reserves n bytes for a response, as Reserve does for a
+// request.
+func (b *Budget) ReserveResponse(n int64, stop <-chan struct{}, deadline time.Time) error {
+	return b.reserve(n, response, stop, deadline)
+}
+
+func (b *Budget) reserve(n int64, c class, stop <-chan struct{}, deadline time.Time) error {
 	if b == nil {
 		return nil
 	}
-	if max := b.limit; n > max || (bulk && n > b.bulkLimit) {
-		return errTooLarge
+	if n > b.max(c) {
+		return ErrTooLarge
 	}
 	var (
 		start time.Time
@@ -128,8 +221,8 @@ func (b *Budget) Reserve(n int64, bulk bool, stop <-chan struct{}, deadline time
 	}()
 	for {
 		b.mu.Lock()
-		if b.fits(n, bulk) {
-			b.take(n, bulk)
+		if b.fits(n, c) {
+			b.take(n, c)
 			b.mu.Unlock()
 			if !start.IsZero() {
 				b.waitNanos.Add(int64(time.Since(start)))
@@ -165,20 +258,31 @@ func (b *Budget) Reserve(n int64, bulk bool, stop <-chan struct{}, deadline time
 	}
 }
 
-var errTooLarge = errors.New("budget: reservation larger than the bound")
-
-// Release returns n bytes reserved in the same class, and wakes the
-// reservations waiting.
+// Release returns n bytes reserved for a request of the same class, and
+// wakes the reservations waiting.
 func (b *Budget) Release(n int64, bulk bool) {
+	b.release(n, requestClass(bulk))
+}
+
+// ReleaseResponse returns n bytes reserved for a response, and wakes the
+// reservations waiting.
+func (b *Budget) ReleaseResponse(n int64) {
+	b.release(n, response)
+}
+
+func (b *Budget) release(n int64, c class) {
 	if b == nil || n == 0 {
 		return
 	}
 	b.mu.Lock()
 	b.used -= n
-	if bulk {
+	if c != response {
+		b.requests -= n
+	}
+	if c == bulk {
 		b.bulk -= n
 	}
-	if b.used < 0 || b.bulk < 0 {
+	if b.used < 0 || b.requests < 0 || b.bulk < 0 {
 		b.mu.Unlock()
 		panic("budget: released more than reserved")
 	}

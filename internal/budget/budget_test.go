@@ -7,6 +7,8 @@ import (
 	"time"
 )
 
+// With a limit of 1000: requests may hold 875 together (125 kept for
+// responses), bulk requests 750 (125 more kept for small ones).
 func TestReserveWaitsAndNeverExceeds(t *testing.T) {
 	b := New(1000)
 	stop := make(chan struct{})
@@ -17,30 +19,90 @@ func TestReserveWaitsAndNeverExceeds(t *testing.T) {
 	go func() { got <- b.Reserve(100, true, stop, time.Time{}) }()
 	select {
 	case err := <-got:
-		t.Fatalf("a bulk reservation past limit-reserve (750) went through: %v", err)
+		t.Fatalf("a bulk reservation past the bulk share (750) went through: %v", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	if !b.TryReserve(250, false) {
-		t.Fatal("the reserve is not open to small reservations while bulk ones wait")
+	if !b.TryReserve(175, false) {
+		t.Fatal("the small requests' share is not open while bulk ones wait")
 	}
-	if b.TryReserve(51, false) {
+	if b.TryReserve(1, false) {
+		t.Fatal("requests took the response reserve")
+	}
+	if !b.TryReserveResponse(125) {
+		t.Fatal("the response reserve is not open to responses")
+	}
+	if b.TryReserveResponse(1) {
 		t.Fatal("reserved past the limit")
 	}
 	b.Release(700, true)
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	if used := b.Used(); used != 350 {
-		t.Fatalf("used %d, want 350", used)
+	if used := b.Used(); used != 400 {
+		t.Fatalf("used %d, want 400", used)
 	}
 	if n, d := b.Waited(); n != 1 || d <= 0 {
 		t.Fatalf("waited %d times for %v", n, d)
 	}
 }
 
+// TestResponsesTakeWhatRequestsLeave: responses may use the whole limit,
+// and their memory is not counted against the requests' share: a request
+// waits for the limit, and for what requests hold.
+func TestResponsesTakeWhatRequestsLeave(t *testing.T) {
+	b := New(1000)
+	if !b.TryReserveResponse(1000) {
+		t.Fatal("a response could not take the whole limit")
+	}
+	if b.TryReserve(1, false) {
+		t.Fatal("a request went past the limit")
+	}
+	got := make(chan error, 1)
+	go func() { got <- b.Reserve(700, true, nil, time.Now().Add(5*time.Second)) }()
+	time.Sleep(20 * time.Millisecond)
+	b.ReleaseResponse(900)
+	if err := <-got; err != nil {
+		t.Fatalf("a bulk request of 700 with 100 held by responses: %v", err)
+	}
+	if !b.TryReserve(175, false) {
+		t.Fatal("the requests' share (875) is not open beside 100 held by responses")
+	}
+	b.Release(700, true)
+	b.Release(175, false)
+	b.ReleaseResponse(100)
+	if b.Used() != 0 {
+		t.Fatalf("%d left", b.Used())
+	}
+}
+
+func TestMaxIsWhatAClassCanHold(t *testing.T) {
+	b := New(1 << 20)
+	if got, want := b.Max(true), int64(3<<18); got != want {
+		t.Fatalf("bulk requests can hold %d, want %d", got, want)
+	}
+	if got, want := b.Max(false), int64(7<<17); got != want {
+		t.Fatalf("small requests can hold %d, want %d", got, want)
+	}
+	if got := b.MaxResponse(); got != 1<<20 {
+		t.Fatalf("responses can hold %d, want the limit", got)
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"bulk", b.Reserve(b.Max(true)+1, true, nil, time.Time{})},
+		{"small", b.Reserve(b.Max(false)+1, false, nil, time.Time{})},
+		{"response", b.ReserveResponse(b.MaxResponse()+1, nil, time.Time{})},
+	} {
+		if !errors.Is(c.err, ErrTooLarge) {
+			t.Fatalf("a %s reservation past what its class can hold: %v, want ErrTooLarge", c.name, c.err)
+		}
+	}
+}
+
 func TestReserveStops(t *testing.T) {
 	b := New(100)
-	b.TryReserve(100, false)
+	b.TryReserveResponse(100)
 	stop := make(chan struct{})
 	got := make(chan error, 1)
 	go func() { got <- b.Reserve(10, false, stop, time.Time{}) }()
@@ -54,8 +116,8 @@ func TestReserveStops(t *testing.T) {
 	if err := b.Reserve(101, false, stop, time.Time{}); err == nil {
 		t.Fatal("a reservation above the limit was accepted")
 	}
-	if err := b.Reserve(80, true, stop, time.Time{}); err == nil {
-		t.Fatal("a bulk reservation above the bulk share was accepted")
+	if err := b.Reserve(80, true, stop, time.Time{}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a bulk reservation above the bulk share: %v, want ErrTooLarge", err)
 	}
 }
 
@@ -69,16 +131,26 @@ func TestConcurrentNeverExceeds(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 2000 {
-				n := int64(1 + (g*31+i*17)%900)
-				bulk := i%3 == 0
-				if err := b.Reserve(n, bulk, nil, time.Time{}); err != nil {
+				n := int64(1 + (g*31+i*17)%700)
+				resp, bulk := i%4 == 1, i%3 == 0
+				var err error
+				if resp {
+					err = b.ReserveResponse(n, nil, time.Time{})
+				} else {
+					err = b.Reserve(n, bulk, nil, time.Time{})
+				}
+				if err != nil {
 					t.Error(err)
 					return
 				}
 				mu.Lock()
 				peak = max(peak, b.Used())
 				mu.Unlock()
-				b.Release(n, bulk)
+				if resp {
+					b.ReleaseResponse(n)
+				} else {
+					b.Release(n, bulk)
+				}
 			}
 		}()
 	}
