@@ -156,7 +156,10 @@ func fetchParseError(r *request, err error) error {
 // peek, or the peek fails (a read then says why).
 func (c *conn) fetchPeek(rd *bufio.Reader) int {
 	fw := c.fw
-	if !c.splice || fw.done < len(fw.win.B) || rd.Buffered() > 0 || fw.unread == 0 {
+	// What is left of a frame a peek could see whole is read at once:
+	// it holds no record set worth a splice, and a peek would only
+	// precede the read.
+	if !c.splice || fw.done < len(fw.win.B) || rd.Buffered() > 0 || fw.unread <= streamPeek {
 		return 0
 	}
 	if !fw.peekMade {
