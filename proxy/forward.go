@@ -334,10 +334,13 @@ func (c *conn) writeHead(bufs net.Buffers, n int64) (net.Buffers, int64, error) 
 }
 
 // spliceRest splices the next n bytes of a request body, none of them in
-// the client reader's buffer, from the client socket to the upstream. A
-// short body leaves the upstream mid-frame, so any error ends the
-// connection.
+// the client reader's buffer, from the client socket to the upstream; over
+// TLS it copies them (copyRest). A short body leaves the upstream
+// mid-frame, so any error ends the connection.
 func (c *conn) spliceRest(n int64) error {
+	if !c.splice {
+		return c.copyRest(n)
+	}
 	copied, err := copyN(c.up, c.client, n, &c.body)
 	switch {
 	case err == nil:
@@ -356,6 +359,47 @@ func (c *conn) spliceRest(n int64) error {
 		return fmt.Errorf("%w: %w", errClientRead, err)
 	}
 	return err
+}
+
+// requestChunk bounds what a request body streamed over TLS holds of the
+// proxy's memory: it is read from the client and written upstream this
+// much at a time.
+const requestChunk = 64 << 10
+
+// copyRest is spliceRest where a side is not a TCP socket: the body goes
+// through a chunk charged to the memory budget, read from the client as
+// it arrives and written upstream, so that a request is never held whole
+// for want of a splice.
+func (c *conn) copyRest(n int64) error {
+	size := wire.Cap(int(min(n, requestChunk)))
+	acct := c.account(size)
+	if err := acct.Reserve(size); err != nil {
+		return c.timedOut(err)
+	}
+	defer acct.Release(size)
+	chunk := wire.Get(size)
+	defer wire.Put(chunk)
+	for n > 0 {
+		k, err := c.client.Read(chunk.B[:min(n, int64(len(chunk.B)))])
+		if k > 0 {
+			if _, err := c.up.Write(chunk.B[:k]); err != nil {
+				return err
+			}
+			n -= int64(k)
+		}
+		switch {
+		case err == nil || n == 0:
+		case c.draining.Load():
+			return fmt.Errorf("%w: a request was cut mid-body", ErrShutdown)
+		case errors.Is(err, io.EOF):
+			return fmt.Errorf("%w: %v", ErrBadRequest, wire.ErrTruncated)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return c.timedOut(err)
+		default:
+			return fmt.Errorf("%w: %w", errClientRead, err)
+		}
+	}
+	return nil
 }
 
 // copyN is io.CopyN through lr, which the caller owns and the call leaves
