@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/inorder-proxy/inorder/rewrite"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -341,13 +339,4 @@ func (c *conn) fetchTail(version int16, tail []byte) error {
 		c.p.log.Debug("endpoints of a streamed Fetch response dropped: rewritten, they would not fit its length", "client", c.client.RemoteAddr().String(), "node", c.node)
 	}
 	return nil
-}
-
-// rewriteError is the connection's error for a response whose addresses
-// could not be rewritten.
-func rewriteError(key, version int16, err error) error {
-	if errors.Is(err, ErrNodePort) {
-		return fmt.Errorf("%s v%d response: %w", kmsg.NameForKey(key), version, err)
-	}
-	return fmt.Errorf("%w: %s v%d response: %v", ErrUpstreamProtocol, kmsg.NameForKey(key), version, err)
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -63,6 +64,15 @@ func (c *conn) response(r *request, buf *wire.Buf) (*wire.Buf, error) {
 	out := wire.AppendResponse(make([]byte, 0, len(buf.B)+64), r.hdr.Correlation, flexible, resp.AppendTo)
 	wire.Put(buf)
 	return &wire.Buf{B: out}, nil
+}
+
+// rewriteError is the connection's error for a response whose addresses
+// could not be rewritten.
+func rewriteError(key, version int16, err error) error {
+	if errors.Is(err, ErrNodePort) {
+		return fmt.Errorf("%s v%d response: %w", kmsg.NameForKey(key), version, err)
+	}
+	return fmt.Errorf("%w: %s v%d response: %v", ErrUpstreamProtocol, kmsg.NameForKey(key), version, err)
 }
 
 // carriesAddresses skips re-encoding Produce and Fetch responses whose

@@ -13,9 +13,10 @@ import (
 // response is the next one the client is owed, the proxy writes the header
 // with the client's correlation id and moves the body from the upstream
 // socket to the client socket, instead of reading the whole response into
-// a buffer that grows as it arrives. A Fetch below v16 (clients capped with
-// --api-version-cap Fetch=15) is the case that matters. Anything else, or a
-// response that must wait behind an earlier one, is read into a buffer.
+// a buffer that grows as it arrives. A Fetch from v16 on, which can carry
+// addresses after its records, streams too, through a walk of its body
+// (fetchstream.go). Anything else, or a response that must wait behind an
+// earlier one, is read into a buffer.
 //
 // Between two TCP sockets the kernel splices the body, as a plain TCP relay
 // does. Measured against the proxy's earlier copy through one pooled 1 MiB
