@@ -119,22 +119,7 @@ func TestLargeFramesAllocateNothing(t *testing.T) {
 					binary.BigEndian.PutUint32(frame[8:], corr)
 					corr++
 				}
-				if _, err := c.Write(frame); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := io.ReadFull(c, resp[:4]); err != nil {
-					t.Fatal(err)
-				}
-				n := binary.BigEndian.Uint32(resp)
-				if n > uint32(len(resp)) {
-					t.Fatalf("response of %d bytes", n)
-				}
-				if _, err := io.ReadFull(c, resp[:n]); err != nil {
-					t.Fatal(err)
-				}
-				if got, want := binary.BigEndian.Uint32(resp), binary.BigEndian.Uint32(frame[8:]); got != want {
-					t.Fatalf("response correlation id %d, want %d", got, want)
-				}
+				exchange(t, c, frame, resp)
 			}
 			allocs := make([]float64, len(tc.parts))
 			for i, parts := range tc.parts {
@@ -166,6 +151,27 @@ func TestLargeFramesAllocateNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// exchange writes the request frame to c and reads its response into
+// resp, whose correlation id must be the request's. It allocates nothing.
+func exchange(t *testing.T, c net.Conn, frame, resp []byte) {
+	if _, err := c.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, resp[:4]); err != nil {
+		t.Fatal(err)
+	}
+	n := binary.BigEndian.Uint32(resp)
+	if n > uint32(len(resp)) {
+		t.Fatalf("response of %d bytes", n)
+	}
+	if _, err := io.ReadFull(c, resp[:n]); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := binary.BigEndian.Uint32(resp), binary.BigEndian.Uint32(frame[8:]); got != want {
+		t.Fatalf("response correlation id %d, want %d", got, want)
 	}
 }
 
@@ -201,24 +207,7 @@ func TestFetchWalkAllocatesNothing(t *testing.T) {
 			req.Version = 16
 			frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, 5)
 			resp := make([]byte, 1<<20)
-			roundTrip := func() {
-				if _, err := c.Write(frame); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := io.ReadFull(c, resp[:4]); err != nil {
-					t.Fatal(err)
-				}
-				n := binary.BigEndian.Uint32(resp)
-				if n > uint32(len(resp)) {
-					t.Fatalf("response of %d bytes", n)
-				}
-				if _, err := io.ReadFull(c, resp[:n]); err != nil {
-					t.Fatal(err)
-				}
-				if got := binary.BigEndian.Uint32(resp); got != 5 {
-					t.Fatalf("response correlation id %d, want 5", got)
-				}
-			}
+			roundTrip := func() { exchange(t, c, frame, resp) }
 			roundTrip() // the connection's one-time state
 			n := testing.AllocsPerRun(runs, roundTrip)
 			t.Logf("%.2f allocations per response", n)

@@ -441,9 +441,18 @@ func (c *conn) fillWindow() error {
 	k, err := c.in.Read(free[:min(int64(len(free)), bs.socket)])
 	bs.win.B = bs.win.B[:len(bs.win.B)+k]
 	bs.socket -= int64(k)
+	if err != nil {
+		return c.bodyReadError(err)
+	}
+	return nil
+}
+
+// bodyReadError is the connection's error for a failed read of a request
+// body the proxy streams: the proxy's own deadline (a drain), a body cut
+// short, one that did not arrive within the read timeout, or the client's
+// socket failing.
+func (c *conn) bodyReadError(err error) error {
 	switch {
-	case err == nil:
-		return nil
 	case c.draining.Load():
 		return fmt.Errorf("%w: a request was cut mid-body", ErrShutdown)
 	case errors.Is(err, io.EOF):

@@ -54,6 +54,24 @@ func scriptedUpstream(t *testing.T, sent chan<- []byte, answer func(n int, h wir
 	return ln.Addr().String()
 }
 
+// readFlexibleResponse reads response i, which must have correlation id
+// corr and a flexible header, from c: its frame and its body.
+func readFlexibleResponse(t *testing.T, c net.Conn, lb *[4]byte, i int, corr int32) (*wire.Buf, []byte) {
+	t.Helper()
+	buf, err := wire.ReadFrame(c, lb, wire.MinResponseFrame, 1<<30)
+	if err != nil {
+		t.Fatalf("response %d: %v", i, err)
+	}
+	if got := wire.ResponseCorrelation(buf.B); got != corr {
+		t.Fatalf("response %d: correlation id %d, want %d", i, got, corr)
+	}
+	off, err := wire.ResponseBody(buf.B, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf, buf.B[off:]
+}
+
 // endpointsUpstream answers Produce and Fetch requests: the first two
 // responses carry no KIP-951 endpoints, the later ones do.
 func endpointsUpstream(t *testing.T, sent chan<- []byte) string {
@@ -126,18 +144,8 @@ func TestLargeResponsesStreamed(t *testing.T) {
 			}
 			var lb [4]byte
 			for i := range n {
-				buf, err := wire.ReadFrame(c, &lb, wire.MinResponseFrame, 1<<30)
-				if err != nil {
-					t.Fatalf("response %d: %v", i, err)
-				}
-				if got := wire.ResponseCorrelation(buf.B); got != int32(1000+i) {
-					t.Fatalf("response %d: correlation id %d", i, got)
-				}
-				off, err := wire.ResponseBody(buf.B, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(buf.B[off:], <-sent) {
+				buf, body := readFlexibleResponse(t, c, &lb, i, int32(1000+i))
+				if !bytes.Equal(body, <-sent) {
 					t.Fatalf("response %d differs from what the upstream sent", i)
 				}
 				wire.Put(buf)
@@ -186,18 +194,8 @@ func TestEndpointsRewrittenOthersForwardedAsRead(t *testing.T) {
 				if _, err := c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, corr)); err != nil {
 					t.Fatal(err)
 				}
-				buf, err := wire.ReadFrame(c, &lb, wire.MinResponseFrame, 1<<20)
-				if err != nil {
-					t.Fatalf("request %d: %v", i, err)
-				}
-				if got := wire.ResponseCorrelation(buf.B); got != corr {
-					t.Fatalf("request %d: correlation id %d, want %d", i, got, corr)
-				}
-				off, err := wire.ResponseBody(buf.B, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				body, upstream := buf.B[off:], <-sent
+				_, body := readFlexibleResponse(t, c, &lb, i, corr)
+				upstream := <-sent
 				resp := req.ResponseKind()
 				resp.SetVersion(req.GetVersion())
 				if err := resp.ReadFrom(body); err != nil {
@@ -289,18 +287,8 @@ func TestStreamedFetchEndpoints(t *testing.T) {
 			streamed := !strings.HasSuffix(tc.name, "/copied")
 			var lb [4]byte
 			for i := range n {
-				buf, err := wire.ReadFrame(c, &lb, wire.MinResponseFrame, 1<<30)
-				if err != nil {
-					t.Fatalf("response %d: %v", i, err)
-				}
-				if got := wire.ResponseCorrelation(buf.B); got != int32(500+i) {
-					t.Fatalf("response %d: correlation id %d", i, got)
-				}
-				off, err := wire.ResponseBody(buf.B, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				body, upstream := buf.B[off:], <-sent
+				buf, body := readFlexibleResponse(t, c, &lb, i, int32(500+i))
+				upstream := <-sent
 				want := kmsg.NewPtrFetchResponse()
 				want.Version = int16(16 + i%3)
 				if err := want.ReadFrom(upstream); err != nil {

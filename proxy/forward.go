@@ -387,16 +387,8 @@ func (c *conn) copyRest(n int64) error {
 			}
 			n -= int64(k)
 		}
-		switch {
-		case err == nil || n == 0:
-		case c.draining.Load():
-			return fmt.Errorf("%w: a request was cut mid-body", ErrShutdown)
-		case errors.Is(err, io.EOF):
-			return fmt.Errorf("%w: %v", ErrBadRequest, wire.ErrTruncated)
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return c.timedOut(err)
-		default:
-			return fmt.Errorf("%w: %w", errClientRead, err)
+		if err != nil && n > 0 {
+			return c.bodyReadError(err)
 		}
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,15 +49,7 @@ const (
 // reach 40 MiB or more; and the proxy's peak resident memory (the
 // kernel's high-water mark) stays below 96 MiB.
 func TestSidecarFootprint(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads the proxy's resident memory from /proc")
-	}
-	if testing.Short() {
-		t.Skip("moves hundreds of MiB through the built binary")
-	}
-	if raceEnabled {
-		t.Skip("measures resident memory; .ci/run runs it without the race detector")
-	}
+	measuresBinary(t, "moves hundreds of MiB through the built binary")
 	for _, mode := range []string{"none", "connection"} {
 		t.Run("kfake/"+mode, func(t *testing.T) {
 			kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(sidecarPartitions, "sidecar"))
