@@ -15,6 +15,7 @@ import (
 	"net/http/pprof"
 	"time"
 
+	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/metrics"
 )
 
@@ -45,7 +46,7 @@ type Server struct {
 func Listen(o Options) (*Server, error) {
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("admin-listen %s: %w", o.Listen, err)
+		return nil, config.ListenError("--admin-listen", o.Listen, err, "")
 	}
 	log := o.Log
 	if log == nil {

@@ -55,7 +55,7 @@ func get(t *testing.T, method, url string) (int, string) {
 
 func TestEndpoints(t *testing.T) {
 	m := metrics.New()
-	m.BuildInfo("v9.9.9")
+	m.BuildInfo("v9.9.9", "0123abcd")
 	m.RequestRead(18)
 	var notReady atomic.Pointer[error]
 	base := start(t, Options{Metrics: m, Ready: func() error {
@@ -80,7 +80,7 @@ func TestEndpoints(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("/metrics = %d", code)
 	}
-	for _, want := range []string{`inorder_build_info{goversion="`, `version="v9.9.9"} 1`, `inorder_requests_total{api="ApiVersions"} 1`} {
+	for _, want := range []string{`inorder_build_info{goversion="`, `revision="0123abcd",version="v9.9.9"} 1`, `inorder_requests_total{api="ApiVersions"} 1`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

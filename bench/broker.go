@@ -80,7 +80,7 @@ func NewBroker(cfg BrokerConfig) (*Broker, error) {
 		}))
 	case Plain:
 	default:
-		return nil, fmt.Errorf("bench: broker kind %q is not %s, %s or %s", cfg.Kind, Blackhole, Synthetic, Plain)
+		return nil, badOption("Kind", cfg.Kind, fmt.Sprintf("must be %s, %s or %s", Blackhole, Synthetic, Plain))
 	}
 	if cfg.TLS != nil {
 		opts = append(opts, kfake.TLS(cfg.TLS))
@@ -91,17 +91,11 @@ func NewBroker(cfg BrokerConfig) (*Broker, error) {
 	var adv net.Addr
 	if cfg.Advertise != "" {
 		host, port, err := net.SplitHostPort(cfg.Advertise)
-		if err != nil {
-			return nil, fmt.Errorf("bench: Advertise %q: %w", cfg.Advertise, err)
-		}
-		p, err := strconv.Atoi(port)
-		if err != nil {
-			return nil, fmt.Errorf("bench: Advertise %q: bad port", cfg.Advertise)
+		p, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || net.ParseIP(host) == nil {
+			return nil, badOption("Advertise", cfg.Advertise, "is not IP:PORT")
 		}
 		adv = &net.TCPAddr{IP: net.ParseIP(host), Port: p}
-		if net.ParseIP(host) == nil {
-			return nil, fmt.Errorf("bench: Advertise %q: host must be an IP address", cfg.Advertise)
-		}
 	}
 	opts = append(opts, kfake.ListenFn(func(network, address string) (net.Listener, error) {
 		ln, err := net.Listen(network, address)

@@ -169,8 +169,47 @@ func Default() Options {
 	}
 }
 
-// errNoWork is returned by Validate when neither side of the workload is on.
-var errNoWork = errors.New("bench: Produce and Consume are both off")
+// ErrOptions is wrapped by every error Validate returns.
+var ErrOptions = errors.New("bench: bad option")
+
+// OptionError names the field of Options that cannot work, with its value
+// and what was expected, so that a command line can name its own flag
+// for the field instead.
+type OptionError struct {
+	// Field is the Options field: "Compression", "RatioTo".
+	Field string
+	// Value is the field's value, or the entry at fault in a list or map;
+	// empty when the field's absence is the fault.
+	Value string
+	// Reason follows the value: "must be -1, 0 or 1". A %s in it stands
+	// for Other, the field it depends on.
+	Reason string
+	Other  string
+}
+
+func (e *OptionError) Error() string {
+	return "bench: " + e.Describe(e.Field, e.Other)
+}
+
+// Describe words the error with field and other as the names of Field and
+// Other.
+func (e *OptionError) Describe(field, other string) string {
+	reason := e.Reason
+	if e.Other != "" {
+		reason = fmt.Sprintf(reason, other)
+	}
+	if e.Value == "" {
+		return field + " " + reason
+	}
+	return fmt.Sprintf("%s: %q %s", field, e.Value, reason)
+}
+
+// Unwrap lets errors.Is(err, ErrOptions) match.
+func (e *OptionError) Unwrap() error { return ErrOptions }
+
+func badOption(field string, value any, reason string) error {
+	return &OptionError{Field: field, Value: fmt.Sprint(value), Reason: reason}
+}
 
 func (o *Options) fill() {
 	if o.Partitions == 0 {
@@ -210,70 +249,70 @@ func (o *Options) fill() {
 	}
 }
 
-// Validate reports the first field that cannot work.
+// Validate reports the first field that cannot work, as an *OptionError.
 func (o Options) Validate() error {
 	if len(o.Targets) == 0 {
-		return errors.New("bench: Targets is empty")
+		return &OptionError{Field: "Targets", Reason: "is empty: give at least one address"}
 	}
 	names := make(map[string]bool)
-	for i, t := range o.Targets {
+	for _, t := range o.Targets {
 		if t.Addr == "" {
-			return fmt.Errorf("bench: Targets[%d].Addr is empty", i)
+			return badOption("Targets", t.Name, "has an empty address")
 		}
 		if names[t.label()] {
-			return fmt.Errorf("bench: Targets[%d] name %q is used twice", i, t.label())
+			return badOption("Targets", t.label(), "names two targets: give each its own NAME=")
 		}
 		names[t.label()] = true
 	}
 	for _, n := range o.RatioTo {
 		if !names[n] {
-			return fmt.Errorf("bench: RatioTo %q names no target", n)
+			return badOption("RatioTo", n, "names no target")
 		}
 	}
 	for n, pid := range o.CPUPIDs {
 		if !names[n] {
-			return fmt.Errorf("bench: CPUPIDs %q names no target", n)
+			return badOption("CPUPIDs", fmt.Sprintf("%s=%d", n, pid), "names no target")
 		}
 		if pid <= 0 {
-			return fmt.Errorf("bench: CPUPIDs %q has pid %d", n, pid)
+			return badOption("CPUPIDs", fmt.Sprintf("%s=%d", n, pid), "needs a process id above 0")
 		}
 	}
 	if !o.Produce && !o.Consume {
-		return errNoWork
+		return &OptionError{Field: "Produce", Value: "false", Reason: "and %s false leave nothing to measure", Other: "Consume"}
 	}
 	switch {
 	case o.Rounds < 0:
-		return fmt.Errorf("bench: Rounds %d is negative", o.Rounds)
+		return badOption("Rounds", o.Rounds, "must not be negative")
 	case o.Partitions < 0:
-		return fmt.Errorf("bench: Partitions %d is negative", o.Partitions)
+		return badOption("Partitions", o.Partitions, "must not be negative")
 	case o.Records < 0:
-		return fmt.Errorf("bench: Records %d is negative", o.Records)
+		return badOption("Records", o.Records, "must not be negative")
 	case o.Records == 0 && o.Duration <= 0:
-		return fmt.Errorf("bench: Duration %v must be positive when Records is 0", o.Duration)
+		return &OptionError{Field: "Duration", Value: o.Duration.String(), Reason: "must be positive unless %s is set", Other: "Records"}
 	case o.Records > 0 && o.Consume && !o.Produce:
-		return errors.New("bench: Records counts produced records; a consume-only run needs Duration")
+		return &OptionError{Field: "Records", Value: fmt.Sprint(o.Records), Reason: "counts produced records; a consume-only run needs %s", Other: "Duration"}
 	case o.Warmup < 0:
-		return fmt.Errorf("bench: Warmup %v is negative", o.Warmup)
+		return badOption("Warmup", o.Warmup, "must not be negative")
 	case o.Rate < 0:
-		return fmt.Errorf("bench: Rate %v is negative", o.Rate)
+		return badOption("Rate", o.Rate, "must not be negative (0: as fast as possible)")
 	case o.RecordBytes < 0 || o.RecordBytes > 1<<20:
-		return fmt.Errorf("bench: RecordBytes %d is outside [0, 1 MiB]", o.RecordBytes)
+		return badOption("RecordBytes", o.RecordBytes, "must be between 0 and 1048576 (1MiB)")
 	case o.Acks != -1 && o.Acks != 0 && o.Acks != 1:
-		return fmt.Errorf("bench: Acks %d is not -1, 0 or 1", o.Acks)
+		return badOption("Acks", o.Acks, "must be -1 (all), 1 or 0")
 	case o.Idempotent && o.Acks != -1:
-		return fmt.Errorf("bench: Idempotent needs Acks -1, not %d", o.Acks)
+		return &OptionError{Field: "Idempotent", Value: "true", Reason: "needs %s -1", Other: "Acks"}
 	case o.MaxInFlight < 0:
-		return fmt.Errorf("bench: MaxInFlight %d is negative", o.MaxInFlight)
+		return badOption("MaxInFlight", o.MaxInFlight, "must not be negative")
 	case o.Linger < 0:
-		return fmt.Errorf("bench: Linger %v is negative", o.Linger)
+		return badOption("Linger", o.Linger, "must not be negative")
 	case o.FetchMaxBytes < 0:
-		return fmt.Errorf("bench: FetchMaxBytes %d is negative", o.FetchMaxBytes)
+		return badOption("FetchMaxBytes", o.FetchMaxBytes, "must not be negative")
 	case o.FetchPartitionBytes < 0:
-		return fmt.Errorf("bench: FetchPartitionBytes %d is negative", o.FetchPartitionBytes)
+		return badOption("FetchPartitionBytes", o.FetchPartitionBytes, "must not be negative")
 	case o.Partitioner != "" && o.Partitioner != "sticky" && o.Partitioner != "round-robin":
-		return fmt.Errorf("bench: Partitioner %q is not sticky or round-robin", o.Partitioner)
+		return badOption("Partitioner", o.Partitioner, "must be sticky or round-robin")
 	case o.Format != "" && o.Format != "text" && o.Format != "markdown":
-		return fmt.Errorf("bench: Format %q is not text or markdown", o.Format)
+		return badOption("Format", o.Format, "must be text or markdown")
 	}
 	if _, err := codec(o.Compression); err != nil {
 		return err
@@ -294,5 +333,5 @@ func codec(name string) (kgo.CompressionCodec, error) {
 	case "zstd":
 		return kgo.ZstdCompression(), nil
 	}
-	return kgo.CompressionCodec{}, fmt.Errorf("bench: Compression %q is not none, gzip, snappy, lz4 or zstd", name)
+	return kgo.CompressionCodec{}, badOption("Compression", name, "must be none, gzip, snappy, lz4 or zstd")
 }

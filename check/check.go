@@ -33,6 +33,9 @@ const (
 	// responses in order with probability (199/200)^2000 ≈ 4.4e-5, and
 	// all of a whole run's (five properties) with about e^-50.
 	DefaultRequests = 2000
+	// MinRequests and MaxRequests bound Requests.
+	MinRequests = 3
+	MaxRequests = 1_000_000
 	// DefaultWindow bounds the requests in flight on a probe connection.
 	DefaultWindow = 64
 	// IdempotentWindow is the idempotent producer's bound: Kafka clients
@@ -101,8 +104,8 @@ func (o Options) Validate() error {
 	switch {
 	case o.Bootstrap == "":
 		return fmt.Errorf("%w: bootstrap is required", ErrOptions)
-	case o.Requests < 3 || o.Requests > 1_000_000:
-		return fmt.Errorf("%w: requests %d must be between 3 and 1000000", ErrOptions, o.Requests)
+	case o.Requests < MinRequests || o.Requests > MaxRequests:
+		return fmt.Errorf("%w: requests %d must be between %d and %d", ErrOptions, o.Requests, MinRequests, MaxRequests)
 	case o.Window < 1:
 		return fmt.Errorf("%w: window %d must be at least 1", ErrOptions, o.Window)
 	case o.Timeout < 0:
@@ -209,7 +212,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	r := &run{opts: o, rep: Report{Bootstrap: o.Bootstrap, Requests: o.Requests}}
+	// Properties is never nil: a run that could not check any writes
+	// "properties": [] in JSON, not null.
+	r := &run{opts: o, rep: Report{Bootstrap: o.Bootstrap, Requests: o.Requests, Properties: []Property{}}}
 	err := r.run(ctx)
 	if err != nil {
 		r.rep.Error = err.Error()

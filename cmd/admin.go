@@ -20,7 +20,8 @@ func newMetrics(cfg config.Config) *metrics.Metrics {
 		return nil
 	}
 	m := metrics.New()
-	m.BuildInfo(Version)
+	b := currentBuild()
+	m.BuildInfo(b.Version, b.revisionLabel())
 	return m
 }
 

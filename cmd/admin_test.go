@@ -6,6 +6,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/metrics"
 )
 
 func httpGet(t *testing.T, url string) (int, string) {
@@ -59,5 +62,41 @@ func TestServeAdminOffByDefault(t *testing.T) {
 	defer stop()
 	if strings.Contains(out.String(), "admin endpoint") {
 		t.Fatalf("serve opened an admin endpoint by default:\n%s", out.String())
+	}
+}
+
+// TestBuildInfoMetric checks that inorder_build_info names the version and
+// revision `inorder version` prints, not the empty link-time version of a
+// source build.
+func TestBuildInfoMetric(t *testing.T) {
+	cfg := config.Default()
+	cfg.AdminListen = "127.0.0.1:0"
+	families, err := newMetrics(cfg).Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := currentBuild()
+	labels := map[string]string{}
+	for _, f := range families {
+		if f.GetName() == metrics.NameBuildInfo && len(f.GetMetric()) == 1 {
+			for _, l := range f.GetMetric()[0].GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+		}
+	}
+	if labels["version"] == "" || labels["version"] != want.Version || labels["revision"] != want.revisionLabel() || labels["goversion"] == "" {
+		t.Fatalf("inorder_build_info labels %v; want version %q, revision %q", labels, want.Version, want.revisionLabel())
+	}
+	for _, tc := range []struct {
+		b    buildInfo
+		want string
+	}{
+		{buildInfo{Revision: "0123abcd"}, "0123abcd"},
+		{buildInfo{Revision: "0123abcd", Modified: true}, "0123abcd+dirty"},
+		{buildInfo{}, "unknown"},
+	} {
+		if got := tc.b.revisionLabel(); got != tc.want {
+			t.Errorf("%+v: revision label %q, want %q", tc.b, got, tc.want)
+		}
 	}
 }

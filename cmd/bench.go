@@ -8,9 +8,12 @@ import (
 	"net"
 	"time"
 
-	"github.com/inorder-proxy/inorder/bench"
-	"github.com/inorder-proxy/inorder/tlsconf"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/inorder-proxy/inorder/bench"
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/tlsconf"
 )
 
 func newBenchCommand() *cobra.Command {
@@ -43,18 +46,18 @@ prints next to the one clients use ("embedded broker at ..."):
 
 A topic the run creates is deleted at the end (--keep-topic keeps it), so
 repeated runs do not fill the broker's disk.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts := o
 			t, err := bench.ParseTarget(bootstrap)
 			if err != nil {
-				return err
+				return usage(&config.FieldError{Field: "--bootstrap", Value: bootstrap, Reason: "has no address: write [NAME=]HOST:PORT"})
 			}
 			opts.Targets = []bench.Target{t}
 			for _, s := range compare {
 				t, err := bench.ParseTarget(s)
 				if err != nil {
-					return err
+					return usage(&config.FieldError{Field: "--compare", Value: s, Reason: "has no address: write [NAME=]HOST:PORT"})
 				}
 				opts.Targets = append(opts.Targets, t)
 			}
@@ -68,6 +71,9 @@ repeated runs do not fill the broker's disk.`,
 			}
 			if opts.Acks != -1 || opts.MaxInFlight > 5 {
 				opts.Idempotent = false
+			}
+			if err := opts.Validate(); err != nil {
+				return benchOptionError(c.Flags(), err)
 			}
 			_, err = bench.Run(c.Context(), opts, c.OutOrStdout())
 			return err
@@ -121,12 +127,12 @@ func newBenchBrokerCommand() *cobra.Command {
 produced records, synthetic serves random 1 MiB fetches from any offset, plain
 stores records. With --advertise it hands out that address in metadata, so
 that a relay in front of it is never bypassed.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cfg := cfg
 			cfg.Kind = bench.BrokerKind(kind)
 			if tlsCert != "" {
-				pair, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
+				pair, err := loadPair(tlsCert, tlsKey)
 				if err != nil {
 					return err
 				}
@@ -134,7 +140,7 @@ that a relay in front of it is never bypassed.`,
 			}
 			b, err := bench.NewBroker(cfg)
 			if err != nil {
-				return err
+				return benchOptionError(c.Flags(), err)
 			}
 			defer b.Close()
 			fmt.Fprintln(c.OutOrStdout(), "listening", b.Addr())
@@ -163,8 +169,11 @@ func newBenchRelayCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "relay",
 		Short: "Relay TCP connections to one address, the ceiling for any proxy",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if to == "" {
+				return usage(&config.FieldError{Field: "--to", Reason: "is required: the HOST:PORT to relay to"})
+			}
 			r, err := bench.NewRelay(listen, to)
 			if err != nil {
 				return err
@@ -193,7 +202,6 @@ func newBenchRelayCommand() *cobra.Command {
 	f.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.StringVar(&toCA, "to-tls-ca", "", "dial --to with TLS, verified with these PEM CAs")
 	f.DurationVar(&timeout, "timeout", time.Hour, "exit after this long")
-	_ = c.MarkFlagRequired("to")
 	return c
 }
 
@@ -211,7 +219,7 @@ func newBenchConnsCommand() *cobra.Command {
 holds them for --hold, then opens, uses once and closes connections for
 --churn and reports how many per second. With --pid it reports that process's
 resident memory before and after the idle connections opened.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
 			out := c.OutOrStdout()
@@ -291,7 +299,7 @@ func benchTLS(targets []bench.Target, names []string, ca string) error {
 	if len(names) == 0 {
 		return nil
 	}
-	cfg, err := tlsconf.Upstream(tlsconf.UpstreamOptions{CA: ca})
+	cfg, err := tlsconf.Upstream(tlsconf.UpstreamOptions{CA: ca, CAFlag: "--tls-ca"})
 	if err != nil {
 		return err
 	}
@@ -303,7 +311,7 @@ func benchTLS(targets []bench.Target, names []string, ca string) error {
 			}
 		}
 		if !found {
-			return fmt.Errorf("--tls %s: no target has that name", n)
+			return usage(&config.FieldError{Field: "--tls", Value: n, Reason: "names no target: name one with --bootstrap NAME=HOST:PORT or --compare NAME=HOST:PORT"})
 		}
 	}
 	return nil
@@ -313,14 +321,14 @@ func benchTLS(targets []bench.Target, names []string, ca string) error {
 func relayTLS(r *bench.Relay, to, cert, key, toCA string) error {
 	var listen, dial *tls.Config
 	if cert != "" {
-		pair, err := tls.LoadX509KeyPair(cert, key)
+		pair, err := loadPair(cert, key)
 		if err != nil {
 			return err
 		}
 		listen = &tls.Config{Certificates: []tls.Certificate{pair}}
 	}
 	if toCA != "" {
-		cfg, err := tlsconf.Upstream(tlsconf.UpstreamOptions{CA: toCA})
+		cfg, err := tlsconf.Upstream(tlsconf.UpstreamOptions{CA: toCA, CAFlag: "--to-tls-ca"})
 		if err != nil {
 			return err
 		}
@@ -330,3 +338,50 @@ func relayTLS(r *bench.Relay, to, cert, key, toCA string) error {
 	r.SetTLS(listen, dial)
 	return nil
 }
+
+// loadPair loads the --tls-cert and --tls-key of a bench helper.
+func loadPair(cert, key string) (tls.Certificate, error) {
+	if key == "" {
+		return tls.Certificate{}, usage(&config.FieldError{Field: "--tls-cert", Value: cert, Reason: "needs --tls-key, its private key"})
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-cert %q and --tls-key %q do not load: %w", cert, key, err)
+	}
+	return pair, nil
+}
+
+// benchFlags names the flag that sets each field of bench.Options.
+var benchFlags = map[string]string{
+	"Targets": "compare", "RatioTo": "ratio-to", "CPUPIDs": "cpu-pid", "Rounds": "rounds",
+	"Produce": "produce", "Consume": "consume", "Partitions": "partitions", "Partitioner": "partitioner",
+	"Duration": "duration", "Warmup": "warmup", "Records": "records", "Rate": "rate",
+	"RecordBytes": "record-size", "Compression": "compression", "Acks": "acks", "Idempotent": "acks",
+	"MaxInFlight": "max-in-flight", "Linger": "linger", "FetchMaxBytes": "fetch-max-bytes", "Format": "format",
+	"Kind": "kind", "Advertise": "advertise", // bench broker's
+}
+
+// benchOptionError words a *bench.OptionError as a usage error about the
+// flag that set the field, its value as typed; other errors pass through.
+func benchOptionError(fs *pflag.FlagSet, err error) error {
+	var oe *bench.OptionError
+	name, ok := "", false
+	if errors.As(err, &oe) {
+		name, ok = benchFlags[oe.Field]
+	}
+	if !ok {
+		return err
+	}
+	reason := oe.Reason
+	if oe.Other != "" {
+		reason = fmt.Sprintf(reason, "--"+benchFlags[oe.Other])
+	}
+	if _, list := benchListFlags[name]; list {
+		// A list's error names the entry at fault.
+		return usage(&config.FieldError{Field: "--" + name, Value: oe.Value, Reason: reason})
+	}
+	return usage(config.InvalidFlag(fs, name, reason))
+}
+
+// benchListFlags are the bench flags that take several values.
+var benchListFlags = map[string]struct{}{"compare": {}, "ratio-to": {}, "cpu-pid": {}}

@@ -5,14 +5,17 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/inorder-proxy/inorder/check"
+	"github.com/inorder-proxy/inorder/config"
 )
 
 // Exit statuses of `inorder check`.
 const (
 	exitViolation = 1
-	exitCannotRun = 2
+	// exitCannotRun is exitUsage: a check asked wrongly did not run either.
+	exitCannotRun = exitUsage
 )
 
 func newCheckCommand() *cobra.Command {
@@ -35,12 +38,10 @@ The result goes to standard output (--format text, json or junit), progress
 to standard error. Exit status: 0 every property holds, 1 a violation was
 seen, 2 the check could not run (unreachable, not authorised, missing
 permissions), with the reason.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			switch format {
-			case check.FormatText, check.FormatJSON, check.FormatJUnit:
-			default:
-				return fmt.Errorf("--format %q: must be text, json or junit", format)
+			if err := checkFlags(c.Flags(), o, format); err != nil {
+				return usage(err)
 			}
 			opts := o
 			if !quiet {
@@ -48,16 +49,16 @@ permissions), with the reason.`,
 			}
 			rep, err := check.Run(c.Context(), opts)
 			if errors.Is(err, check.ErrOptions) {
-				return err
+				return usage(err)
 			}
 			if werr := check.Write(c.OutOrStdout(), rep, format); werr != nil && err == nil {
 				err = werr
 			}
 			switch {
-			case errors.Is(err, check.ErrCannotRun):
-				return &exitError{code: exitCannotRun, err: err}
 			case err != nil:
-				return err
+				// Whatever stopped the check, it is not a verdict on the
+				// backend: only a violation seen exits 1.
+				return &exitError{code: exitCannotRun, err: err}
 			case rep.Violations() > 0:
 				return &exitError{code: exitViolation, err: fmt.Errorf("ordering violated: %d of %d properties", rep.Violations(), len(rep.Properties))}
 			}
@@ -75,4 +76,26 @@ permissions), with the reason.`,
 	f.StringVar(&format, "format", check.FormatText, "result format: text, json or junit")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")
 	return c
+}
+
+// checkFlags refuses flag values check cannot use. A zero would mean the
+// default to check.Options, but typed on the command line it is a mistake,
+// not a wish for the default.
+func checkFlags(fs *pflag.FlagSet, o check.Options, format string) error {
+	bad := func(name, reason string) error { return config.InvalidFlag(fs, name, reason) }
+	switch {
+	case format != check.FormatText && format != check.FormatJSON && format != check.FormatJUnit:
+		return bad("format", "must be text, json or junit")
+	case o.Bootstrap == "":
+		return bad("bootstrap", "is required: HOST:PORT of the broker or proxy to probe")
+	case o.Requests < check.MinRequests || o.Requests > check.MaxRequests:
+		return bad("requests", fmt.Sprintf("must be between %d and %d", check.MinRequests, check.MaxRequests))
+	case o.Window < 1:
+		return bad("window", "must be at least 1")
+	case o.Timeout <= 0:
+		return bad("timeout", "must be positive")
+	case o.DialTimeout <= 0:
+		return bad("dial-timeout", "must be positive")
+	}
+	return nil
 }

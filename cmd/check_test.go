@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,7 +153,94 @@ func TestDevVerifyQuiet(t *testing.T) {
 
 func TestReportRequiresVerify(t *testing.T) {
 	code, _, errOut := runCLI(t, "serve", "--upstream", "127.0.0.1:1", "--report", "x.json")
-	if code != 1 || !strings.Contains(errOut, "requires verify") {
+	if code != exitUsage || !strings.Contains(errOut, `--report: "x.json" needs --verify`) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestUsageErrorsExit2 gives every command a command line it cannot run:
+// each exits 2 with the reason, never 1, which check keeps for a
+// violation seen and the other commands for a failure while running.
+func TestUsageErrorsExit2(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(file, []byte("unknown-key: 1\n"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "--format", "xml"}, `--format: "xml" must be text, json or junit`},
+		{[]string{"check", "--requests", "-5"}, `--requests: "-5" must be between 3 and 1000000`},
+		{[]string{"check", "--requests", "0"}, `--requests: "0" must be between 3 and 1000000`},
+		{[]string{"check", "--window", "0"}, `--window: "0" must be at least 1`},
+		{[]string{"check", "--timeout", "0s"}, `--timeout: "0s" must be positive`},
+		{[]string{"check", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"check", "extra"}, `takes flags only`},
+		{[]string{"serve", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"serve"}, "--upstream"},
+		{[]string{"serve", "--upstream", "127.0.0.1:1", "--max-in-flight", "0"}, `--max-in-flight: "0"`},
+		{[]string{"serve", "--config", file}, `unknown key "unknown-key"`},
+		{[]string{"serve", "--config", file + ".missing"}, "no such file"},
+		{[]string{"dev", "--brokers", "x"}, `--brokers: "x" is not a whole number`},
+		{[]string{"dev", "--brokers", "0"}, `--brokers: "0" must be at least 1`},
+		{[]string{"bench", "relay"}, `--to is required`},
+		{[]string{"bench", "--acks", "2"}, `--acks: "2"`},
+		{[]string{"version", "--x"}, "unknown flag: --x"},
+		{[]string{"bogus"}, `unknown command "bogus"`},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q; stderr:\n%s", tc.args, code, exitUsage, tc.want, stderr)
+		}
+	}
+	// A failure while running is not a usage error.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	if code, _, stderr := runCLI(t, "serve", "--upstream", "127.0.0.1:1", "--listen", taken.Addr().String()); code != exitFailed {
+		t.Errorf("serve on a taken port: exit %d, want %d; stderr:\n%s", code, exitFailed, stderr)
+	}
+}
+
+// TestJSONReportsHaveNoNull checks that the JSON reports write an empty
+// list as [] rather than null: the verifier's report of a run that saw no
+// violation, and check's of a run that could not check anything.
+func TestJSONReportsHaveNoNull(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "kept"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	report := filepath.Join(t.TempDir(), "verify.json")
+	addr, stop := start(t, "serve", "--listen", "127.0.0.1:0", "--upstream", kc.ListenAddrs()[0], "--verify", "--report", report, "--shutdown-grace", "1s")
+	produce(t, addr, "kept", "x")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Violations []struct {
+			Kind     string            `json:"kind"`
+			Examples []json.RawMessage `json:"examples"`
+		} `json:"violations"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil || len(rep.Violations) == 0 {
+		t.Fatalf("report: %v\n%s", err, raw)
+	}
+	if bytes.Contains(raw, []byte("null")) {
+		t.Errorf("the verifier's report writes null:\n%s", raw)
+	}
+
+	refused, err := hostile.RefusedAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "check", "--bootstrap", refused, "--dial-timeout", "1s", "--format", "json")
+	if code != exitCannotRun || bytes.Contains([]byte(out), []byte("null")) || !strings.Contains(out, `"properties": []`) {
+		t.Errorf("check --format json that could not run: exit %d\n%s", code, out)
 	}
 }

@@ -53,11 +53,7 @@ func startOutput(t *testing.T, args ...string) (addr string, out *syncBuffer, st
 func startStreams(t *testing.T, args ...string) (addr string, out, errOut *syncBuffer, stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut = &syncBuffer{}, &syncBuffer{}
-	root := newRootCommand()
-	root.SetArgs(args)
-	root.SetOut(out)
-	root.SetErr(errOut)
+	root, out, errOut := newCLI(args...)
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 	re := regexp.MustCompile(`clients connect to (\S+)`)
@@ -148,7 +144,7 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		{[]string{"serve", "--upstream", "127.0.0.1:1", "--listen", "0.0.0.0:9092", "--upstream-sasl-mechanism", "PLAIN", "--upstream-sasl-username", "u"},
 			[]string{"tls-client-ca", "allow-unauthenticated-clients"}},
 		{[]string{"serve", "--upstream", "127.0.0.1:1", "--upstream-sasl-password", "x"}, []string{"unknown flag"}},
-		{[]string{"dev", "--upstream-tls", "--data-dir", ""}, []string{"do not apply to dev"}},
+		{[]string{"dev", "--upstream-tls", "--data-dir", ""}, []string{"--upstream-tls", "does not apply to dev"}},
 	} {
 		root := newRootCommand()
 		root.SetArgs(tc.args)

@@ -1,10 +1,11 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,15 @@ func defaultDataDir() string {
 	return filepath.Join(os.TempDir(), "inorder-dev")
 }
 
+// devDefault is dev's configuration before flags and file: serve's, with
+// an admin endpoint on a free loopback port, since dev is for trying
+// things and its metrics and probes are part of that.
+func devDefault() config.Config {
+	cfg := config.Default()
+	cfg.AdminListen = "127.0.0.1:0"
+	return cfg
+}
+
 func newDevCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "dev",
@@ -40,12 +50,21 @@ time a client names it, with --default-partitions partitions.
 The data is kept in --data-dir, so a restart keeps the records; each
 partition keeps at most --retention-bytes and nothing older than
 --retention-time. --reset deletes the data before starting.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 	}
-	cfg := config.Default()
+	cfg := devDefault()
 	fs := c.Flags()
 	fs.String(config.FlagConfig, "", "YAML file with the same keys as the flags")
 	config.BindFlags(fs, &cfg)
+	// dev binds every setting, so that its file and serve's share keys,
+	// but shows and takes only those that mean something in front of its
+	// own brokers.
+	config.Refuse(fs, "is not used by dev, which embeds its backend; use serve", "upstream")
+	config.Refuse(fs, "does not apply to dev, whose embedded brokers speak plaintext without SASL; use serve",
+		"upstream-tls", "upstream-tls-ca", "upstream-tls-cert", "upstream-tls-key", "upstream-tls-server-name",
+		"upstream-tls-insecure-skip-verify", "upstream-sasl-mechanism", "upstream-sasl-username",
+		"upstream-sasl-password-file", "upstream-sasl-token-file", "allow-unauthenticated-clients")
+	config.Refuse(fs, "does not apply to dev, whose brokers are its own, on loopback; use serve", "allow-upstream")
 	dataDir := fs.String("data-dir", defaultDataDir(), "directory keeping the embedded broker's data; empty keeps it in memory")
 	brokers := fs.Int("brokers", 3, "number of embedded brokers")
 	partitions := fs.Int("default-partitions", 1, "partitions of a topic created on first use, or without a count (Kafka's num.partitions)")
@@ -54,29 +73,44 @@ partition keeps at most --retention-bytes and nothing older than
 	retentionTime := fs.Duration("retention-time", 7*24*time.Hour, "age past which records are deleted (0: no bound)")
 	reset := fs.Bool("reset", false, "delete the data in --data-dir before starting")
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		cfg, err := config.Resolve(c.Flags(), config.Default())
+		cfg, err := config.Resolve(fs, devDefault())
 		if err != nil {
-			return err
+			return usage(err)
 		}
-		if len(cfg.Upstreams) > 0 {
-			return &config.FieldError{Field: "upstream", Value: cfg.Upstreams[0], Reason: "is not used by dev, which embeds its backend; use serve"}
-		}
-		if cfg.UpstreamTLSEnabled() || cfg.UpstreamSASLMechanism != "" {
-			return &config.FieldError{Field: "upstream-tls and upstream-sasl-*", Reason: "do not apply to dev, whose embedded backend speaks plaintext without SASL; use serve"}
-		}
-		if cfg.AdminListen == "" && !c.Flags().Changed("admin-listen") {
-			// dev is for trying things: show the metrics and probes too.
-			cfg.AdminListen = "127.0.0.1:0"
+		if *brokers < 1 {
+			return config.InvalidFlag(fs, "brokers", "must be at least 1")
 		}
 		if *partitions < 1 {
-			return &config.FieldError{Field: "--default-partitions", Value: strconv.Itoa(*partitions), Reason: "must be at least 1"}
+			return config.InvalidFlag(fs, "default-partitions", "must be at least 1")
 		}
 		if *retentionTime < 0 {
-			return &config.FieldError{Field: "--retention-time", Value: retentionTime.String(), Reason: "must not be negative"}
+			return config.InvalidFlag(fs, "retention-time", "must not be negative (0: no bound)")
 		}
 		log, level := newLogger(c.ErrOrStderr(), cfg)
-		if *reset && *dataDir != "" {
-			if err := devcluster.Reset(*dataDir); err != nil {
+		// Nothing starts before the data directory and the port are ours:
+		// a second dev on the same directory would corrupt it, and one
+		// that cannot listen has nothing to offer.
+		var lock *devcluster.DirLock
+		if *dataDir != "" {
+			if lock, err = devcluster.Lock(*dataDir); err != nil {
+				return dataDirError(*dataDir, *reset, err)
+			}
+			defer lock.Unlock()
+		}
+		ln, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return config.ListenError("--listen", cfg.Listen, err, "is inorder dev running?")
+		}
+		served := false
+		defer func() {
+			if !served {
+				ln.Close()
+			}
+		}()
+		if *reset && lock != nil {
+			if err := lock.Reset(); errors.Is(err, devcluster.ErrNotDataDir) {
+				return usage(fmt.Errorf("--reset: --data-dir %w", err))
+			} else if err != nil {
 				return err
 			}
 			log.Info("data reset", "data_dir", *dataDir)
@@ -105,15 +139,16 @@ partition keeps at most --retention-bytes and nothing older than
 		log.Info("embedded broker started", "took", time.Since(began).Round(time.Millisecond), "brokers", *brokers, "data_dir", *dataDir,
 			"retention_bytes", config.FormatSize(retentionBytes), "retention_time", *retentionTime, "default_partitions", *partitions)
 		cfg.Upstreams = kc.ListenAddrs()
-		p, err := proxy.New(cfg, log, proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(newMetrics(cfg)))
+		p, err := proxy.New(cfg, log, proxy.WithListener(ln), proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(newMetrics(cfg)))
 		if err != nil {
 			kc.Close()
 			return err
 		}
+		served = true
 		fmt.Fprintf(c.OutOrStdout(), "inorder: embedded broker at %s (direct, bypassing the proxy: for comparisons only)\n",
 			strings.Join(kc.ListenAddrs(), ","))
 		adminListen := cfg.AdminListen
-		s, err := runProxy(ctx, p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: config.Default(), level: level,
+		s, err := runProxy(ctx, p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: devDefault(), level: level,
 			adjust: func(next *config.Config) {
 				next.Upstreams = kc.ListenAddrs()
 				next.AdminListen = adminListen
@@ -126,4 +161,21 @@ partition keeps at most --retention-bytes and nothing older than
 		return nil
 	}
 	return c
+}
+
+// dataDirError explains a data directory that could not be taken: another
+// dev holding it, named by its process id, and the way out.
+func dataDirError(dir string, reset bool, err error) error {
+	var le *devcluster.LockedError
+	if !errors.As(err, &le) {
+		return fmt.Errorf("--data-dir %s: %w", dir, err)
+	}
+	holder := "another inorder dev"
+	if le.PID != 0 {
+		holder += fmt.Sprintf(" (pid %d)", le.PID)
+	}
+	if reset {
+		return config.Explain(err, fmt.Sprintf("--reset: --data-dir %s is in use by %s (stop it first; its data was not touched)", dir, holder))
+	}
+	return config.Explain(err, fmt.Sprintf("--data-dir %s: in use by %s (stop it, or choose another --data-dir; --data-dir \"\" keeps the data in memory)", dir, holder))
 }

@@ -2,9 +2,11 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/inorder-proxy/inorder/devcluster"
 )
 
 // run runs the CLI with args under ctx and returns its stdout, stderr and
@@ -208,6 +212,83 @@ func TestDevAutoCreatesForOldAndNewClients(t *testing.T) {
 		}
 		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 2 {
 			t.Errorf("%s (Metadata v%d): %+v; want created with 2 partitions", tc.topic, resp.Version, resp.Topics)
+		}
+	}
+}
+
+// TestDevDataDirIsExclusive runs a second dev on the data directory of a
+// running one: it is refused, naming the holder's process and the flag to
+// change, before anything starts; --reset on that directory is refused
+// and deletes nothing; a dev whose port is taken starts no broker either.
+func TestDevDataDirIsExclusive(t *testing.T) {
+	data := t.TempDir()
+	addr, stop := start(t, "dev", "--listen", "127.0.0.1:0", "--data-dir", data, "--brokers", "1", "--shutdown-grace", "2s")
+	defer stop()
+	produce(t, addr, "first", "kept")
+
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--data-dir", data}, []string{"--data-dir " + data + ": in use by another inorder dev (pid " + strconv.Itoa(os.Getpid()) + ")", "choose another --data-dir"}},
+		{[]string{"--data-dir", data, "--reset"}, []string{"--reset: --data-dir " + data + " is in use by another inorder dev (pid " + strconv.Itoa(os.Getpid()) + ")", "not touched"}},
+	} {
+		args := append([]string{"dev", "--listen", "127.0.0.1:0", "--brokers", "1", "--shutdown-grace", "0s"}, tc.args...)
+		// A dev that wrongly starts runs until this context ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, stderr, err := run(ctx, args...)
+		cancel()
+		if err == nil {
+			t.Errorf("%v: a second dev on a data directory in use started", tc.args)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: error %q lacks %q", tc.args, err, w)
+			}
+		}
+		if !errors.Is(err, devcluster.ErrLocked) {
+			t.Errorf("%v: error %q is not ErrLocked", tc.args, err)
+		}
+		if strings.Contains(stderr, "embedded broker started") {
+			t.Errorf("%v: a refused dev started its broker:\n%s", tc.args, stderr)
+		}
+	}
+	if !topicExists(t, addr, "first") {
+		t.Fatal("a refused --reset deleted the running dev's data")
+	}
+
+	_, stderr, err := run(context.Background(), "dev", "--listen", addr, "--data-dir", "", "--brokers", "1")
+	want := "--listen " + addr + ": address already in use (is inorder dev running? choose another --listen)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("dev on a taken port: %v, want %q", err, want)
+	}
+	if strings.Contains(stderr, "embedded broker started") {
+		t.Errorf("a dev that cannot listen started its broker:\n%s", stderr)
+	}
+}
+
+// TestDevRefusesBadCounts gives dev broker and partition counts Kafka
+// would never run with: each is refused with the flag and the value,
+// before anything starts (a negative broker count used to panic, and 0
+// started three brokers while logging 0).
+func TestDevRefusesBadCounts(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--brokers", "-2"}, `--brokers: "-2" must be at least 1`},
+		{[]string{"--brokers", "0"}, `--brokers: "0" must be at least 1`},
+		{[]string{"--default-partitions", "0"}, `--default-partitions: "0" must be at least 1`},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, stderr, err := run(ctx, append([]string{"dev", "--listen", "127.0.0.1:0", "--data-dir", ""}, tc.args...)...)
+		cancel()
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+		if strings.Contains(stderr, "embedded broker started") {
+			t.Errorf("%v: the broker started:\n%s", tc.args, stderr)
 		}
 	}
 }

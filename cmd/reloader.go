@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -48,7 +47,11 @@ type reloader struct {
 
 	mu      sync.Mutex
 	running config.Config
-	file    []byte // the config file's content at the last reload
+	// wanted is what the file and flags asked for when the running
+	// configuration was last applied: running, but for the settings a
+	// reload refused. A change to the file that resolves to it again is
+	// no change.
+	wanted config.Config
 }
 
 // cmdReloadable are the settings applied outside the proxy.
@@ -70,15 +73,49 @@ func (r *reloader) reload(trigger string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.runHooks()
+	next, err := r.resolve()
+	r.applyLocked(trigger, next, err)
+}
+
+// reloadIfChanged reloads when the file and flags now resolve to another
+// configuration than the one last applied, whatever triggered that reload
+// (a SIGHUP included), so that a touch reloads nothing and a file written
+// back to an earlier content does.
+func (r *reloader) reloadIfChanged() {
+	path := r.flags.Lookup(config.FlagConfig).Value.String()
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		// Between a remove and the rename that follows it; the
+		// rename brings another event.
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next, err := r.resolve()
+	if err == nil && len(config.Changed(r.wanted, next)) == 0 {
+		return
+	}
+	defer r.runHooks()
+	r.applyLocked("file changed", next, err)
+}
+
+// resolve reads the file and flags as at start.
+func (r *reloader) resolve() (config.Config, error) {
 	next, err := config.Resolve(r.flags, r.base)
 	if err == nil && r.adjust != nil {
 		r.adjust(&next)
 	}
+	return next, err
+}
+
+// applyLocked applies next, read by resolve with err, keeping the running
+// value of each setting that needs a restart. The caller holds r.mu.
+func (r *reloader) applyLocked(trigger string, next config.Config, err error) {
 	if err != nil {
 		r.log.Error("configuration not reloaded: keeping the running one", "trigger", trigger, "err", err)
 		r.m.ConfigReload(metrics.ReloadFailure)
 		return
 	}
+	asked := next
 	var applied, refused []string
 	for _, name := range config.Changed(r.running, next) {
 		if reloadable(name) {
@@ -100,16 +137,23 @@ func (r *reloader) reload(trigger string) {
 		r.m.ConfigReload(metrics.ReloadFailure)
 		return
 	}
-	if lv, err := next.SlogLevel(); err == nil {
-		r.level.Set(lv)
-	}
-	r.running = next
+	r.running, r.wanted = next, asked
 	result := metrics.ReloadSuccess
 	if len(refused) > 0 {
 		result = metrics.ReloadPartial
 	}
 	r.m.ConfigReload(result)
+	// The outcome is logged under the more verbose of the old and the new
+	// level: a reload to log-level warn still says that it happened.
+	level := r.level.Level()
+	if lv, err := next.SlogLevel(); err == nil {
+		level = lv
+	}
+	if level < r.level.Level() {
+		r.level.Set(level)
+	}
 	r.log.Info("configuration reloaded", "trigger", trigger, "applied", applied, "refused", refused)
+	r.level.Set(level)
 }
 
 func (r *reloader) runHooks() {
@@ -129,9 +173,6 @@ func (r *reloader) run(ctx context.Context) {
 	var changed <-chan struct{}
 	if f := r.flags.Lookup(config.FlagConfig); f != nil && f.Value.String() != "" {
 		path := f.Value.String()
-		r.mu.Lock()
-		r.file, _ = os.ReadFile(path)
-		r.mu.Unlock()
 		ch, stop, err := watchFile(path, r.log)
 		if err != nil {
 			r.log.Warn("config file not watched; reload with SIGHUP", "file", path, "err", err)
@@ -147,30 +188,9 @@ func (r *reloader) run(ctx context.Context) {
 		case <-hup:
 			r.reload("SIGHUP")
 		case <-changed:
-			if r.fileChanged() {
-				r.reload("file changed")
-			}
+			r.reloadIfChanged()
 		}
 	}
-}
-
-// fileChanged reports whether the config file's content differs from the
-// last one read, so that a touch or a chmod reloads nothing.
-func (r *reloader) fileChanged() bool {
-	path := r.flags.Lookup(config.FlagConfig).Value.String()
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		// Between a remove and the rename that follows it; the
-		// rename brings another event.
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err == nil && bytes.Equal(raw, r.file) {
-		return false
-	}
-	r.file = raw
-	return true
 }
 
 // watchFile watches the directory holding path, not the file itself:

@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // waitText polls buf until it holds want, or fails after 10 seconds.
@@ -23,6 +21,14 @@ func waitText(t *testing.T, buf *syncBuffer, want string) {
 		}
 	}
 	t.Fatalf("never logged %q; log:\n%s", want, buf.String())
+}
+
+// surviveSIGHUP keeps the test process alive through a SIGHUP sent
+// before the reloader listens for it.
+func surviveSIGHUP(t *testing.T) {
+	keep := make(chan os.Signal, 1)
+	signal.Notify(keep, syscall.SIGHUP)
+	t.Cleanup(func() { signal.Stop(keep) })
 }
 
 // replaceFile writes content next to path and renames it into place, as
@@ -78,17 +84,8 @@ func (m *configMap) write(t *testing.T, content string) {
 // invalid file keeps the running configuration and names the field and
 // value, and SIGHUP re-reads the file.
 func TestReloadFromFileAndSIGHUP(t *testing.T) {
-	// The test process must survive SIGHUP even before the reloader
-	// listens for it.
-	keep := make(chan os.Signal, 1)
-	signal.Notify(keep, syscall.SIGHUP)
-	defer signal.Stop(keep)
-
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
+	surviveSIGHUP(t)
+	kc := newBroker(t)
 	m := &configMap{dir: t.TempDir(), name: "inorder.yaml"}
 	base := fmt.Sprintf("upstream: %s\nadmin-listen: 127.0.0.1:0\n", kc.ListenAddrs()[0])
 	m.write(t, base+"listen: 127.0.0.1:0\nmax-in-flight: 100\n")
@@ -143,5 +140,64 @@ func TestReloadFromFileAndSIGHUP(t *testing.T) {
 	waitText(t, errOut, "trigger=SIGHUP")
 	if got := reloads("partial"); got != "2" {
 		t.Errorf("partial reloads after SIGHUP = %s, want 2 (the listen address still differs)", got)
+	}
+}
+
+// TestReloadBackToStartupFile: a SIGHUP applies a change the watch did not
+// see (the file is a symlink into a directory that is not watched); the
+// file written back to its content at start is then a change, and is
+// applied, since the comparison is with what was last applied, not with
+// the file as it was last read.
+func TestReloadBackToStartupFile(t *testing.T) {
+	surviveSIGHUP(t)
+	kc := newBroker(t)
+	watched, elsewhere := t.TempDir(), t.TempDir()
+	startup := fmt.Sprintf("upstream: %s\nlisten: 127.0.0.1:0\nmax-in-flight: 100\n", kc.ListenAddrs()[0])
+	real := filepath.Join(elsewhere, "inorder.yaml")
+	if err := os.WriteFile(real, []byte(startup), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(watched, "inorder.yaml")
+	if err := os.Symlink(real, path); err != nil {
+		t.Fatal(err)
+	}
+	_, _, errOut, stop := startStreams(t, "serve", "--config", path)
+	defer stop()
+
+	if err := os.WriteFile(real, []byte(strings.Replace(startup, "100", "7", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, errOut, `trigger=SIGHUP applied=[max-in-flight]`)
+
+	replaceFile(t, path, startup)
+	waitText(t, errOut, `trigger="file changed" applied=[max-in-flight]`)
+}
+
+// TestReloadToQuieterLevelIsLogged: a reload that raises log-level to warn
+// still logs that it happened, and the level applies to what follows; one
+// that lowers it logs under the new level.
+func TestReloadToQuieterLevelIsLogged(t *testing.T) {
+	kc := newBroker(t)
+	path := filepath.Join(t.TempDir(), "inorder.yaml")
+	base := fmt.Sprintf("upstream: %s\nlisten: 127.0.0.1:0\n", kc.ListenAddrs()[0])
+	if err := os.WriteFile(path, []byte(base+"log-level: error\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, stop, wait := runCommand(t, "serve", "--config", path)
+	waitText(t, out, "clients connect to")
+
+	replaceFile(t, path, base+"log-level: info\n")
+	waitText(t, errOut, `applied=[log-level]`)
+	replaceFile(t, path, base+"log-level: warn\nmax-in-flight: 9\n")
+	waitText(t, errOut, `applied="[log-level max-in-flight]"`)
+	stop()
+	if err := wait(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(errOut.String(), "msg=stopped") {
+		t.Errorf("an INFO line was logged after the reload to warn:\n%s", errOut.String())
 	}
 }

@@ -58,7 +58,9 @@ func logStopped(log *slog.Logger, s stopped, extra ...any) {
 }
 
 // runProxy serves until ctx ends (SIGINT or SIGTERM), then drains for the
-// grace period. A signal before the proxy serves is a normal stop too.
+// grace period. The proxy accepts clients before anything slow starts, so
+// a stop at any moment drains what the listener took in, and readiness
+// says ready only once it accepts and an upstream answered.
 func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.Logger, out io.Writer, src reloadSource) (_ stopped, err error) {
 	report, err := openReport(cfg)
 	if err != nil {
@@ -66,6 +68,10 @@ func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.
 		return stopped{}, err
 	}
 	defer func() { err = finishVerify(p, cfg, report, log, err) }()
+	if err := p.Start(); err != nil {
+		return stopped{}, err
+	}
+	log.Info("accepting clients", "listen", p.Addr())
 	stopAdmin, err := startAdmin(cfg, p, log, out)
 	if err != nil {
 		p.Close()
@@ -73,7 +79,7 @@ func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.
 	}
 	defer stopAdmin()
 	rl := &reloader{flags: src.flags, base: src.base, adjust: src.adjust, apply: p.Reload, level: src.level,
-		log: log, m: p.Metrics(), hooks: append(slices.Clone(src.hooks), p.ReloadCertificates), running: cfg}
+		log: log, m: p.Metrics(), hooks: append(slices.Clone(src.hooks), p.ReloadCertificates), running: cfg, wanted: cfg}
 	rctx, stopReload := context.WithCancel(ctx)
 	reloading := make(chan struct{})
 	go func() {
@@ -84,46 +90,100 @@ func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.
 		stopReload()
 		<-reloading
 	}()
-	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout+5*time.Second)
-	err = p.Discover(dctx)
-	cancel()
-	switch {
-	case ctx.Err() != nil:
-		p.Close()
-		return stopped{drained: true}, nil
-	case errors.Is(err, proxy.ErrNodePort):
-		p.Close()
+	retrying, err := discoverAtStart(ctx, p, cfg, log)
+	defer func() { <-retrying }()
+	if err != nil {
+		drain(p, rl.current().ShutdownGrace, log)
 		return stopped{}, err
+	}
+	if ctx.Err() == nil {
+		fmt.Fprintf(out, "inorder: clients connect to %s\n", p.Addr())
+	}
+	<-ctx.Done()
+	return drain(p, rl.current().ShutdownGrace, log), nil
+}
+
+// Discovery retries after a start-up that reached no upstream: the first
+// after discoverRetryMin, each wait twice the one before, at most
+// discoverRetryMax.
+const (
+	discoverRetryMin = time.Second
+	discoverRetryMax = 30 * time.Second
+)
+
+// discoverAtStart runs the start-up discovery. When no upstream answers,
+// it says so and goes on trying in the background until one does or ctx
+// ends; the returned channel closes when that is over. The error is the
+// one that ends a start: a node listener that cannot open.
+func discoverAtStart(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.Logger) (<-chan struct{}, error) {
+	done := make(chan struct{})
+	err := discoverOnce(ctx, p, cfg)
+	switch {
+	case ctx.Err() != nil, err == nil:
+	case errors.Is(err, proxy.ErrNodePort):
+		close(done)
+		return done, err
 	case errors.Is(err, proxy.ErrUpstreamNeedsCredentials):
 		log.Info("the upstream answers but lists its brokers only to authenticated clients; with SASL passed through, node listeners open when the metadata clients receive names them",
 			"upstream", cfg.Upstreams)
-	case err != nil:
+	default:
 		log.Warn("no upstream could be reached: clients will be disconnected until one answers; node listeners open when metadata names them",
 			"upstream", cfg.Upstreams, "err", err)
+		go func() {
+			defer close(done)
+			retryDiscovery(ctx, p, cfg, log)
+		}()
+		return done, nil
 	}
-	served := make(chan error, 1)
-	go func() { served <- p.Serve() }()
-	log.Info("proxy ready", "listen", p.Addr(), "upstream", cfg.Upstreams, "ordering", cfg.Ordering())
-	fmt.Fprintf(out, "inorder: clients connect to %s\n", p.Addr())
-	select {
-	case err := <-served:
-		p.Close()
-		return stopped{}, err
-	case <-ctx.Done():
+	close(done)
+	return done, nil
+}
+
+// retryDiscovery repeats the discovery with back-off until an upstream
+// answers or ctx ends, so that the node listeners open and the proxy turns
+// ready without waiting for a client or a readiness probe.
+func retryDiscovery(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.Logger) {
+	wait := discoverRetryMin
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		switch err := discoverOnce(ctx, p, cfg); {
+		case err == nil, errors.Is(err, proxy.ErrUpstreamNeedsCredentials):
+			return
+		case errors.Is(err, proxy.ErrNodePort):
+			log.Warn("the upstream answered, but a node listener could not open; it is retried when metadata names the node", "err", err)
+			return
+		}
+		wait = min(2*wait, discoverRetryMax)
+		t.Reset(wait)
 	}
-	grace := rl.current().ShutdownGrace
+}
+
+// discoverOnce runs one discovery, bounded by the dial timeout and by ctx.
+func discoverOnce(ctx context.Context, p *proxy.Proxy, cfg config.Config) error {
+	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout+5*time.Second)
+	defer cancel()
+	return p.Discover(dctx)
+}
+
+// drain stops the proxy: readiness turns false, the listeners close, and
+// open connections deliver what is in flight within grace; then what is
+// left is closed.
+func drain(p *proxy.Proxy, grace time.Duration, log *slog.Logger) stopped {
 	log.Info("shutting down", "grace", grace)
 	start := time.Now()
 	s := stopped{conns: p.Stats().Conns, drained: true}
-	sctx, scancel := context.WithTimeout(context.Background(), grace)
-	defer scancel()
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
 	if err := p.Shutdown(sctx); err != nil {
 		s.drained = false
 		log.Warn("grace period over; closed remaining connections", "err", err)
 	}
 	s.took = time.Since(start)
-	if err := <-served; err != nil && !errors.Is(err, proxy.ErrClosed) {
-		return s, err
-	}
-	return s, nil
+	return s
 }

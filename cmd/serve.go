@@ -16,7 +16,7 @@ bootstrap listener (--listen); every upstream node gets a listener of its
 own on the same host, at --node-port-base + node id (default: bootstrap
 port + 1 + node id), and every broker address the upstream hands out is
 rewritten to those listeners.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 	}
 	cfg := config.Default()
 	fs := c.Flags()
@@ -25,7 +25,7 @@ rewritten to those listeners.`,
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		cfg, err := config.Resolve(c.Flags(), config.Default())
 		if err != nil {
-			return err
+			return usage(err)
 		}
 		setMemoryLimit(cfg)
 		log, level := newLogger(c.ErrOrStderr(), cfg)

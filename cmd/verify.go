@@ -22,7 +22,7 @@ func openReport(cfg config.Config) (*os.File, error) {
 	}
 	f, err := os.Create(cfg.Report)
 	if err != nil {
-		return nil, fmt.Errorf("report: %w", err)
+		return nil, config.Explain(err, fmt.Sprintf("--report %q cannot be created: %s (is its directory there and writable?)", cfg.Report, config.FileReason(err)))
 	}
 	return f, nil
 }
@@ -51,7 +51,7 @@ func finishVerify(p *proxy.Proxy, cfg config.Config, report *os.File, log *slog.
 			werr = cerr
 		}
 		if werr != nil && err == nil {
-			err = fmt.Errorf("report %s: %w", cfg.Report, werr)
+			err = fmt.Errorf("--report %q: %w", cfg.Report, werr)
 		}
 	}
 	if err == nil && cfg.FailOnViolation && rep.Total() > 0 {

@@ -55,8 +55,27 @@ func readBuildInfo(linked string, bi *debug.BuildInfo, ok bool) buildInfo {
 	return out
 }
 
+// currentBuild is what this binary knows of its own build.
+func currentBuild() buildInfo {
+	bi, ok := debug.ReadBuildInfo()
+	return readBuildInfo(Version, bi, ok)
+}
+
+// revisionLabel is the revision as inorder_build_info carries it: the
+// commit, "+dirty" when the tree had changes (Go's own mark in a version),
+// or "unknown".
+func (b buildInfo) revisionLabel() string {
+	switch {
+	case b.Revision == "":
+		return "unknown"
+	case b.Modified:
+		return b.Revision + "+dirty"
+	}
+	return b.Revision
+}
+
 func (b buildInfo) write(w io.Writer) error {
-	rev := "unknown (built outside a git checkout, or with -buildvcs=false)"
+	rev := "unknown: the build was not stamped (Go stamps it when it builds in a git clone, unless GOFLAGS has -buildvcs=false or the clone is a git worktree; go build -buildvcs=auto in a clone stamps it)"
 	if b.Revision != "" {
 		rev = b.Revision
 		if b.Modified {
@@ -76,10 +95,9 @@ func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, source revision, Go version and platform",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			bi, ok := debug.ReadBuildInfo()
-			return readBuildInfo(Version, bi, ok).write(c.OutOrStdout())
+			return currentBuild().write(c.OutOrStdout())
 		},
 	}
 }

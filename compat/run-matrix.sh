@@ -14,6 +14,9 @@
 #           (java848: kafka-clients with group.protocol=consumer, KIP-848)
 # Backends: kafka          Apache Kafka (3-node KRaft by default) behind `inorder serve`
 #           kafka-ordered  same, with --upstream-ordering connection
+#           sni            the same cluster behind `inorder serve --topology sni`: every
+#                          broker on one TLS port, told apart by server name (none mode)
+#           sni-ordered    same, with --upstream-ordering connection
 #           dev            `inorder dev` (embedded kfake, 3 brokers)
 #           proxy-auth     secured Kafka (SASL_SSL, testenv/kafka secure modes); clients
 #                          plaintext without credentials, the proxy uses TLS and SCRAM upstream
@@ -35,7 +38,7 @@ INORDER_CACHE="${INORDER_CACHE:-$HOME/.cache/inorder}"
 export INORDER_CACHE
 ALL_CLIENTS="java java848 kgo sarama kafkago confluent kafkapython kafkajs kcat"
 CLIENTS="${COMPAT_CLIENTS:-$ALL_CLIENTS}"
-DEFAULT_BACKENDS="kafka kafka-ordered dev proxy-auth pass-through"
+DEFAULT_BACKENDS="kafka kafka-ordered sni sni-ordered dev proxy-auth pass-through"
 BACKENDS="${COMPAT_BACKENDS:-$DEFAULT_BACKENDS}"
 KAFKA_MODE="${KAFKA_MODE:-cluster}"
 ROW_TIMEOUT="${COMPAT_ROW_TIMEOUT:-180}"
@@ -56,7 +59,7 @@ while getopts "c:b:m:ph" o; do
     b) BACKENDS="${OPTARG//,/ }" ;;
     m) KAFKA_MODE="$OPTARG" ;;
     p) PUBLISH=1 ;;
-    *) sed -n "2,28p" "$0"; exit 2 ;;
+    *) sed -n "2,31p" "$0"; exit 2 ;;
   esac
 done
 CLIENTS="${CLIENTS//,/ }"; BACKENDS="${BACKENDS//,/ }"
@@ -67,7 +70,7 @@ if [ "$(echo $CLIENTS)" != "$ALL_CLIENTS" ] || [ "$(echo $BACKENDS)" != "$DEFAUL
   [ -n "${COMPAT_MATRIX_FILE:-}" ] || MATRIX="$RESULTS/MATRIX-partial.md"
 fi
 for c in $CLIENTS; do case " $ALL_CLIENTS " in *" $c "*) ;; *) echo "unknown client $c"; exit 2 ;; esac; done
-for b in $BACKENDS; do case "$b" in kafka|kafka-ordered|dev|direct|proxy-auth|pass-through|secure-direct) ;; *) echo "unknown backend $b"; exit 2 ;; esac; done
+for b in $BACKENDS; do case "$b" in kafka|kafka-ordered|sni|sni-ordered|dev|direct|proxy-auth|pass-through|secure-direct) ;; *) echo "unknown backend $b"; exit 2 ;; esac; done
 case "$KAFKA_MODE" in cluster|single) ;; *) echo "unknown Kafka mode $KAFKA_MODE (cluster|single)"; exit 2 ;; esac
 # The secured Kafka of the secure columns (testenv/kafka secure modes).
 SECURE_MODE=$([ "$KAFKA_MODE" = cluster ] && echo secure-cluster || echo secure)
@@ -76,11 +79,11 @@ SECURE_MODE=$([ "$KAFKA_MODE" = cluster ] && echo secure-cluster || echo secure)
 
 log() { printf '[matrix %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 has() { case " $CLIENTS " in *" $1 "*) return 0 ;; esac; return 1; }
-needs_kafka() { case " $BACKENDS " in *" kafka "*|*" kafka-ordered "*|*" direct "*|*" proxy-auth "*|*" pass-through "*|*" secure-direct "*) return 0 ;; esac; return 1; }
+needs_kafka() { case " $BACKENDS " in *" kafka "*|*" kafka-ordered "*|*" sni "*|*" sni-ordered "*|*" direct "*|*" proxy-auth "*|*" pass-through "*|*" secure-direct "*) return 0 ;; esac; return 1; }
 # backend_mode BACKEND: the testenv/kafka mode behind it (none for dev)
 backend_mode() {
   case "$1" in
-    kafka|kafka-ordered|direct) echo "$KAFKA_MODE" ;;
+    kafka|kafka-ordered|sni|sni-ordered|direct) echo "$KAFKA_MODE" ;;
     proxy-auth|pass-through|secure-direct) echo "$SECURE_MODE" ;;
   esac
 }
@@ -184,6 +187,70 @@ start_kafka() { # MODE: one Kafka at a time (two clusters would share 2 cores)
     cat "$RESULTS/kafka-start-$1.log" >&2; return 1
   fi
 }
+# The sni columns: the proxy's names, a CA and a certificate for them, and a
+# hosts file sending every name to the loopback address, as DNS would send
+# them to a load balancer. The names are not in any DNS; each client is
+# pointed at them the way it allows (sni_client).
+SNI_DIR="$RESULTS/sni"
+SNI_DOMAIN=kafka.test
+make_sni_names() { # NODE_IDS...
+  local n
+  rm -rf "$SNI_DIR" && mkdir -p "$SNI_DIR" && chmod 700 "$SNI_DIR"
+  (
+    cd "$SNI_DIR" || exit 1
+    set -e
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -subj "/CN=inorder compat sni CA" -days 2 -out ca.crt \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -keyout proxy.key -subj "/CN=*.$SNI_DOMAIN" -out proxy.csr 2>/dev/null
+    printf 'subjectAltName=DNS:*.%s\nextendedKeyUsage=serverAuth\n' "$SNI_DOMAIN" >proxy.ext
+    openssl x509 -req -in proxy.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile proxy.ext -out proxy.crt 2>/dev/null
+    chmod 600 proxy.key ca.key
+    rm -f proxy.csr proxy.ext ca.srl
+  ) || return 1
+  {
+    printf '127.0.0.1 bootstrap.%s' "$SNI_DOMAIN"
+    for n in "$@"; do printf ' broker-%s.%s' "$n" "$SNI_DOMAIN"; done
+    echo
+  } >"$SNI_DIR/hosts"
+}
+# How a private /etc/hosts is given to a client with no resolver setting of
+# its own: a mount namespace (root, or unprivileged user namespaces).
+SNI_NS=""
+sni_namespace() {
+  [ -n "$SNI_NS" ] && { [ "$SNI_NS" != none ]; return; }
+  local try
+  for try in "unshare --mount" "unshare --map-root-user --mount"; do
+    if $try -- sh -c 'mount --bind "$0" /etc/hosts && grep -q "bootstrap.$1" /etc/hosts' "$SNI_DIR/hosts" "$SNI_DOMAIN" 2>/dev/null; then
+      SNI_NS=$try; return 0
+    fi
+  done
+  SNI_NS=none; return 1
+}
+# sni_client CLIENT: points the command in CMD at the proxy's names. Java
+# and franz-go take a hosts file themselves; every other client resolves
+# through the C library (librdkafka, Node, Python) or Go's resolver, which
+# read /etc/hosts, so they run with a private one.
+sni_client() {
+  case "$1" in
+    java|java848) # after the java executable (java848's command starts with env)
+      local i out=()
+      for i in "${CMD[@]}"; do
+        out+=("$i")
+        [ "$i" = java ] && out+=("-Djdk.net.hosts.file=$SNI_DIR/hosts")
+      done
+      CMD=("${out[@]}") ;;
+    kgo) ;; # COMPAT_HOSTS_FILE: its Dialer resolves the names
+    *)
+      if ! sni_namespace; then
+        CMD=(sh -c 'echo "FAIL names: this client takes no hosts file and no mount namespace is available to give it one (needs root or unprivileged user namespaces)"; echo "RESULT fail"; exit 1')
+        return
+      fi
+      CMD=($SNI_NS -- sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$SNI_DIR/hosts" "${CMD[@]}")
+      case "$1" in
+        confluent|kcat) SECNOTE="names: librdkafka has no resolver hook here (kcat, confluent-kafka); it resolved the proxy's names from a private /etc/hosts in a mount namespace ($SNI_NS)" ;;
+      esac ;;
+  esac
+}
 # Secure columns: the testenv's CA, certificates and passwords.
 secrets_dir() { echo "$KAFKA_RUN_DIR/$SECURE_MODE/secrets"; }
 # secure_env CLIENT BACKEND -> SECENV (env assignments for the client)
@@ -191,7 +258,14 @@ secure_env() {
   local s mech
   s="$(secrets_dir)"
   SECENV=(); SECNOTE=""
-  case "$2" in pass-through|secure-direct) ;; *) return 0 ;; esac
+  case "$2" in
+    sni|sni-ordered)
+      SECENV=(COMPAT_TLS_CA="$SNI_DIR/ca.crt" COMPAT_HOSTS_FILE="$SNI_DIR/hosts")
+      sni_client "$1"
+      return 0 ;;
+    pass-through|secure-direct) ;;
+    *) return 0 ;;
+  esac
   # Both SCRAM mechanisms are covered: each client uses one.
   case "$1" in
     java|kgo|kafkago|kafkapython) mech=SCRAM-SHA-512 ;;
@@ -232,6 +306,20 @@ start_backend() {
       PROXY_PID=$!
       BOOT="127.0.0.1:$port"; EXPECT="127.0.0.1:$port"
       for n in $(mode_nodes "$SECURE_MODE"); do EXPECT="$EXPECT,127.0.0.1:$((port + 1 + n))"; done
+      RF=$([ "$KAFKA_MODE" = cluster ] && echo 3 || echo 1) ;;
+    sni|sni-ordered)
+      start_kafka "$KAFKA_MODE" || return 1
+      port=$([ "$b" = sni ] && echo 21900 || echo 21950)
+      [ "$KAFKA_MODE" = single ] && port=$((port - 400))
+      nodes="$(mode_nodes "$KAFKA_MODE")"
+      make_sni_names $nodes || { log "could not make the sni certificate (openssl)"; return 1; }
+      "$BIN/inorder" serve --listen "127.0.0.1:$port" --upstream "$KAFKA_BOOT" --topology sni \
+        --tls-cert "$SNI_DIR/proxy.crt" --tls-key "$SNI_DIR/proxy.key" \
+        --sni-bootstrap "bootstrap.$SNI_DOMAIN" --sni-node-pattern "broker-{id}.$SNI_DOMAIN" \
+        --upstream-ordering "$([ "$b" = sni ] && echo none || echo connection)" >"$PROXYLOG" 2>&1 &
+      PROXY_PID=$!
+      BOOT="bootstrap.$SNI_DOMAIN:$port"; EXPECT="$BOOT"
+      for n in $nodes; do EXPECT="$EXPECT,broker-$n.$SNI_DOMAIN:$port"; done
       RF=$([ "$KAFKA_MODE" = cluster ] && echo 3 || echo 1) ;;
     kafka|kafka-ordered)
       start_kafka "$KAFKA_MODE" || return 1
@@ -283,7 +371,7 @@ direct_filter() { # MODE -> ss -tnp state established (...) for every port of it
 }
 start_sampler() { # LOGFILE
   SAMPLER_PID=""
-  case "$B_CUR" in kafka|kafka-ordered|proxy-auth|pass-through) ;; *) return 0 ;; esac
+  case "$B_CUR" in kafka|kafka-ordered|sni|sni-ordered|proxy-auth|pass-through) ;; *) return 0 ;; esac
   local filt; filt="$(direct_filter "$(backend_mode "$B_CUR")")"
   ( while :; do ss -tnpH state established "$filt" 2>/dev/null; sleep 0.2; done ) >"$1" &
   SAMPLER_PID=$!
@@ -301,7 +389,7 @@ attempt() { # CLIENT BACKEND LOG -> rc
   local c=$1 b=$2 logf=$3 prefix rc bad
   prefix="m$RUN_ID-$c-$b-$((++ATTEMPTS))"
   client_cmd "$c" "$BOOT" "$prefix" "$EXPECT"
-  secure_env "$c" "$b"
+  secure_env "$c" "$b" # may wrap CMD (the sni columns)
   start_sampler "$logf.conns"
   env "${SECENV[@]}" COMPAT_RF=$RF COMPAT_LEADER_MOVE=$LEADER_MOVE COMPAT_AUTO_CREATE=$AUTO_CREATE COMPAT_GO="$BIN/compat-go" timeout -k 10 "$ROW_TIMEOUT" "${CMD[@]}" >"$logf" 2>"$logf.stderr"
   rc=$?
@@ -363,6 +451,8 @@ backend_title() {
   case "$1" in
     kafka) echo "Apache Kafka $KAFKA_VERSION ($KAFKA_MODE) + inorder serve" ;;
     kafka-ordered) echo "Apache Kafka $KAFKA_VERSION ($KAFKA_MODE) + inorder serve --upstream-ordering connection" ;;
+    sni) echo "SNI, one port: Apache Kafka $KAFKA_VERSION ($KAFKA_MODE) + inorder serve --topology sni (every broker on one TLS port, by server name; names: Java -Djdk.net.hosts.file, franz-go its Dialer, the others a private /etc/hosts)" ;;
+    sni-ordered) echo "SNI, one port, --upstream-ordering connection" ;;
     dev) echo "inorder dev (kfake)" ;;
     direct) echo "Apache Kafka $KAFKA_VERSION ($KAFKA_MODE), no proxy" ;;
     proxy-auth) echo "Apache Kafka $KAFKA_VERSION ($SECURE_MODE, SASL_SSL) + inorder serve authenticating (clients plaintext, no credentials; TLS + SCRAM-SHA-512 upstream)" ;;

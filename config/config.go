@@ -41,6 +41,24 @@ type Config struct {
 	// NodePortBase is the port of node 0's listener; node N listens on
 	// NodePortBase+N. Zero means the bootstrap port plus one.
 	NodePortBase int
+	// Topology is how clients reach each broker through the proxy: a
+	// listener per broker (TopologyPorts) or one TLS port where the server
+	// name picks the broker (TopologySNI). Empty means TopologyPorts.
+	Topology Topology
+	// SNIBootstrap is the server name of the bootstrap with TopologySNI.
+	// Empty: none; TopologySNI requires it, and no other topology takes it.
+	SNIBootstrap string
+	// SNINodePattern names the brokers with TopologySNI: a DNS name with
+	// {id} where the node id goes. Empty: none; TopologySNI requires it.
+	SNINodePattern string
+	// SNIControllerPattern names the KRaft controllers with TopologySNI
+	// and ExposeControllers, as SNINodePattern names the brokers. Empty:
+	// none, which ExposeControllers with TopologySNI refuses.
+	SNIControllerPattern string
+	// AdvertisedPort is the port written into every rewritten address with
+	// TopologySNI, for a load balancer in front that listens on another
+	// port. Zero means Listen's port.
+	AdvertisedPort int
 	// UpstreamOrdering is the ordering mode. Empty means OrderingNone.
 	UpstreamOrdering Ordering
 	// MaxInFlight bounds the requests one connection may have between
@@ -132,6 +150,7 @@ func Default() Config {
 	return Config{
 		Listen:           "127.0.0.1:9092",
 		UpstreamOrdering: OrderingNone,
+		Topology:         TopologyPorts,
 		MaxInFlight:      512,
 		MaxBufferedBytes: 128 << 20,
 		MaxRequestSize:   100 << 20,
@@ -177,19 +196,19 @@ func invalid(field, value, reason string) error {
 func (c *Config) Validate() error {
 	_, port, err := net.SplitHostPort(c.Listen)
 	if err != nil {
-		return invalid("listen", c.Listen, "is not HOST:PORT")
+		return invalid("listen", c.Listen, "is not HOST:PORT (like 127.0.0.1:9092, or :9092 for every interface)")
 	}
 	lport, err := strconv.Atoi(port)
 	if err != nil || lport < 0 || lport > 65535 {
-		return invalid("listen", c.Listen, "has no valid port")
+		return invalid("listen", c.Listen, "has no port between 0 and 65535 (0 picks a free one)")
 	}
 	for _, u := range c.Upstreams {
 		if _, p, err := net.SplitHostPort(u); err != nil || p == "" {
-			return invalid("upstream", u, "is not HOST:PORT")
+			return invalid("upstream", u, "is not HOST:PORT (like kafka-1:9092)")
 		}
 	}
 	if c.NodePortBase < 0 || c.NodePortBase > 65535 {
-		return invalid("node-port-base", strconv.Itoa(c.NodePortBase), "is not a port")
+		return invalid("node-port-base", strconv.Itoa(c.NodePortBase), "is not a port between 0 and 65535 (0: the --listen port + 1)")
 	}
 	switch c.UpstreamOrdering {
 	case "", OrderingNone, OrderingConnection:
@@ -203,16 +222,16 @@ func (c *Config) Validate() error {
 		return invalid("max-buffered-bytes", strconv.FormatInt(c.MaxBufferedBytes, 10), "must be positive")
 	}
 	if c.MaxRequestSize < 64 {
-		return invalid("max-request-size", strconv.Itoa(int(c.MaxRequestSize)), "must be at least 64")
+		return invalid("max-request-size", strconv.Itoa(int(c.MaxRequestSize)), "must be at least 64 bytes (Kafka's own default is 100MiB)")
 	}
 	if c.MaxResponseSize < 64 {
-		return invalid("max-response-size", strconv.Itoa(int(c.MaxResponseSize)), "must be at least 64")
+		return invalid("max-response-size", strconv.Itoa(int(c.MaxResponseSize)), "must be at least 64 bytes")
 	}
 	if c.DialTimeout < 0 {
-		return invalid("dial-timeout", c.DialTimeout.String(), "must not be negative")
+		return invalid("dial-timeout", c.DialTimeout.String(), "must not be negative (0: no bound)")
 	}
 	if c.ShutdownGrace < 0 {
-		return invalid("shutdown-grace", c.ShutdownGrace.String(), "must not be negative")
+		return invalid("shutdown-grace", c.ShutdownGrace.String(), "must not be negative (0: close at once)")
 	}
 	if c.MaxMemory < 0 {
 		return invalid("max-memory", strconv.FormatInt(c.MaxMemory, 10), "must not be negative")
@@ -221,21 +240,24 @@ func (c *Config) Validate() error {
 		return invalid("max-memory", strconv.FormatInt(c.MaxMemory, 10), "must be at least 16MiB")
 	}
 	if c.MaxConnections < 0 {
-		return invalid("max-connections", strconv.Itoa(c.MaxConnections), "must not be negative")
+		return invalid("max-connections", strconv.Itoa(c.MaxConnections), "must not be negative (0: the default, 10000)")
 	}
 	if c.IdleTimeout < 0 {
-		return invalid("idle-timeout", c.IdleTimeout.String(), "must not be negative")
+		return invalid("idle-timeout", c.IdleTimeout.String(), "must not be negative (0 disables it)")
 	}
 	if c.ReadTimeout < 0 {
-		return invalid("read-timeout", c.ReadTimeout.String(), "must not be negative")
+		return invalid("read-timeout", c.ReadTimeout.String(), "must not be negative (0 disables it)")
 	}
 	if c.WriteTimeout < 0 {
-		return invalid("write-timeout", c.WriteTimeout.String(), "must not be negative")
+		return invalid("write-timeout", c.WriteTimeout.String(), "must not be negative (0 disables it)")
 	}
 	for _, a := range c.AllowUpstream {
 		if err := checkUpstreamPattern(a); err != "" {
 			return invalid("allow-upstream", a, err)
 		}
+	}
+	if err := c.validateTopology(); err != nil {
+		return err
 	}
 	if _, err := c.SlogLevel(); err != nil {
 		return invalid("log-level", c.LogLevel, "must be debug, info, warn or error")
@@ -247,14 +269,14 @@ func (c *Config) Validate() error {
 	}
 	if c.AdminListen != "" {
 		if _, p, err := net.SplitHostPort(c.AdminListen); err != nil || p == "" {
-			return invalid("admin-listen", c.AdminListen, "is not HOST:PORT")
+			return invalid("admin-listen", c.AdminListen, "is not HOST:PORT (like 127.0.0.1:9644; empty: no admin endpoint)")
 		}
 	}
 	if c.Report != "" && !c.Verify {
-		return invalid("report", c.Report, "requires verify")
+		return invalid("report", c.Report, "needs --verify")
 	}
 	if c.FailOnViolation && !c.Verify {
-		return invalid("fail-on-violation", "true", "requires verify")
+		return invalid("fail-on-violation", "true", "needs --verify")
 	}
 	return c.validateSecurity()
 }

@@ -62,7 +62,7 @@ func TestBadValuesNameFieldAndValue(t *testing.T) {
 		{"log-level: loud\n", "log-level", "loud"},
 		{"shutdown-grace: -1s\n", "shutdown-grace", "-1s"},
 		{"no-such-field: 1\n", "no-such-field", ""},
-		{"max-memory: 8MiB\n", "max-memory", "8388608"},
+		{"max-memory: 8MiB\n", "max-memory", `"8MiB"`},
 		{"max-connections: -1\n", "max-connections", "-1"},
 		{"idle-timeout: -1s\n", "idle-timeout", "-1s"},
 		{"read-timeout: -2s\n", "read-timeout", "-2s"},

@@ -3,9 +3,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
@@ -105,3 +109,65 @@ func yamlError(raw []byte, err error) error {
 	}
 	return fmt.Errorf("line %d%s: %s", line, text, m[2])
 }
+
+// FileReason says why a file could not be opened or created, without the
+// operation and path Go's *fs.PathError repeats: the caller names the file
+// as the user gave it.
+func FileReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// ListenError describes a listener that could not open on addr, the value
+// of flag: `--listen 127.0.0.1:9092: address already in use (is inorder
+// dev running? choose another --listen)`. The address is as the user wrote
+// it, the reason without Go's "listen tcp ...: bind:" wording; ask, when
+// not empty, is the question put before the way out. errors.Is still sees
+// err and its system error.
+func ListenError(flag, addr string, err error, ask string) error {
+	next := "choose another " + flag
+	if errors.Is(err, syscall.EACCES) {
+		ask = "ports below 1024 need privileges;"
+	}
+	if ask != "" {
+		next = ask + " " + next
+	}
+	return Explain(err, fmt.Sprintf("%s %s: %s (%s)", flag, addr, ListenReason(err), next))
+}
+
+// ListenReason says why a listener could not open, without Go's
+// "listen tcp ADDR: bind:" wording around the system's reason.
+func ListenReason(err error) string {
+	var se *os.SyscallError
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return "address already in use"
+	case errors.Is(err, syscall.EACCES):
+		return "permission denied"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return "no interface of this machine has that address"
+	case errors.As(err, &dns):
+		return "host " + dns.Name + " not found"
+	case errors.As(err, &se):
+		return se.Err.Error()
+	}
+	return err.Error()
+}
+
+// Explain returns an error that reads msg, written for the user, while
+// errors.Is and errors.As still see err.
+func Explain(err error, msg string) error {
+	return &explained{msg: msg, err: err}
+}
+
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }

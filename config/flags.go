@@ -23,6 +23,7 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.Var((*listValue)(&c.Upstreams), "upstream", "upstream bootstrap addresses HOST:PORT[,HOST:PORT...]")
 	fs.StringVar(&c.AdvertisedHost, "advertised-host", c.AdvertisedHost, "host written into rewritten broker addresses (default: the listen host)")
 	fs.IntVar(&c.NodePortBase, "node-port-base", c.NodePortBase, "port of node 0's listener; node N listens on base+N (default: bootstrap port + 1)")
+	bindTopologyFlags(fs, c)
 	fs.Var((*orderingValue)(&c.UpstreamOrdering), "upstream-ordering", "what the upstream keeps: none (assume nothing) or connection (per-connection order)")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "requests one connection may have in flight before the proxy stops reading it")
 	fs.Var((*sizeValue)(&c.MaxBufferedBytes), "max-buffered-bytes", "bytes one connection may hold before the proxy stops reading it")
@@ -44,45 +45,84 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.Var((*versionCapsValue)(&c.APIVersionCap), "api-version-cap", "highest versions advertised to clients, by Kafka name: KEY=VERSION[,KEY=VERSION...], e.g. Fetch=15")
 	bindSecurityFlags(fs, &c.Security)
 	fs.BoolVar(&c.Verify, "verify", c.Verify, "count the ordering violations the upstream commits (responses out of order, Produce offsets out of write order, sequence errors)")
-	fs.StringVar(&c.Report, "report", c.Report, "with verify, write what it saw to this file at exit: JUnit XML if it ends in .xml, else JSON")
-	fs.BoolVar(&c.FailOnViolation, "fail-on-violation", c.FailOnViolation, "with verify, exit with status 3 at shutdown if any violation was seen")
+	fs.StringVar(&c.Report, "report", c.Report, "with --verify, write what it saw to this file at exit: JUnit XML if it ends in .xml, else JSON")
+	fs.BoolVar(&c.FailOnViolation, "fail-on-violation", c.FailOnViolation, "with --verify, exit with status 3 at shutdown if any violation was seen")
+}
+
+// refusedKey is the pflag annotation that marks a setting a command
+// refuses; its value is the reason.
+const refusedKey = "inorder-refused"
+
+// Refuse hides the settings names from fs's --help and makes Resolve refuse
+// each, given as a flag or as a --config key, with reason (which follows
+// the value: "is not used by dev"), for a command that binds every setting
+// but takes only some.
+func Refuse(fs *pflag.FlagSet, reason string, names ...string) {
+	for _, n := range names {
+		f := fs.Lookup(n)
+		f.Hidden = true
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[refusedKey] = []string{reason}
+	}
+}
+
+// refused returns why the command of fs refuses the setting name, or "".
+func refused(fs *pflag.FlagSet, name string) string {
+	if fs == nil {
+		return ""
+	}
+	if f := fs.Lookup(name); f != nil && len(f.Annotations[refusedKey]) > 0 {
+		return f.Annotations[refusedKey][0]
+	}
+	return ""
 }
 
 // Resolve builds the effective configuration: base, then the YAML file named
 // by the --config flag if set, then every flag set on the command line.
 // Keys in the file carry the flag names; an unknown key or a bad value is an
 // error naming the file, the key, the value and what was expected. The
-// result is validated, and a validation error says whether the bad value
-// came from the file or from a flag.
+// result is validated, and a validation error names the setting as it was
+// given (`--flag`, or the file and its key) with its value as it was
+// written.
 func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
 	cfg := base
 	file := ""
 	if f := fs.Lookup(FlagConfig); f != nil {
 		file = f.Value.String()
 	}
+	// typed holds each setting given, as it was written; fromFile the
+	// ones whose value the file gave.
+	typed := map[string]string{}
 	fromFile := map[string]bool{}
+	into := pflag.NewFlagSet("resolve", pflag.ContinueOnError)
+	BindFlags(into, &cfg)
 	if file != "" {
-		into := pflag.NewFlagSet("file", pflag.ContinueOnError)
-		BindFlags(into, &cfg)
 		keys, err := loadFile(file, into, fs)
 		if err != nil {
 			return Config{}, err
 		}
-		for _, k := range keys {
-			fromFile[k] = true
+		for k, v := range keys {
+			typed[k], fromFile[k] = v, true
 		}
 	}
-	into := pflag.NewFlagSet("resolve", pflag.ContinueOnError)
-	BindFlags(into, &cfg)
-	fromFlag := map[string]bool{}
 	var err error
 	fs.Visit(func(f *pflag.Flag) {
 		if err != nil || into.Lookup(f.Name) == nil {
 			return
 		}
-		fromFlag[f.Name] = true
-		if e := into.Set(f.Name, f.Value.String()); e != nil {
-			err = flagValueError(into.Lookup(f.Name), f.Value.String(), e)
+		text, source := typedOf(f)
+		if source != "" {
+			return // set from the file by loadFile, already applied
+		}
+		if why := refused(fs, f.Name); why != "" {
+			err = &FieldError{Field: "--" + f.Name, Value: text, Reason: why}
+			return
+		}
+		typed[f.Name], fromFile[f.Name] = text, false
+		if e := into.Set(f.Name, text); e != nil {
+			err = flagValueError(into.Lookup(f.Name), text, e)
 		}
 	})
 	if err != nil {
@@ -90,26 +130,35 @@ func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
 	}
 	if err := cfg.Validate(); err != nil {
 		var fe *FieldError
-		switch {
-		case !errors.As(err, &fe):
-		case fromFlag[fe.Field]:
-			fe.Field = "--" + fe.Field
-		case fromFile[fe.Field]:
+		if !errors.As(err, &fe) {
+			return Config{}, err
+		}
+		if f := into.Lookup(fe.Field); f != nil && f.Value.Type() != "list" {
+			// A list's error names the entry at fault; any other setting's
+			// names its value as written, or as --help shows it.
+			fe.Value = f.Value.String()
+			if t, ok := typed[fe.Field]; ok {
+				fe.Value = t
+			}
+		}
+		if fromFile[fe.Field] {
 			return Config{}, fmt.Errorf("config file %s: %w", file, err)
 		}
+		fe.Field = "--" + fe.Field
 		return Config{}, err
 	}
 	return cfg, nil
 }
 
 // loadFile sets the flags of into from the YAML file at path and returns
-// the keys it set. A key that is none of into's flags may name one of the
-// command's own flags in cmdFlags (dev's data-dir, say), which it sets
-// unless the command line already did, so that every flag has its key.
-func loadFile(path string, into, cmdFlags *pflag.FlagSet) ([]string, error) {
+// the keys it set with their values as written. A key that is none of
+// into's flags may name one of the command's own flags in cmdFlags (dev's
+// data-dir, say), which it sets unless the command line already did, so
+// that every flag has its key.
+func loadFile(path string, into, cmdFlags *pflag.FlagSet) (map[string]string, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config file: %w", err)
+		return nil, &FieldError{Field: "--" + FlagConfig, Value: path, Reason: "cannot be read: " + FileReason(err)}
 	}
 	var doc map[string]yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
@@ -120,12 +169,13 @@ func loadFile(path string, into, cmdFlags *pflag.FlagSet) ([]string, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	set := make(map[string]string, len(keys))
 	for _, k := range keys {
 		node := doc[k]
-		set := into
+		dst := into
 		f := into.Lookup(k)
 		if f == nil && cmdFlags != nil && k != FlagConfig {
-			set, f = cmdFlags, cmdFlags.Lookup(k)
+			dst, f = cmdFlags, cmdFlags.Lookup(k)
 		}
 		if f == nil {
 			return nil, fmt.Errorf("config file %s: line %d: unknown key %q", path, node.Line, k)
@@ -134,14 +184,21 @@ func loadFile(path string, into, cmdFlags *pflag.FlagSet) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config file %s: %s: %w", path, k, err)
 		}
-		if set == cmdFlags && f.Changed {
+		if why := refused(cmdFlags, k); why != "" {
+			return nil, fmt.Errorf("config file %s: %w", path, &FieldError{Field: k, Value: val, Reason: why})
+		}
+		if dst == cmdFlags && f.Changed {
 			continue // the command line wins
 		}
-		if err := set.Set(k, val); err != nil {
+		if err := dst.Set(k, val); err != nil {
 			return nil, fmt.Errorf("config file %s: %w", path, valueError(f, k, val, err))
 		}
+		if dst == cmdFlags {
+			markSource(f, path)
+		}
+		set[k] = val
 	}
-	return keys, nil
+	return set, nil
 }
 
 func scalarOrList(n *yaml.Node) (string, error) {

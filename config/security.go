@@ -99,14 +99,14 @@ func bindSecurityFlags(fs *pflag.FlagSet, s *Security) {
 
 func (c *Config) validateSecurity() error {
 	s := &c.Security
-	if (s.TLSCert == "") != (s.TLSKey == "") {
-		return invalid("tls-key", s.TLSKey, "and tls-cert must be set together")
+	if err := pair("tls-cert", s.TLSCert, "tls-key", s.TLSKey); err != nil {
+		return err
 	}
 	if s.TLSClientCA != "" && s.TLSCert == "" {
-		return invalid("tls-client-ca", s.TLSClientCA, "needs tls-cert and tls-key")
+		return invalid("tls-client-ca", s.TLSClientCA, "needs --tls-cert and --tls-key: client certificates are asked for on TLS listeners only")
 	}
-	if (s.UpstreamTLSCert == "") != (s.UpstreamTLSKey == "") {
-		return invalid("upstream-tls-key", s.UpstreamTLSKey, "and upstream-tls-cert must be set together")
+	if err := pair("upstream-tls-cert", s.UpstreamTLSCert, "upstream-tls-key", s.UpstreamTLSKey); err != nil {
+		return err
 	}
 	switch s.UpstreamSASLMechanism {
 	case "":
@@ -116,36 +116,57 @@ func (c *Config) validateSecurity() error {
 			{"upstream-sasl-token-file", s.UpstreamSASLTokenFile},
 		} {
 			if f.value != "" {
-				return invalid(f.name, f.value, "needs upstream-sasl-mechanism")
+				return invalid(f.name, f.value, "needs --upstream-sasl-mechanism")
 			}
 		}
 	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
 		if s.UpstreamSASLUsername == "" {
-			return invalid("upstream-sasl-username", "", "is required by upstream-sasl-mechanism "+s.UpstreamSASLMechanism)
+			return invalid("upstream-sasl-username", "", "is required by --upstream-sasl-mechanism "+s.UpstreamSASLMechanism)
 		}
 		if s.UpstreamSASLTokenFile != "" {
-			return invalid("upstream-sasl-token-file", s.UpstreamSASLTokenFile, "is only for OAUTHBEARER")
+			return invalid("upstream-sasl-token-file", s.UpstreamSASLTokenFile, "is only for --upstream-sasl-mechanism OAUTHBEARER")
 		}
 	case MechanismOAuthBearer:
 		if s.UpstreamSASLTokenFile == "" {
-			return invalid("upstream-sasl-token-file", "", "is required by upstream-sasl-mechanism OAUTHBEARER")
+			return invalid("upstream-sasl-token-file", "", "is required by --upstream-sasl-mechanism OAUTHBEARER")
 		}
 	default:
 		return invalid("upstream-sasl-mechanism", s.UpstreamSASLMechanism, "must be PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
 	}
 	if s.UpstreamSASLMechanism != "" && s.TLSClientCA == "" && !s.AllowUnauthenticatedClients && !loopbackListen(c.Listen) {
-		return invalid("listen", c.Listen, "is not a loopback address, and with upstream-sasl-mechanism every client would act with the proxy's identity: "+
-			"require client certificates with tls-client-ca, or accept this with allow-unauthenticated-clients")
+		return invalid("listen", c.Listen, "is not a loopback address, and with --upstream-sasl-mechanism every client would act with the proxy's identity: "+
+			"require client certificates with --tls-client-ca, or accept this with --allow-unauthenticated-clients")
 	}
-	for _, f := range []struct{ name, path string }{
-		{"tls-key", s.TLSKey},
-		{"upstream-tls-key", s.UpstreamTLSKey},
-		{"upstream-sasl-password-file", s.UpstreamSASLPasswordFile},
-		{"upstream-sasl-token-file", s.UpstreamSASLTokenFile},
+	// In the order --help lists them, so that a certificate and its key
+	// both missing are reported certificate first.
+	for _, f := range []struct {
+		name, path string
+		secret     bool
+	}{
+		{"tls-cert", s.TLSCert, false},
+		{"tls-key", s.TLSKey, true},
+		{"tls-client-ca", s.TLSClientCA, false},
+		{"upstream-tls-ca", s.UpstreamTLSCA, false},
+		{"upstream-tls-cert", s.UpstreamTLSCert, false},
+		{"upstream-tls-key", s.UpstreamTLSKey, true},
+		{"upstream-sasl-password-file", s.UpstreamSASLPasswordFile, true},
+		{"upstream-sasl-token-file", s.UpstreamSASLTokenFile, true},
 	} {
-		if err := checkSecretFile(f.name, f.path); err != nil {
+		if err := checkFile(f.name, f.path, f.secret); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// pair refuses a certificate without its key or a key without its
+// certificate, naming the one that was given.
+func pair(certName, cert, keyName, key string) error {
+	switch {
+	case cert != "" && key == "":
+		return invalid(certName, cert, "needs --"+keyName+", its private key")
+	case cert == "" && key != "":
+		return invalid(keyName, key, "needs --"+certName+", the certificate it is the key of")
 	}
 	return nil
 }
@@ -163,18 +184,24 @@ func loopbackListen(listen string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// checkSecretFile refuses a file holding a secret that other users may
-// read: whoever can read it can act as the proxy. Group access is allowed,
-// since Kubernetes mounts secrets for a non-root user through its group.
-func checkSecretFile(field, path string) error {
+// checkFile refuses a file that cannot be read and, when it holds a
+// secret, one that other users may read: whoever can read it can act as
+// the proxy. Group access is allowed, since Kubernetes mounts secrets for a
+// non-root user through its group.
+func checkFile(field, path string, secret bool) error {
 	if path == "" {
 		return nil
 	}
-	fi, err := os.Stat(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return invalid(field, path, "cannot be read: "+FileReason(err))
+	}
+	fi, err := f.Stat()
+	f.Close()
 	if err != nil {
 		return invalid(field, path, fmt.Sprintf("cannot be read: %v", err))
 	}
-	if fi.Mode().Perm()&0o004 != 0 {
+	if secret && fi.Mode().Perm()&0o004 != 0 {
 		return invalid(field, path, fmt.Sprintf("holds a secret and is readable by other users (mode %v): chmod o-r it", fi.Mode().Perm()))
 	}
 	return nil

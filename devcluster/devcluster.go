@@ -11,12 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -30,7 +26,7 @@ type Options struct {
 	// Brokers is the number of brokers; zero means 3.
 	Brokers int
 	// DataDir keeps the cluster's state across restarts; empty keeps it in
-	// memory only.
+	// memory only. The caller holds it with Lock while the cluster runs.
 	DataDir string
 	// Partitions is the partition count of a topic created on first use
 	// or by a CreateTopics request that leaves it to the broker, as Kafka's
@@ -47,27 +43,12 @@ type Options struct {
 	Extra []kfake.Opt
 }
 
-// ErrNotDataDir is returned by Reset for a directory that holds something
-// other than an embedded cluster's data.
+// ErrNotDataDir is returned by DirLock.Reset for a directory that holds
+// something other than an embedded cluster's data.
 var ErrNotDataDir = errors.New("not an embedded cluster's data directory")
 
-// Reset deletes the cluster data kept in dir, so that the next Start
-// begins empty. A missing or empty directory is already reset; a directory
-// without the cluster's metadata file is refused, so that a mistyped path
-// never deletes anything else.
-func Reset(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && len(entries) == 0 {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(filepath.Join(dir, "meta.json")); err != nil {
-		return fmt.Errorf("%s: %w (no meta.json); delete it by hand if that is what you want", dir, ErrNotDataDir)
-	}
-	return os.RemoveAll(dir)
-}
+// ErrCount is returned by Start for a negative broker or partition count.
+var ErrCount = errors.New("embedded cluster: counts must not be negative")
 
 // Cluster is a running embedded backend.
 type Cluster struct {
@@ -90,6 +71,9 @@ const segmentBytes = 16 << 20
 
 // Start starts the cluster and learns the versions it serves.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
+	if o.Brokers < 0 || o.Partitions < 0 {
+		return nil, fmt.Errorf("%w: %d brokers, %d partitions", ErrCount, o.Brokers, o.Partitions)
+	}
 	n := o.Brokers
 	if n == 0 {
 		n = 3
@@ -121,7 +105,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded cluster: %w", err)
 	}
-	autoCreateForOldMetadata(kc)
+	installHooks(kc)
 	c := &Cluster{Cluster: kc, stop: make(chan struct{}), done: make(chan struct{})}
 	if o.RetentionBytes > 0 || o.RetentionTime > 0 {
 		// Data kept from an earlier run is trimmed before clients come.
@@ -163,35 +147,6 @@ func (c *Cluster) retain() {
 		}
 	}
 }
-
-// autoCreateForOldMetadata makes Metadata v0-v3 requests create missing
-// topics. Those versions have no AllowAutoTopicCreation field, and Kafka
-// treats them as asking for it (auto.create.topics.enable defaults to
-// true); kfake reads the absent field as false and answers
-// UNKNOWN_TOPIC_OR_PARTITION, so a client such as kafka-python, which
-// sends Metadata v1, waits for a topic that never comes.
-func autoCreateForOldMetadata(kc *kfake.Cluster) {
-	var seen atomic.Int64
-	var fix func(kmsg.Request) (kmsg.Response, error, bool)
-	fix = func(req kmsg.Request) (kmsg.Response, error, bool) {
-		if m, ok := req.(*kmsg.MetadataRequest); ok && m.Version < 4 {
-			m.AllowAutoTopicCreation = true
-		}
-		// kfake keeps one entry per connection for every control
-		// function; replacing the function now and then bounds that
-		// table on a long-running cluster.
-		if seen.Add(1)%controlRenewEvery == 0 {
-			kc.DropControl()
-			kc.ControlKey(int16(kmsg.Metadata), fix)
-		}
-		return nil, nil, false
-	}
-	kc.ControlKey(int16(kmsg.Metadata), fix)
-}
-
-// controlRenewEvery is how many Metadata requests one control function
-// sees before it is replaced by a fresh one.
-const controlRenewEvery = 4096
 
 // Versions reports the highest version of key the cluster serves.
 func (c *Cluster) Versions(key int16) (int16, bool) {

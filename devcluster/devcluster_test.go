@@ -2,6 +2,7 @@ package devcluster
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -30,22 +31,30 @@ func start(t *testing.T, o Options) *Cluster {
 // allow auto-creation where the version has the field.
 func metadataFor(t *testing.T, cl *kgo.Client, v int16, topic string) kmsg.MetadataResponseTopic {
 	t.Helper()
+	version, got := metadataTopic(testContext(t), t, cl, topic, true)
+	if version != v {
+		t.Fatalf("Metadata sent at v%d, want v%d", version, v)
+	}
+	return got
+}
+
+// metadataTopic asks for one topic, allowing auto-creation as auto says,
+// and returns the version the answer came at and the topic's entry.
+func metadataTopic(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, auto bool) (int16, kmsg.MetadataResponseTopic) {
+	t.Helper()
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
-	req.AllowAutoTopicCreation = true
-	resp, err := req.RequestWith(testContext(t), cl)
+	req.AllowAutoTopicCreation = auto
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.Version != v {
-		t.Fatalf("Metadata sent at v%d, want v%d", resp.Version, v)
+		t.Fatalf("Metadata %q: %v", topic, err)
 	}
 	if len(resp.Topics) != 1 {
-		t.Fatalf("%d topics in the answer", len(resp.Topics))
+		t.Fatalf("Metadata %q: %d topics in the answer", topic, len(resp.Topics))
 	}
-	return resp.Topics[0]
+	return resp.Version, resp.Topics[0]
 }
 
 // TestAutoCreateEveryMetadataVersion checks that a topic named in a
@@ -176,5 +185,18 @@ func TestRetentionTrimsKeptData(t *testing.T) {
 	fill(t, dir)
 	if got := earliest(t, dir, Options{RetentionBytes: 20 << 10}); got < 75 || got > 90 {
 		t.Errorf("with 20KiB retention the log starts at %d, want about 80 (about 20 1KiB batches kept)", got)
+	}
+}
+
+// TestStartRefusesNegativeCounts checks that a negative broker or
+// partition count is an error, not a panic inside kfake.
+func TestStartRefusesNegativeCounts(t *testing.T) {
+	for _, o := range []Options{{Brokers: -2}, {Partitions: -1}} {
+		if c, err := Start(testContext(t), o); !errors.Is(err, ErrCount) {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("%+v: %v, want ErrCount", o, err)
+		}
 	}
 }

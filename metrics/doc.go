@@ -40,6 +40,9 @@
 //
 // The live-traffic verifier: m.Violation(metrics.ViolationOffsetRegression).
 // TLS: m.TLSHandshakeFailure(metrics.SideClient, metrics.TLSBadCertificate).
+// The SNI listener: r := m.SNIRoute(metrics.SNINode, id) once per
+// connection, then r.Connected(), r.Received(n), r.Sent(n);
+// m.SNIRefused(metrics.SNIUnknownName).
 // SASL: m.SASLAuthentication("SCRAM-SHA-256", metrics.ResultSuccess).
 // Reload: m.ConfigReload(metrics.ReloadSuccess).
 //

@@ -12,10 +12,11 @@ const (
 	ListenerBootstrap  Listener = "bootstrap"
 	ListenerNode       Listener = "node"
 	ListenerController Listener = "controller"
+	ListenerSNI        Listener = "sni" // the one TLS port of the sni topology
 	ListenerOther      Listener = "other"
 )
 
-var listeners = []Listener{ListenerBootstrap, ListenerNode, ListenerController, ListenerOther}
+var listeners = []Listener{ListenerBootstrap, ListenerNode, ListenerController, ListenerSNI, ListenerOther}
 
 // CloseReason says why a client connection closed.
 type CloseReason string
@@ -235,3 +236,31 @@ const (
 )
 
 var settings = []Setting{SettingMaxMemory, SettingMaxRequestSize, SettingMaxResponseSize, SettingOther}
+
+// SNIRole is what the server name of a connection on the SNI listener
+// stood for.
+type SNIRole string
+
+// SNI roles.
+const (
+	SNIBootstrap  SNIRole = "bootstrap"
+	SNINode       SNIRole = "node"
+	SNIController SNIRole = "controller"
+	SNIRoleOther  SNIRole = "other"
+)
+
+var sniRoles = []SNIRole{SNIBootstrap, SNINode, SNIController, SNIRoleOther}
+
+// SNIRefusal says why the SNI listener refused a connection's server name.
+type SNIRefusal string
+
+// SNI refusal reasons.
+const (
+	SNINoName       SNIRefusal = "no_name"      // the ClientHello named no server
+	SNIUnknownName  SNIRefusal = "unknown_name" // neither the bootstrap name nor a pattern's
+	SNIUnknownNode  SNIRefusal = "unknown_node" // a node's name, for an id the upstream has not advertised
+	SNINotAllowed   SNIRefusal = "not_allowed"  // a node the upstream advertised outside allow-upstream
+	SNIRefusalOther SNIRefusal = "other"
+)
+
+var sniRefusals = []SNIRefusal{SNINoName, SNIUnknownName, SNIUnknownNode, SNINotAllowed, SNIRefusalOther}

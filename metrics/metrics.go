@@ -41,6 +41,9 @@ const (
 	NameSASLAuthentications    = "inorder_sasl_authentications_total"
 	NameStreamed               = "inorder_streamed_total"
 	NameFramesRefused          = "inorder_frames_refused_total"
+	NameSNIConnections         = "inorder_sni_connections_total"
+	NameSNIBytes               = "inorder_sni_bytes_total"
+	NameSNIRefusals            = "inorder_sni_refusals_total"
 )
 
 // Names returns every inorder_* family the registry exports. Histograms are
@@ -53,7 +56,7 @@ func Names() []string {
 		NameReadPaused, NameReadPauses, NameUpstreamOutOfOrder, NameViolations,
 		NameUpstreamDialErrors, NameUpstreamProtocolErrors, NameListenersOpen,
 		NameConfigReloads, NameConfigReloadTimestamp, NameTLSHandshakeFailures,
-		NameSASLAuthentications, NameStreamed, NameFramesRefused,
+		NameSASLAuthentications, NameStreamed, NameFramesRefused, NameSNIConnections, NameSNIBytes, NameSNIRefusals,
 	}
 }
 
@@ -113,6 +116,7 @@ type Metrics struct {
 	reloadTime     prometheus.Gauge
 	tlsFailures    map[Side]closedSet[TLSFailure]
 	sasl           map[Result]closedSet[string]
+	sni            sniSet
 
 	source atomic.Pointer[func(*Gauges)]
 }
@@ -125,7 +129,7 @@ func New() *Metrics {
 	m.requests = f.counterVec(NameRequests, "Requests read from clients, by API key.", "api")
 	m.latency = f.histogramVec(NameRequestDuration, "Time from reading a request to writing its response to the client, by API key.", "api")
 	m.upstream = f.histogramVec(NameUpstreamDuration, "The upstream's share of a request's time: from forwarding it to reading its response, by API key.", "api")
-	m.buildInfo = f.gaugeVec(NameBuildInfo, "Always 1; labels carry the version and the Go version.", "version", "goversion")
+	m.buildInfo = f.gaugeVec(NameBuildInfo, "Always 1; labels carry the version, the source revision and the Go version.", "version", "revision", "goversion")
 	m.accepted = newClosedSet(f.counterVec(NameConnectionsAccepted, "Client connections accepted, by listener kind.", "listener"),
 		listeners, ListenerOther)
 	m.rejected = newClosedSet(f.counterVec(NameConnectionsRejected, "Accepted sockets closed before being served, by reason.", "reason"), rejectReasons, RejectOther)
@@ -155,6 +159,7 @@ func New() *Metrics {
 	for _, r := range results {
 		m.sasl[r] = newClosedSet(sasl.MustCurryWith(prometheus.Labels{"result": string(r)}), saslMechanisms, "other")
 	}
+	m.sni = newSNISet(f)
 	m.reg.MustRegister(newGaugeCollector(m), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -188,13 +193,14 @@ func (m *Metrics) Now() time.Time {
 	return time.Now()
 }
 
-// BuildInfo sets inorder_build_info for version.
-func (m *Metrics) BuildInfo(version string) {
+// BuildInfo sets inorder_build_info for the version and the source
+// revision the binary was built from.
+func (m *Metrics) BuildInfo(version, revision string) {
 	if m == nil {
 		return
 	}
 	m.buildInfo.Reset()
-	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+	m.buildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
 }
 
 // SetGaugeSource sets the function that fills the state gauges at scrape

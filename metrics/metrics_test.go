@@ -14,7 +14,7 @@ import (
 
 // exerciseAll calls every recording method once.
 func exerciseAll(m *Metrics) {
-	m.BuildInfo("v0.0.0-test")
+	m.BuildInfo("v0.0.0-test", "0123abcd")
 	m.RequestRead(0)
 	m.ResponseWritten(0, time.Millisecond, 500*time.Microsecond)
 	m.ConnAccepted(ListenerBootstrap)
@@ -29,6 +29,11 @@ func exerciseAll(m *Metrics) {
 	m.ConfigReload(ReloadSuccess)
 	m.TLSHandshakeFailure(SideClient, TLSPlaintext)
 	m.SASLAuthentication("PLAIN", ResultSuccess)
+	r := m.SNIRoute(SNINode, 1)
+	r.Connected()
+	r.Received(10)
+	r.Sent(20)
+	m.SNIRefused(SNIUnknownName)
 	m.SetGaugeSource(func(g *Gauges) { g.ConnectionsOpen = 1 })
 }
 

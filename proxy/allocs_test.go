@@ -37,33 +37,24 @@ func cannedBackend(t *testing.T, body []byte) string {
 	resp = append(resp, body...)
 	binary.BigEndian.PutUint32(resp, uint32(len(resp)-4))
 
-	return loopbackBackend(t, func(ln net.Listener) {
+	return connBackend(t, func(c net.Conn) {
+		out := append([]byte(nil), resp...)
+		in := make([]byte, 1<<20)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := io.ReadFull(c, in[:12]); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				out := append([]byte(nil), resp...)
-				in := make([]byte, 1<<20)
-				for {
-					if _, err := io.ReadFull(c, in[:12]); err != nil {
-						return
-					}
-					copy(out[4:8], in[8:12])
-					n := int(binary.BigEndian.Uint32(in[:4])) - 8
-					if n < 0 || n > len(in) {
-						return
-					}
-					if _, err := io.ReadFull(c, in[:n]); err != nil {
-						return
-					}
-					if _, err := c.Write(out); err != nil {
-						return
-					}
-				}
-			}()
+			copy(out[4:8], in[8:12])
+			n := int(binary.BigEndian.Uint32(in[:4])) - 8
+			if n < 0 || n > len(in) {
+				return
+			}
+			if _, err := io.ReadFull(c, in[:n]); err != nil {
+				return
+			}
+			if _, err := c.Write(out); err != nil {
+				return
+			}
 		}
 	})
 }

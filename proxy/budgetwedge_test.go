@@ -127,41 +127,15 @@ func TestPendingCommitsCannotWedgeTheBudget(t *testing.T) {
 func TestHeldResponsesThatCannotFitCloseTheirConnection(t *testing.T) {
 	defer proxy.SetResponseWait(300 * time.Millisecond)()
 	const n = 10
-	backend := loopbackBackend(t, func(ln net.Listener) {
-		first := true
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	// Every answer but the first, 40 KiB each, then the first. Another
+	// client's connection is accepted by the kernel and never read.
+	backend := heartbeatBackend(t, n, func(c net.Conn, corrs [][4]byte) {
+		for _, i := range append([]int{1, 2, 3, 4, 5, 6, 7, 8, 9}, 0) {
+			resp := binary.BigEndian.AppendUint32(nil, 4+40<<10)
+			resp = append(resp, corrs[i][:]...)
+			if _, err := c.Write(append(resp, make([]byte, 40<<10)...)); err != nil {
 				return
 			}
-			if !first {
-				go func() { io.Copy(io.Discard, c); c.Close() }()
-				continue
-			}
-			first = false
-			go func() {
-				defer c.Close()
-				var corrs [n][4]byte
-				for i := range corrs {
-					var hdr [12]byte
-					if _, err := io.ReadFull(c, hdr[:]); err != nil {
-						return
-					}
-					if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(hdr[:4]))-8); err != nil {
-						return
-					}
-					copy(corrs[i][:], hdr[8:12])
-				}
-				// Every answer but the first, 40 KiB each, then the first.
-				for _, i := range append([]int{1, 2, 3, 4, 5, 6, 7, 8, 9}, 0) {
-					resp := binary.BigEndian.AppendUint32(nil, 4+40<<10)
-					resp = append(resp, corrs[i][:]...)
-					if _, err := c.Write(append(resp, make([]byte, 40<<10)...)); err != nil {
-						return
-					}
-				}
-				io.Copy(io.Discard, c)
-			}()
 		}
 	})
 	p := startProxy(t, config.OrderingNone, []string{backend}, func(c *config.Config) {

@@ -13,11 +13,10 @@ import (
 	"github.com/inorder-proxy/inorder/config"
 )
 
-// commitBackend answers every request on every connection it accepts with
-// a 4-byte body of zeros (an OffsetCommit response v0-v2 with no topics)
-// after delay, in the order the requests came. It reads no body into
-// memory and keeps nothing, so that what a test measures is the proxy's.
-func commitBackend(t *testing.T, delay time.Duration) string {
+// connBackend starts a backend that runs serve on every connection it
+// accepts, each in a goroutine of its own, and closes the connection when
+// serve returns.
+func connBackend(t *testing.T, serve func(net.Conn)) string {
 	t.Helper()
 	return loopbackBackend(t, func(ln net.Listener) {
 		for {
@@ -27,23 +26,34 @@ func commitBackend(t *testing.T, delay time.Duration) string {
 			}
 			go func() {
 				defer c.Close()
-				var head [12]byte
-				out := make([]byte, 12)
-				binary.BigEndian.PutUint32(out, 8)
-				for {
-					if _, err := io.ReadFull(c, head[:]); err != nil {
-						return
-					}
-					if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(head[:]))-8); err != nil {
-						return
-					}
-					copy(out[4:8], head[8:12])
-					time.Sleep(delay)
-					if _, err := c.Write(out); err != nil {
-						return
-					}
-				}
+				serve(c)
 			}()
+		}
+	})
+}
+
+// commitBackend answers every request on every connection it accepts with
+// a 4-byte body of zeros (an OffsetCommit response v0-v2 with no topics)
+// after delay, in the order the requests came. It reads no body into
+// memory and keeps nothing, so that what a test measures is the proxy's.
+func commitBackend(t *testing.T, delay time.Duration) string {
+	t.Helper()
+	return connBackend(t, func(c net.Conn) {
+		var head [12]byte
+		out := make([]byte, 12)
+		binary.BigEndian.PutUint32(out, 8)
+		for {
+			if _, err := io.ReadFull(c, head[:]); err != nil {
+				return
+			}
+			if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(head[:]))-8); err != nil {
+				return
+			}
+			copy(out[4:8], head[8:12])
+			time.Sleep(delay)
+			if _, err := c.Write(out); err != nil {
+				return
+			}
 		}
 	})
 }

@@ -180,6 +180,7 @@ func (c *conn) serve() {
 	defer c.p.wg.Done()
 	err := c.p.handshake(c.p.ctx, c.client)
 	if err == nil {
+		c.routeByName()
 		err = c.connect()
 	}
 	if err == nil {
@@ -359,7 +360,7 @@ func (c *conn) logClose() {
 	attrs := []any{"client", c.client.RemoteAddr().String(), "node", c.node}
 	switch {
 	case reason == nil, errors.Is(reason, errClientClosed), errors.Is(reason, ErrShutdown),
-		errors.Is(reason, ErrTLSHandshake), errors.Is(reason, ErrUpstreamAuth): // logged, rate-limited, where they happen
+		errors.Is(reason, ErrTLSHandshake), errors.Is(reason, ErrServerName), errors.Is(reason, ErrUpstreamAuth): // logged, rate-limited, where they happen
 		c.p.log.Debug("connection closed", append(attrs, "reason", reason)...)
 	case errors.Is(reason, ErrBadRequest), errors.Is(reason, ErrUpstreamProtocol), errors.Is(reason, ErrClientSASL), errors.Is(reason, ErrMemory):
 		c.p.log.Warn("connection closed", append(attrs, "reason", reason.Error())...)

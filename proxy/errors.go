@@ -36,6 +36,12 @@ var (
 	// proxy's own SASL credentials, or while the proxy backs off after
 	// such a refusal.
 	ErrUpstreamAuth = errors.New("upstream authentication failed")
+	// ErrServerName closes a client on the SNI listener whose TLS server
+	// name is none of the proxy's (or none at all), or names a node the
+	// upstream never advertised or advertised outside allow-upstream: the
+	// handshake ends with the unrecognized_name alert and nothing is
+	// dialled.
+	ErrServerName = errors.New("tls server name refused")
 	// ErrClientSASL closes a client whose SASL exchange the proxy cannot
 	// relay.
 	ErrClientSASL = errors.New("client SASL not relayed")
@@ -69,6 +75,9 @@ var (
 	errUnsolicited        = errors.New("bytes with no request in flight")
 	errEOFDrain           = errors.New("requests sent before the client closed did not complete in time")
 	errTooManyConns       = errors.New("max-connections reached")
+	// errUnknownNode: a name asks for a node the upstream never
+	// advertised.
+	errUnknownNode = errors.New("no such node advertised by the upstream")
 	// errUpstreamIdleClose: the upstream closed a connection that had
 	// nothing in flight; wrapped in ErrUpstreamFailed.
 	errUpstreamIdleClose = errors.New("the upstream closed the connection while it was idle")

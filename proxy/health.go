@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// Readiness: the proxy can serve when it is not draining, its listeners are
-// open, and the upstream answered recently. "Answered" means a broker
+// Readiness: the proxy can serve when it accepts clients (Start or Serve
+// runs) and is not draining, its listeners are open, and the upstream
+// answered recently. "Answered" means a broker
 // discovery (a Metadata round trip, as at start) succeeded; when the last
 // one is older than probeEvery, Ready starts another in the background, so
 // an idle proxy probed by an orchestrator costs the upstream one Metadata
@@ -42,19 +43,45 @@ func (h *health) record(err error) {
 	h.failed, h.lastErr = time.Now(), err
 }
 
+// everAnswered reports whether a discovery ever succeeded.
+func (h *health) everAnswered() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.answered.IsZero()
+}
+
+// noteReady logs "proxy ready" once, when the proxy first accepts
+// clients, has reached an upstream and has its node listeners open: Start
+// and every successful discovery call it, so the line comes with the last
+// of these, as Ready's first yes does, and an upstream that cannot be
+// reached at start delays it.
+func (p *Proxy) noteReady() {
+	p.mu.Lock()
+	serving := p.serving && !p.closing
+	p.mu.Unlock()
+	if !serving || !p.health.everAnswered() || p.nodes.openErr() != nil || !p.readyLogged.CompareAndSwap(false, true) {
+		return
+	}
+	cfg := p.current()
+	p.log.Info("proxy ready", "listen", p.Addr(), "upstream", cfg.Upstreams, "ordering", cfg.Ordering())
+}
+
 // Ready returns nil when the proxy should be sent new clients, and otherwise
 // an error wrapping ErrNotReady that says why.
 func (p *Proxy) Ready() error {
 	p.mu.Lock()
-	closing := p.closing
+	closing, serving := p.closing, p.serving
 	p.mu.Unlock()
 	if closing {
 		return fmt.Errorf("%w: draining", ErrNotReady)
 	}
+	if !serving {
+		return fmt.Errorf("%w: not accepting clients yet", ErrNotReady)
+	}
 	if err := p.nodes.openErr(); err != nil {
 		return fmt.Errorf("%w: %v", ErrNotReady, err)
 	}
-	if err := p.sec.gate.err(); err != nil {
+	if err := p.sec.gate.refusing(p.current().Upstreams); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
 	h := &p.health

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -66,4 +67,44 @@ func TestNotReadyWhenNodeListenerCannotOpen(t *testing.T) {
 		t.Fatalf("Discover = %v, want ErrNodePort", err)
 	}
 	wantNotReady(t, p, "node 0")
+}
+
+// TestNotReadyUntilAccepting: an upstream that answered is not enough; the
+// proxy is ready once it accepts clients, and says "proxy ready" then,
+// once. Serve, like Start, ends with ErrClosed.
+func TestNotReadyUntilAccepting(t *testing.T) {
+	c := newCluster(t)
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Upstreams = c.ListenAddrs()
+	lb := &logBuffer{}
+	p, err := proxy.New(cfg, slog.New(slog.NewTextHandler(lb, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Discover(testContext(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Ready(); !errors.Is(err, proxy.ErrNotReady) || !strings.Contains(err.Error(), "not accepting") {
+		t.Fatalf("Ready() before Serve = %v, want not ready: not accepting", err)
+	}
+	if strings.Contains(lb.String(), "proxy ready") {
+		t.Fatalf("\"proxy ready\" logged before the proxy accepts:\n%s", lb)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve() }()
+	lb.waitFor(t, "proxy ready")
+	if err := p.Ready(); err != nil {
+		t.Fatalf("Ready() while serving = %v", err)
+	}
+	if err := p.Discover(testContext(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if err := <-served; err != proxy.ErrClosed {
+		t.Errorf("Serve returned %v, want ErrClosed", err)
+	}
+	if n := strings.Count(lb.String(), "proxy ready"); n != 1 {
+		t.Errorf("\"proxy ready\" logged %d times, want once", n)
+	}
 }

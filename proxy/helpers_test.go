@@ -85,13 +85,11 @@ func startProxy(t testing.TB, mode config.Ordering, upstreams []string, mut func
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- p.Serve() }()
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		p.Close()
-		if err := <-served; err != proxy.ErrClosed {
-			t.Errorf("Serve returned %v, want ErrClosed", err)
-		}
 		// Every connection has ended: whatever it reserved of the
 		// memory budget must be back.
 		if used := p.Stats().MemoryUsed; used != 0 {
@@ -193,8 +191,8 @@ func newReorderer(t testing.TB, min, max time.Duration, topic string, partitions
 	return b
 }
 
-// findCounter returns the value of the counter name whose labels match the
-// given name, value pairs, and whether there is one.
+// findCounter returns the value of the counter (or gauge) name whose
+// labels match the given name, value pairs, and whether there is one.
 func findCounter(t *testing.T, m *metrics.Metrics, name string, labels ...string) (float64, bool) {
 	t.Helper()
 	fams, err := m.Registry().Gather()
@@ -217,6 +215,9 @@ func findCounter(t *testing.T, m *metrics.Metrics, name string, labels ...string
 				if !found {
 					continue next
 				}
+			}
+			if g := mt.GetGauge(); g != nil {
+				return g.GetValue(), true
 			}
 			return mt.GetCounter().GetValue(), true
 		}

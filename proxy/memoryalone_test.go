@@ -71,27 +71,18 @@ func TestRequestThatCannotFitClosesOnlyItsConnection(t *testing.T) {
 // 32 MiB buffer, more than a 16 MiB budget; its connection is closed with
 // the reason, and its memory goes back.
 func TestResponseThatCannotFitClosesOnlyItsConnection(t *testing.T) {
-	backend := loopbackBackend(t, func(ln net.Listener) {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				var hdr [12]byte
-				if _, err := io.ReadFull(c, hdr[:]); err != nil {
-					return
-				}
-				if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(hdr[:4]))-8); err != nil {
-					return
-				}
-				resp := binary.BigEndian.AppendUint32(nil, 4+17<<20)
-				resp = append(resp, hdr[8:12]...)
-				c.Write(append(resp, make([]byte, 17<<20)...))
-				io.Copy(io.Discard, c)
-			}()
+	backend := connBackend(t, func(c net.Conn) {
+		var hdr [12]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			return
 		}
+		if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(hdr[:4]))-8); err != nil {
+			return
+		}
+		resp := binary.BigEndian.AppendUint32(nil, 4+17<<20)
+		resp = append(resp, hdr[8:12]...)
+		c.Write(append(resp, make([]byte, 17<<20)...))
+		io.Copy(io.Discard, c)
 	})
 	m := metrics.New()
 	p := startProxy(t, config.OrderingConnection, []string{backend}, func(c *config.Config) {

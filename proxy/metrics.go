@@ -173,6 +173,8 @@ func (c *conn) pauseEnd(start time.Time, why metrics.PauseReason) {
 // listenerKind names the listener kind of connections to t.
 func (t target) listenerKind() metrics.Listener {
 	switch {
+	case t.byName:
+		return metrics.ListenerSNI
 	case t.node < 0:
 		return metrics.ListenerBootstrap
 	case t.controller:
@@ -219,7 +221,7 @@ func closeReason(err error) metrics.CloseReason {
 		return metrics.CloseLimit
 	case errors.Is(err, ErrReadTimeout), errors.Is(err, os.ErrDeadlineExceeded):
 		return metrics.CloseReadTimeout
-	case errors.Is(err, ErrTLSHandshake):
+	case errors.Is(err, ErrTLSHandshake), errors.Is(err, ErrServerName):
 		return metrics.CloseTLS
 	case errors.Is(err, ErrUpstreamAuth):
 		return metrics.CloseSASL

@@ -11,6 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/sni"
 )
 
 // maxNodes bounds the listeners an upstream can make the proxy open, so a
@@ -21,10 +24,18 @@ const maxNodes = 1024
 // (its port taken, say): metadata naming the node retries it no more often.
 const reopenAfter = 10 * time.Second
 
-// nodeTable maps upstream node ids to the proxy listeners that stand for
-// them. It is the rewrite.Mapper of every connection: the first response
-// naming a node opens that node's listener, and a later one that moves the
-// node to another upstream address redirects new connections there.
+// nodeTable maps upstream node ids to what stands for them at the proxy.
+// It is the rewrite.Mapper of every connection, for either topology:
+//
+//   - ports: the first response naming a node opens that node's
+//     listener, and the node is advertised at the proxy's host and that
+//     listener's port;
+//   - sni: no listener opens; the node is advertised under its name (the
+//     node pattern with its id) on the one port, and the SNI listener looks
+//     the node up here by id when a client asks for that name.
+//
+// In both, a later response that moves the node to another upstream
+// address redirects new connections there.
 //
 // A node the proxy will not or cannot serve (outside the allow-list, a
 // listener that cannot open, past the listener cap, a controller while
@@ -38,10 +49,15 @@ type nodeTable struct {
 	base  int
 	allow allowList
 	limit int // maxNodes, lowered by tests
+	// names is set in the sni topology: nodes and controllers are
+	// advertised under their names on port advPort, and nothing listens
+	// for them. Nil in the ports topology.
+	names   *sni.Names
+	advPort int32
 
 	mu          sync.Mutex
 	nodes       map[int32]*node
-	controllers map[string]*node // by upstream address
+	controllers map[string]*node // by upstream address; by name (sni) too
 	overLogged  bool             // the cap was reported
 }
 
@@ -51,6 +67,9 @@ type node struct {
 	upstream string
 	allowed  bool      // upstream matches the allow-list
 	failedAt time.Time // the last time its listener could not open
+	// otherSeen: a controller named by id (sni) was advertised at another
+	// address, which was logged.
+	otherSeen bool
 }
 
 func (t *nodeTable) init(p *Proxy, bootPort int) {
@@ -59,6 +78,14 @@ func (t *nodeTable) init(p *Proxy, bootPort int) {
 	t.controllers = make(map[string]*node)
 	t.allow = newAllowList(p.cfg.AllowUpstream)
 	t.limit = maxNodes
+	if p.cfg.Topology == config.TopologySNI {
+		names := p.cfg.Names()
+		t.names = &names
+		t.advPort = int32(bootPort)
+		if p.cfg.AdvertisedPort != 0 {
+			t.advPort = int32(p.cfg.AdvertisedPort)
+		}
+	}
 	switch {
 	case p.cfg.NodePortBase > 0:
 		t.base = p.cfg.NodePortBase
@@ -95,9 +122,16 @@ func (t *nodeTable) target(n *node) target {
 }
 
 // MapNode implements rewrite.Mapper: a node that cannot be served maps to
-// port 0 (see nodeTable), and the reason is logged.
+// port 0 (see nodeTable), and the reason is logged. In the sni topology
+// the host is the node's name, so a node id and its name always agree.
 func (t *nodeTable) MapNode(id int32, host string, port int32) (string, int32, error) {
 	p, _ := t.mapNode(id, host, port)
+	if t.names != nil {
+		if id < 0 {
+			return t.names.Bootstrap, 0, nil
+		}
+		return t.names.Node.Name(id), p, nil
+	}
 	return t.p.advHost, p, nil
 }
 
@@ -128,6 +162,12 @@ func (t *nodeTable) mapNode(id int32, host string, port int32) (int32, error) {
 	if !n.allowed {
 		return 0, fmt.Errorf("%w: node %d at %s", ErrNotAllowed, id, addr)
 	}
+	if t.names != nil {
+		if id < 0 {
+			return 0, fmt.Errorf("%w: node %d has no name: a node id is not negative", ErrNodePort, id)
+		}
+		return t.advPort, nil
+	}
 	if n.port != 0 {
 		return n.port, nil
 	}
@@ -138,7 +178,7 @@ func (t *nodeTable) mapNode(id int32, host string, port int32) (int32, error) {
 	if t.base >= 0 {
 		if id < 0 || int64(t.base)+int64(id) > 65535 {
 			n.failedAt = time.Now()
-			err := fmt.Errorf("%w: node %d would listen on port %d, out of range; set node-port-base", ErrNodePort, id, int64(t.base)+int64(id))
+			err := fmt.Errorf("%w: node %d would listen on port %d, out of range: set --node-port-base so that base + node id stays below 65536", ErrNodePort, id, int64(t.base)+int64(id))
 			t.p.log.Warn("node unreachable through the proxy", "node", id, "upstream", addr, "err", err)
 			return 0, err
 		}
@@ -169,6 +209,9 @@ func (t *nodeTable) checkAllowed(role string, id int32, host, addr string) bool 
 // address gets a listener of its own on a free port (their ids may equal
 // broker ids), kept for the proxy's life. Otherwise they map to port 0.
 func (t *nodeTable) MapController(id int32, host string, port int32) (string, int32, error) {
+	if t.names != nil {
+		return t.mapControllerName(id, host, port)
+	}
 	if !t.p.cfg.ExposeControllers {
 		return t.p.advHost, 0, nil
 	}
@@ -199,6 +242,70 @@ func (t *nodeTable) MapController(id int32, host string, port int32) (string, in
 		}
 	}
 	return t.p.advHost, n.port, nil
+}
+
+// mapControllerName is MapController in the sni topology. A controller's
+// name carries only its id, so controllers are kept by id: the first
+// address seen for an id is the one its name reaches for the proxy's life
+// (a controller advertising several listeners is reached on the first),
+// and a later address for the same id is logged once and otherwise not
+// taken. Without ExposeControllers, or past the cap, every controller is
+// the bootstrap name with port 0.
+func (t *nodeTable) mapControllerName(id int32, host string, port int32) (string, int32, error) {
+	if !t.p.cfg.ExposeControllers || id < 0 {
+		return t.names.Bootstrap, 0, nil
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	key := controllerKey(id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.controllers[key]
+	switch {
+	case !ok && len(t.controllers) >= t.limit:
+		if !t.overLogged {
+			t.overLogged = true
+			t.p.log.Warn("controller cap reached; further controllers are unreachable through the proxy", "node", id, "upstream", addr, "cap", t.limit)
+		}
+		return t.names.Bootstrap, 0, nil
+	case !ok:
+		n = &node{id: id, upstream: addr, allowed: t.checkAllowed("controller", id, host, addr)}
+		t.controllers[key] = n
+		t.p.log.Info("controller reachable by name", "node", id, "name", t.names.Controller.Name(id), "upstream", addr)
+	case n.upstream != addr && !n.otherSeen:
+		n.otherSeen = true
+		t.p.log.Info("controller advertised at another address; its name keeps reaching the first", "node", id, "upstream", n.upstream, "other", addr)
+	}
+	if !n.allowed {
+		return t.names.Controller.Name(id), 0, nil
+	}
+	return t.names.Controller.Name(id), t.advPort, nil
+}
+
+// controllerKey is a controller's key in nodeTable.controllers in the sni
+// topology; upstream addresses, the keys of the ports topology, always
+// hold a colon and never collide with it.
+func controllerKey(id int32) string { return "id " + strconv.Itoa(int(id)) }
+
+// byName returns the broker (or, with controller, the controller) with
+// node id, for a connection that asked for its name, and why there is
+// none: the upstream never advertised it, or advertised it outside the
+// allow-list.
+func (t *nodeTable) byName(id int32, controller bool) (*node, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var n *node
+	if controller {
+		n = t.controllers[controllerKey(id)]
+	} else {
+		n = t.nodes[id]
+	}
+	switch {
+	case n == nil:
+		return nil, errUnknownNode
+	case !n.allowed:
+		return nil, fmt.Errorf("%w: node %d at %s", ErrNotAllowed, id, n.upstream)
+	}
+	return n, nil
 }
 
 // openErr returns an error naming a node or controller the proxy should
@@ -241,7 +348,7 @@ func (t *nodeTable) listening() (nodes, controllers int) {
 func (t *nodeTable) open(role string, n *node, port int) error {
 	ln, err := t.p.listen(net.JoinHostPort(t.p.listenHost, strconv.Itoa(port)))
 	if err != nil {
-		return fmt.Errorf("%w: %s %d on port %d: %v", ErrNodePort, role, n.id, port, err)
+		return fmt.Errorf("%w: %s %d on port %d: %s (free the port, or choose another --node-port-base)", ErrNodePort, role, n.id, port, config.ListenReason(err))
 	}
 	tg := t.target(n)
 	tg.controller = role == "controller"

@@ -3,6 +3,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"os"
@@ -10,8 +11,17 @@ import (
 )
 
 // peekClosed reports whether the peer of nc has closed it (or reset it),
-// without consuming any byte and without blocking.
+// without consuming any byte and without blocking. A TLS connection is
+// looked at through its TCP socket. Bytes waiting there are not a close
+// by themselves: a TLS peer sends records while the connection is idle (a
+// TLS 1.3 session ticket after the handshake, a close_notify before it
+// closes), and a peek sees those and not the end of the stream behind
+// them; the socket's state does (peerGone: a FIN received, or a reset),
+// where the kernel tells it.
 func peekClosed(nc net.Conn) bool {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return false
@@ -20,19 +30,23 @@ func peekClosed(nc net.Conn) bool {
 	if err != nil {
 		return false
 	}
-	closed := false
+	closed, waiting := false, false
 	var b [1]byte
 	rc.Read(func(fd uintptr) bool {
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		switch {
 		case err == nil:
-			closed = n == 0
+			closed, waiting = n == 0, n > 0
 		case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK || err == syscall.EINTR:
 		default:
 			closed = true
 		}
 		return true
 	})
+	if waiting {
+		reset, finished := peerGone(nc)
+		closed = reset || finished
+	}
 	return closed
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,14 @@ func WithFixup(f Fixup) Option {
 	return func(p *Proxy) { p.fixup = f }
 }
 
+// WithListener makes ln, already bound, the bootstrap listener instead of
+// one opened on cfg.Listen, so that a command can hold its port before it
+// starts anything else. The proxy closes ln when it closes; if New fails,
+// the caller still owns it.
+func WithListener(ln net.Listener) Option {
+	return func(p *Proxy) { p.bound = ln }
+}
+
 // WithoutSplice reads every request whole into the proxy's memory, as the
 // None mode does, instead of splicing large produce bodies between sockets.
 // It exists to measure what splicing saves.
@@ -64,7 +73,8 @@ type Proxy struct {
 	log      *slog.Logger
 	versions func(int16) (int16, bool)
 	fixup    Fixup
-	verifier *Verifier // nil without --verify
+	bound    net.Listener // the bootstrap listener WithListener gave, or nil
+	verifier *Verifier    // nil without --verify
 	noSplice bool
 	metrics  *metrics.Metrics // nil records nothing
 
@@ -80,9 +90,11 @@ type Proxy struct {
 	budget        *budget.Budget // memory across every connection
 	refused       atomic.Int64   // connections closed at the cap
 	refusedLogged atomic.Int64   // unix nanos of the last refusal logged
+	readyLogged   atomic.Bool    // "proxy ready" was logged
 
 	mu        sync.Mutex
 	closing   bool
+	serving   bool // the bootstrap listener's accept loop runs (Start or Serve)
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	wg        sync.WaitGroup  // accept loops and connections
@@ -126,7 +138,7 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 			name, err := os.Hostname()
 			if err != nil {
-				return nil, fmt.Errorf("listen %s binds every interface and the hostname is unknown: set advertised-host: %w", cfg.Listen, err)
+				return nil, fmt.Errorf("--listen %s binds every interface and the hostname is unknown (%w): set --advertised-host", cfg.Listen, err)
 			}
 			p.advHost = name
 		}
@@ -134,14 +146,17 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	if err := p.initSecurity(); err != nil {
 		return nil, err
 	}
-	ln, err := p.listen(cfg.Listen)
+	ln, err := p.listenBoot(cfg.Listen)
 	if err != nil {
 		p.closeSecurity()
-		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+		return nil, config.ListenError("--listen", cfg.Listen, err, "")
 	}
 	p.boot = ln
 	p.listeners[ln] = struct{}{}
 	p.nodes.init(p, ln.Addr().(*net.TCPAddr).Port)
+	if p.nodes.names != nil {
+		p.checkCertificateNames()
+	}
 	p.wg.Add(1)
 	go p.watchUpstreams()
 	p.wg.Add(1)
@@ -149,8 +164,12 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	return p, nil
 }
 
-// Addr returns the bootstrap address clients should use.
+// Addr returns the bootstrap address clients should use: in the sni
+// topology, the bootstrap name and the advertised port.
 func (p *Proxy) Addr() string {
+	if n := p.nodes.names; n != nil {
+		return net.JoinHostPort(n.Bootstrap, strconv.Itoa(int(p.nodes.advPort)))
+	}
 	_, port, _ := net.SplitHostPort(p.boot.Addr().String())
 	return net.JoinHostPort(p.advHost, port)
 }
@@ -166,6 +185,7 @@ func (p *Proxy) Discover(ctx context.Context) error {
 	brokers, err := fetchBrokers(ctx, cfg.Upstreams, cfg.DialTimeout, p.dialDiscovery)
 	if err != nil && p.sec.auth == nil && p.discoverUnauthenticated(ctx, cfg.Upstreams) == nil {
 		p.health.record(nil)
+		p.noteReady()
 		return ErrUpstreamNeedsCredentials
 	}
 	p.health.record(err)
@@ -177,21 +197,48 @@ func (p *Proxy) Discover(ctx context.Context) error {
 			return err
 		}
 	}
+	p.noteReady()
 	return nil
 }
 
-// Serve accepts connections on the bootstrap listener until Shutdown or
-// Close, and then returns ErrClosed.
+// Start accepts connections on the bootstrap listener, on a tracked
+// goroutine, until Shutdown or Close, and returns at once; ErrClosed if
+// the proxy is closing. The listener is open from New on, so a client
+// that connects before Start waits in the kernel's queue until then.
+func (p *Proxy) Start() error {
+	if err := p.beginServing(); err != nil {
+		return err
+	}
+	go func() {
+		defer p.wg.Done()
+		_ = p.acceptLoop(p.boot, p.bootTarget())
+	}()
+	p.noteReady()
+	return nil
+}
+
+// Serve is Start that accepts on the calling goroutine: it returns
+// ErrClosed after Shutdown or Close.
 func (p *Proxy) Serve() error {
+	if err := p.beginServing(); err != nil {
+		return err
+	}
+	defer p.wg.Done()
+	p.noteReady()
+	return p.acceptLoop(p.boot, p.bootTarget())
+}
+
+// beginServing marks the proxy as accepting and counts the accept loop
+// about to run in p.wg.
+func (p *Proxy) beginServing() error {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.closing {
-		p.mu.Unlock()
 		return ErrClosed
 	}
+	p.serving = true
 	p.wg.Add(1)
-	p.mu.Unlock()
-	defer p.wg.Done()
-	return p.acceptLoop(p.boot, target{node: -1})
+	return nil
 }
 
 // target is where a listener's connections go: the bootstrap upstreams
@@ -199,7 +246,10 @@ func (p *Proxy) Serve() error {
 type target struct {
 	node       int32
 	controller bool // a controller's listener
-	resolve    func() (string, error)
+	// byName: the SNI listener's, whose connections learn their target
+	// from their server name in the handshake (routeByName).
+	byName  bool
+	resolve func() (string, error)
 }
 
 // serveTarget starts the accept loop of a node or controller listener.
@@ -373,16 +423,24 @@ func (p *Proxy) dialUpstream(addr string) (net.Conn, upauth.Session, error) {
 }
 
 // dialDiscovery is the start-up discovery's dialer: the same TLS and SASL
-// as every other upstream connection.
-func (p *Proxy) dialDiscovery(ctx context.Context, _, addr string) (net.Conn, error) {
+// as every other upstream connection. A failure past TCP (TLS, SASL, an
+// address backing off after a refusal) is returned as a *net.OpError, the
+// dial error on which kgo tries the next seed instead of failing the
+// request: another address may well answer.
+func (p *Proxy) dialDiscovery(ctx context.Context, network, addr string) (net.Conn, error) {
 	nc, _, err := p.dialSecure(ctx, addr, slices.Contains(p.current().Upstreams, addr))
+	if _, ok := errors.AsType[*net.OpError](err); err != nil && !ok {
+		err = &net.OpError{Op: "dial", Net: network, Err: err}
+	}
 	return nc, err
 }
 
 // bootstrapUpstream dials the configured upstreams, starting at a rotating
-// index so bootstrap load spreads, and returns the first that answers. A
-// refusal of the proxy's credentials ends the search: every upstream would
-// refuse them.
+// index so bootstrap load spreads, and returns the first that answers. An
+// address that fails, refuses the proxy's credentials or backs off after
+// refusing them is passed over for the next: a refusal can be one
+// broker's, and each address's back-off bounds what the search costs the
+// ones that refuse.
 func (p *Proxy) bootstrapUpstream() (net.Conn, string, upauth.Session, error) {
 	ups := p.current().Upstreams
 	start := int(p.nextUp.Add(1))
@@ -393,10 +451,15 @@ func (p *Proxy) bootstrapUpstream() (net.Conn, string, upauth.Session, error) {
 		if err == nil {
 			return nc, addr, sess, nil
 		}
-		if errors.Is(err, ErrUpstreamAuth) {
-			return nil, "", upauth.Session{}, err
-		}
 		errs = append(errs, err)
 	}
-	return nil, "", upauth.Session{}, errors.Join(errs...)
+	err := errors.Join(errs...)
+	for _, e := range errs {
+		if !errors.Is(e, ErrUpstreamAuth) {
+			// Not every address refused: the connection failed,
+			// whatever some of them said.
+			return nil, "", upauth.Session{}, errors.New(err.Error())
+		}
+	}
+	return nil, "", upauth.Session{}, err
 }

@@ -10,6 +10,9 @@ import (
 // before waiting), or nil when nc is not a TCP socket (TLS, a pipe in
 // tests).
 func tcpRawConn(nc net.Conn) syscall.RawConn {
+	if sc, ok := nc.(*sniConn); ok {
+		nc = sc.TCPConn
+	}
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return nil

@@ -23,7 +23,7 @@ var ReloadableSettings = []string{
 
 // startOnly are settings the proxy reads only in New; Reload refuses a
 // change to them.
-var startOnly = []string{"listen", "advertised-host", "node-port-base", "expose-controllers", "allow-upstream", "max-memory", "verify", "report", "fail-on-violation"}
+var startOnly = []string{"listen", "advertised-host", "node-port-base", "topology", "sni-bootstrap", "sni-node-pattern", "sni-controller-pattern", "advertised-port", "expose-controllers", "allow-upstream", "max-memory", "verify", "report", "fail-on-violation"}
 
 // ErrRestartRequired is returned by Reload for a change to a setting that
 // only a restart applies.

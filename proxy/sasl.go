@@ -24,9 +24,9 @@ package proxy
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sync/atomic"
 	"time"
 
@@ -56,8 +56,9 @@ type saslState struct {
 	// reauthAt is when the proxy's own session on the upstream connection
 	// must be renewed; zero: never. Client reader only.
 	reauthAt time.Time
-	// upHost is the upstream's host, for mechanisms bound to it.
-	upHost string
+	// upAddr is the upstream's address: its host for mechanisms bound
+	// to it, and its back-off after a refusal.
+	upAddr string
 	// v0Mech is the mechanism of a SaslHandshake v0 the client sent and
 	// whose raw tokens follow its response. Client reader only.
 	v0Mech string
@@ -68,7 +69,7 @@ type saslState struct {
 
 // startSession records the proxy's session on a new upstream connection.
 func (c *conn) startSession(addr string, s upauth.Session) {
-	c.sasl.upHost, _, _ = net.SplitHostPort(addr)
+	c.sasl.upAddr = addr
 	c.sasl.reauthAt = s.ReauthAt
 }
 
@@ -142,9 +143,12 @@ func (c *conn) beforeSubmit() error {
 	}
 	ctx, cancel := context.WithTimeout(c.p.ctx, reauthTimeout)
 	defer cancel()
-	s, err := c.p.authenticate(ctx, c.up, c.sasl.upHost)
-	if err != nil {
+	s, err := c.p.authenticate(ctx, c.up, c.sasl.upAddr)
+	if errors.Is(err, ErrUpstreamAuth) {
 		return fmt.Errorf("re-authentication: %w", err)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: re-authentication: %v", ErrUpstreamFailed, err)
 	}
 	c.sasl.reauthAt = s.ReauthAt
 	return nil

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/hostile"
 	"github.com/inorder-proxy/inorder/internal/testcerts"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/proxy"
@@ -374,16 +375,21 @@ func TestUpstreamTLSVerification(t *testing.T) {
 	}
 }
 
-// TestUpstreamRefusesProxyCredentials: the client's connection is closed,
-// the log names the mechanism and user but never the password, further
-// clients do not reach the broker while the proxy backs off, readiness
-// says why, and a corrected password file is used after the back-off.
+// TestUpstreamRefusesProxyCredentials: against a broker that answers the
+// refusal as Kafka does, the client's connection is closed, the log names
+// the mechanism and user but never the password, further clients do not
+// reach the broker while the proxy backs off, readiness says why, and a
+// corrected password file is used after the back-off.
 func TestUpstreamRefusesProxyCredentials(t *testing.T) {
-	kc := newCluster(t, kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser(config.MechanismPlain, "inorder", "right"), kfake.SeedTopics(1, "t"))
-	handshakes := handshakeCounter(kc)
+	up, err := hostile.NewKafkaSASL(kfake.EnableSASL(), kfake.Superuser(config.MechanismPlain, "inorder", "right"), kfake.SeedTopics(1, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { up.Close() })
+	handshakes := handshakeCounter(up.Cluster())
 	pwFile := writeSecret(t, "wrong-password")
 	m := metrics.New()
-	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), func(c *config.Config) {
+	p := startProxy(t, config.OrderingNone, []string{up.Addr()}, func(c *config.Config) {
 		c.UpstreamSASLMechanism = config.MechanismPlain
 		c.UpstreamSASLUsername = "inorder"
 		c.UpstreamSASLPasswordFile = pwFile
@@ -404,6 +410,9 @@ func TestUpstreamRefusesProxyCredentials(t *testing.T) {
 	log := p.log.String()
 	if !strings.Contains(log, "mechanism=PLAIN") || !strings.Contains(log, "user=inorder") || strings.Contains(log, "wrong-password") {
 		t.Fatalf("the log must name the mechanism and user and never the password:\n%s", log)
+	}
+	if up.Refusals() == 0 {
+		t.Fatal("the broker refused nothing: the test would not tell a refusal from a drop")
 	}
 	if err := p.Ready(); !errors.Is(err, proxy.ErrNotReady) || !errors.Is(err, proxy.ErrUpstreamAuth) || !strings.Contains(err.Error(), "user inorder") {
 		t.Fatalf("Ready() = %v, want ErrNotReady for ErrUpstreamAuth naming the user", err)

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"time"
 
+	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/tlsconf"
 	"github.com/inorder-proxy/inorder/upauth"
@@ -23,7 +23,7 @@ type security struct {
 	upTLS    *tls.Config           // nil: plaintext upstream
 	upName   string                // verified name of the configured upstreams; empty: their host
 	auth     *upauth.Authenticator // nil: clients' SASL passes through
-	gate     authGate
+	gate     authGates
 	failures rateLog // TLS handshakes and refused authentications
 }
 
@@ -52,7 +52,7 @@ func (p *Proxy) initSecurity() error {
 			return err
 		}
 		if s.UpstreamTLSInsecureSkipVerify {
-			p.log.Warn("upstream-tls-insecure-skip-verify is set: the upstream's certificate is not verified, and anyone on the path can read and change the traffic")
+			p.log.Warn("--upstream-tls-insecure-skip-verify is set: the upstream's certificate is not verified, and anyone on the path can read and change the traffic")
 		}
 		p.sec.upTLS, p.sec.upName = cfg, s.UpstreamTLSServerName
 	}
@@ -90,10 +90,34 @@ func (p *Proxy) ReloadCertificates() error {
 // listen opens a listener on addr, speaking TLS when configured.
 func (p *Proxy) listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
-	if err != nil || p.sec.listener == nil {
-		return ln, err
+	if err != nil {
+		return nil, err
 	}
-	return tls.NewListener(ln, p.sec.listener.Config()), nil
+	return p.secure(ln), nil
+}
+
+// listenBoot is listen for the bootstrap listener, which WithListener may
+// have opened already; with the sni topology it is the one SNI listener.
+func (p *Proxy) listenBoot(addr string) (net.Listener, error) {
+	ln := p.bound
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, err
+		}
+	}
+	if p.cfg.Topology == config.TopologySNI {
+		return p.sniListener(ln), nil
+	}
+	return p.secure(ln), nil
+}
+
+// secure wraps ln in TLS when the listeners speak it.
+func (p *Proxy) secure(ln net.Listener) net.Listener {
+	if p.sec.listener == nil {
+		return ln
+	}
+	return tls.NewListener(ln, p.sec.listener.Config())
 }
 
 // handshake completes a client's TLS handshake, if the listener speaks TLS,
@@ -112,6 +136,9 @@ func (p *Proxy) handshake(ctx context.Context, nc net.Conn) error {
 	}
 	if ctx.Err() != nil {
 		return ErrShutdown // cut by the proxy closing, not the client's fault
+	}
+	if refused := sniRefusal(nc); refused != nil {
+		return refused // counted and logged by admit, with the name
 	}
 	kind, reason := tlsFailure(err)
 	p.metrics.TLSHandshakeFailure(metrics.SideClient, kind)
@@ -148,7 +175,7 @@ func tlsFailure(err error) (kind metrics.TLSFailure, reason string) {
 // be verified by another name; addresses learned from metadata are
 // verified by their own host.
 func (p *Proxy) dialSecure(ctx context.Context, addr string, configured bool) (net.Conn, upauth.Session, error) {
-	if err := p.sec.gate.check(); err != nil {
+	if err := p.sec.gate.check(addr); err != nil {
 		return nil, upauth.Session{}, err
 	}
 	if timeout := p.current().DialTimeout; timeout > 0 {
@@ -165,7 +192,6 @@ func (p *Proxy) dialSecure(ctx context.Context, addr string, configured bool) (n
 		}
 		return nil, upauth.Session{}, err
 	}
-	p.dialFails.succeeded(p.log, addr)
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
@@ -186,82 +212,43 @@ func (p *Proxy) dialSecure(ctx context.Context, addr string, configured bool) (n
 		nc = tc
 	}
 	if p.sec.auth == nil {
+		p.dialFails.succeeded(p.log, addr)
 		return nc, upauth.Session{}, nil
 	}
-	sess, err := p.authenticate(ctx, nc, host)
+	sess, err := p.authenticate(ctx, nc, addr)
 	if err != nil {
 		nc.Close()
+		if !errors.Is(err, ErrUpstreamAuth) && p.ctx.Err() == nil {
+			// The connection failed during the exchange: no answer
+			// refused anything, so it counts as a failed dial.
+			p.dialFails.failed(p.log, addr, err)
+			p.metrics.UpstreamDialError(metrics.DialSASL)
+		}
 		return nil, upauth.Session{}, err
 	}
+	p.dialFails.succeeded(p.log, addr)
 	return nc, sess, nil
 }
 
-// authenticate runs the proxy's SASL exchange on nc, records the outcome
-// for the back-off and readiness, and logs a refusal (rate-limited) with
-// the mechanism and user.
-func (p *Proxy) authenticate(ctx context.Context, nc net.Conn, host string) (upauth.Session, error) {
+// authenticate runs the proxy's SASL exchange on nc, connected to addr,
+// records the outcome for that address's back-off and for readiness, and
+// logs a refusal (rate-limited) with the mechanism and user.
+func (p *Proxy) authenticate(ctx context.Context, nc net.Conn, addr string) (upauth.Session, error) {
+	host, _, _ := net.SplitHostPort(addr)
 	sess, err := p.sec.auth.Authenticate(ctx, nc, host)
 	switch {
 	case err == nil:
-		p.sec.gate.succeeded()
+		p.sec.gate.succeeded(addr)
 		p.metrics.SASLAuthentication(p.sec.auth.Mechanism(), metrics.ResultSuccess)
 	case errors.Is(err, upauth.ErrRefused), errors.Is(err, upauth.ErrNoSecret):
 		p.metrics.SASLAuthentication(p.sec.auth.Mechanism(), metrics.ResultFailure)
 		p.metrics.UpstreamDialError(metrics.DialSASL)
-		wait := p.sec.gate.failed(err)
+		wait := p.sec.gate.failed(addr, err)
 		if skipped, ok := p.sec.failures.allow("sasl", time.Now()); ok {
-			p.log.Error("upstream authentication failed", "mechanism", p.sec.auth.Mechanism(), "user", p.sec.auth.User(),
+			p.log.Error("upstream authentication failed", "upstream", addr, "mechanism", p.sec.auth.Mechanism(), "user", p.sec.auth.User(),
 				"err", err, "retry_in", wait, "similar_failures_not_logged", skipped)
 		}
 		err = fmt.Errorf("%w: %v", ErrUpstreamAuth, err)
 	}
 	return sess, err
-}
-
-// authGate backs off after the upstream refuses the proxy's credentials:
-// while it is closed no connection is dialled, so clients retrying cannot
-// hammer the broker, and the password or token file can be fixed in the
-// meantime. The zero value is open.
-type authGate struct {
-	mu    sync.Mutex
-	wait  time.Duration
-	until time.Time
-	last  error
-}
-
-const (
-	authBackoffMin = time.Second
-	authBackoffMax = 30 * time.Second
-)
-
-func (g *authGate) check() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.last == nil || !time.Now().Before(g.until) {
-		return nil
-	}
-	return fmt.Errorf("%w: backing off until %s after: %v", ErrUpstreamAuth, g.until.Format(time.TimeOnly), g.last)
-}
-
-func (g *authGate) failed(err error) time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.wait = min(max(2*g.wait, authBackoffMin), authBackoffMax)
-	g.until, g.last = time.Now().Add(g.wait), err
-	return g.wait
-}
-
-func (g *authGate) succeeded() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.wait, g.last = 0, nil
-}
-
-func (g *authGate) err() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.last == nil {
-		return nil
-	}
-	return fmt.Errorf("%w: %v", ErrUpstreamAuth, g.last)
 }

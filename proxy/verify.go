@@ -150,7 +150,9 @@ func (v *Verifier) Report() VerifyReport {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, k := range VerifiedKinds {
-		r.Violations = append(r.Violations, VerifyKind{Kind: k, Count: v.counts[k], Examples: slices.Clone(v.examples[k])})
+		// Never nil, so that a kind never seen is "examples": [] in JSON.
+		examples := append(make([]VerifyExample, 0, len(v.examples[k])), v.examples[k]...)
+		r.Violations = append(r.Violations, VerifyKind{Kind: k, Count: v.counts[k], Examples: examples})
 	}
 	return r
 }

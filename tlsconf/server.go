@@ -2,7 +2,6 @@ package tlsconf
 
 import (
 	"crypto/tls"
-	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -50,9 +49,9 @@ func NewServer(certFile, keyFile, clientCA string, log *slog.Logger) (*Server, e
 		},
 	}
 	if clientCA != "" {
-		pool, err := loadPool(clientCA)
+		pool, err := loadPool("--tls-client-ca", clientCA)
 		if err != nil {
-			return nil, fmt.Errorf("tls-client-ca: %w", err)
+			return nil, err
 		}
 		s.cfg.ClientCAs = pool
 		s.cfg.ClientAuth = tls.RequireAndVerifyClientCert
@@ -62,6 +61,32 @@ func NewServer(certFile, keyFile, clientCA string, log *slog.Logger) (*Server, e
 
 // Config returns the listeners' configuration.
 func (s *Server) Config() *tls.Config { return s.cfg }
+
+// ConfigFor returns the listeners' configuration with admit deciding, at
+// every handshake, whether the ClientHello (its server name) is one to
+// serve. It decides in GetConfigForClient, which crypto/tls calls for
+// every ClientHello, resumed sessions included: a certificate lookup alone
+// would be skipped when a client resumes a session, and the name it asks
+// for then would go unseen. A refused ClientHello gets a configuration
+// without session tickets (so no resumption skips its lookup) and without
+// a certificate, and crypto/tls ends the handshake with the
+// unrecognized_name alert (RFC 6066, section 3) before any key exchange,
+// where an error from either callback would send internal_error. The
+// certificate, its reload and client certificate checks are those of
+// Config.
+func (s *Server) ConfigFor(admit func(*tls.ClientHelloInfo) bool) *tls.Config {
+	refuse := s.cfg.Clone()
+	refuse.SessionTicketsDisabled = true
+	refuse.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, nil }
+	cfg := s.cfg.Clone()
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		if admit(hello) {
+			return nil, nil // cfg itself
+		}
+		return refuse, nil
+	}
+	return cfg
+}
 
 // Certificate returns the pair in use.
 func (s *Server) Certificate() *tls.Certificate { return s.cert.Load() }
@@ -86,7 +111,7 @@ func (s *Server) reload() error {
 	s.seen = stamps
 	pair, err := tls.LoadX509KeyPair(s.certFile, s.keyFile)
 	if err != nil {
-		return fmt.Errorf("tls-cert %s, tls-key %s: %w", s.certFile, s.keyFile, err)
+		return pairError("--tls-cert", s.certFile, "--tls-key", s.keyFile, err)
 	}
 	s.cert.Store(&pair)
 	return nil

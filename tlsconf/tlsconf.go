@@ -9,22 +9,36 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/inorder-proxy/inorder/config"
 )
 
 // ErrNoCertificates is returned for a CA file that holds no PEM certificate.
 var ErrNoCertificates = errors.New("no PEM certificate found")
 
-// loadPool reads a PEM file of CA certificates.
-func loadPool(path string) (*x509.CertPool, error) {
+// loadPool reads a PEM file of CA certificates; flag names the setting
+// that gave path, for the error.
+func loadPool(flag, path string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fileError(flag, path, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s: %w", path, ErrNoCertificates)
+		return nil, fmt.Errorf("%s: %q holds no certificate: %w (it needs -----BEGIN CERTIFICATE----- blocks)", flag, path, ErrNoCertificates)
 	}
 	return pool, nil
+}
+
+// fileError says that the file path, given by flag, could not be read.
+func fileError(flag, path string, err error) error {
+	return config.Explain(err, fmt.Sprintf("%s: %q cannot be read: %s", flag, path, config.FileReason(err)))
+}
+
+// pairError says that the certificate and key given by certFlag and
+// keyFlag do not make a pair.
+func pairError(certFlag, cert, keyFlag, key string, err error) error {
+	return fmt.Errorf("%s %q and %s %q do not load: %w", certFlag, cert, keyFlag, key, err)
 }
 
 // UpstreamOptions say how the proxy verifies the upstream and presents
@@ -37,6 +51,9 @@ type UpstreamOptions struct {
 	Cert, Key string
 	// InsecureSkipVerify accepts any certificate.
 	InsecureSkipVerify bool
+	// CAFlag names the setting CA came from, in errors. Empty means the
+	// proxy's --upstream-tls-ca.
+	CAFlag string
 }
 
 // Upstream returns the configuration for upstream connections. Its
@@ -44,16 +61,20 @@ type UpstreamOptions struct {
 func Upstream(o UpstreamOptions) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: o.InsecureSkipVerify}
 	if o.CA != "" {
-		pool, err := loadPool(o.CA)
+		flag := o.CAFlag
+		if flag == "" {
+			flag = "--upstream-tls-ca"
+		}
+		pool, err := loadPool(flag, o.CA)
 		if err != nil {
-			return nil, fmt.Errorf("upstream-tls-ca: %w", err)
+			return nil, err
 		}
 		cfg.RootCAs = pool
 	}
 	if o.Cert != "" {
 		pair, err := tls.LoadX509KeyPair(o.Cert, o.Key)
 		if err != nil {
-			return nil, fmt.Errorf("upstream-tls-cert %s: %w", o.Cert, err)
+			return nil, pairError("--upstream-tls-cert", o.Cert, "--upstream-tls-key", o.Key, err)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -228,5 +229,96 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 5s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// headConn keeps the first bytes read from the server.
+type headConn struct {
+	net.Conn
+	head []byte
+}
+
+func (h *headConn) Read(b []byte) (int, error) {
+	n, err := h.Conn.Read(b)
+	h.head = append(h.head, b[:n]...)
+	return n, err
+}
+
+// TestConfigForRefusesByName: a ClientHello that admit refuses ends the
+// handshake with a fatal unrecognized_name alert (112) as the server's
+// first record; an admitted one gets the certificate. Both TLS versions,
+// each with a client that resumes sessions: admit sees every handshake,
+// the resumed ones too.
+func TestConfigForRefusesByName(t *testing.T) {
+	ca := mustCA(t)
+	dir := t.TempDir()
+	cert, key, err := mustIssue(t, ca, "server", "*.example.com").Write(dir, "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(cert, key, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int64
+	cfg := s.ConfigFor(func(hello *tls.ClientHelloInfo) bool {
+		asked.Add(1)
+		return hello.ServerName == "a.example.com"
+	})
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				c.(*tls.Conn).Handshake()
+				c.Close()
+			}()
+		}
+	}()
+	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		cache := tls.NewLRUClientSessionCache(8)
+		var resumed int
+		for i, name := range []string{"a.example.com", "a.example.com", "b.example.com", "a.example.com", "b.example.com"} {
+			admitted := name == "a.example.com"
+			raw, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hc := &headConn{Conn: raw}
+			client := clientFor(ca)
+			client.ServerName, client.MaxVersion, client.ClientSessionCache = name, version, cache
+			c := tls.Client(hc, client)
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			before := asked.Load()
+			err = c.Handshake()
+			if err == nil && version == tls.VersionTLS13 {
+				c.Read(make([]byte, 1)) // TLS 1.3 tickets come after the handshake
+			}
+			if c.ConnectionState().DidResume {
+				resumed++
+			}
+			c.Close()
+			if asked.Load() != before+1 {
+				t.Errorf("TLS %x, handshake %d (%s): admit asked %d times", version, i, name, asked.Load()-before)
+			}
+			switch {
+			case admitted && err != nil:
+				t.Errorf("TLS %x, %s: %v", version, name, err)
+			case !admitted && err == nil:
+				t.Errorf("TLS %x, %s: served", version, name)
+			case !admitted && (len(hc.head) < 7 || hc.head[0] != 21 || hc.head[5] != 2 || hc.head[6] != 112):
+				t.Errorf("TLS %x, %s: the server's first bytes are %x, not a fatal unrecognized_name alert", version, name, hc.head)
+			}
+		}
+		if resumed == 0 {
+			t.Errorf("TLS %x: no handshake resumed a session: resumption went untested", version)
+		}
 	}
 }

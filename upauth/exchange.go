@@ -22,9 +22,10 @@ const maxAuthResponse = 1 << 20
 // for a re-authentication (KIP-368). host is the upstream's host, for
 // mechanisms that bind to it. ctx bounds the exchange.
 //
-// A refusal wraps ErrRefused and names the mechanism and user; an
-// unreadable secret wraps ErrNoSecret; anything else is the connection's
-// failure.
+// A refusal (an error in the upstream's answer) wraps ErrRefused and
+// names the mechanism and user; an unreadable secret wraps ErrNoSecret;
+// anything else, a connection closed or reset during the exchange
+// included, is the connection's failure: no answer refused anything.
 func (a *Authenticator) Authenticate(ctx context.Context, nc net.Conn, host string) (Session, error) {
 	// Blocking I/O is cancelled by a deadline in the past; if that
 	// happened, the connection is unusable whatever the exchange says.
@@ -73,10 +74,9 @@ func (a *Authenticator) exchange(ctx context.Context, c *authConn, host string) 
 		req.SASLAuthBytes = write
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		if err := c.roundTrip(req, resp); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
-				// Brokers that refuse a password may just close.
-				return 0, a.refused("the upstream closed the connection during SaslAuthenticate")
-			}
+			// Kafka answers a refusal (SASL_AUTHENTICATION_FAILED)
+			// before it closes; a close with no answer is a dropped
+			// connection.
 			return 0, fmt.Errorf("SaslAuthenticate: %w", err)
 		}
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
@@ -105,11 +105,6 @@ func (a *Authenticator) exchange(ctx context.Context, c *authConn, host string) 
 type finished struct{}
 
 func (finished) Challenge([]byte) (bool, []byte, error) { return true, nil, nil }
-
-func isReset(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && !op.Timeout()
-}
 
 // authConn issues requests one at a time on a connection and reads their
 // responses, which have the v0 response header at the versions used.

@@ -27,8 +27,9 @@ import (
 
 // Errors of an authentication. Match them with errors.Is.
 var (
-	// ErrRefused: the upstream refused the credentials, by an error
-	// answer or by closing the connection during the exchange.
+	// ErrRefused: the upstream refused the credentials by an error in
+	// its answer. A connection closed during the exchange is not a
+	// refusal.
 	ErrRefused = errors.New("upstream authentication failed")
 	// ErrNoSecret: the password or token file is empty or unreadable, or
 	// neither the password file nor the environment variable is set.

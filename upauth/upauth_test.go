@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/hostile"
 )
 
 func cluster(t *testing.T, opts ...kfake.Opt) string {
@@ -24,6 +25,19 @@ func cluster(t *testing.T, opts ...kfake.Opt) string {
 	}
 	t.Cleanup(c.Close)
 	return c.ListenAddrs()[0]
+}
+
+// refusingCluster is cluster behind a front that answers refused
+// credentials as Apache Kafka does (SASL_AUTHENTICATION_FAILED, then a
+// close) where kfake only closes.
+func refusingCluster(t *testing.T, opts ...kfake.Opt) string {
+	t.Helper()
+	k, err := hostile.NewKafkaSASL(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return k.Addr()
 }
 
 func secretFile(t *testing.T, secret string) string {
@@ -106,7 +120,7 @@ func TestPasswordFromEnvironment(t *testing.T) {
 func TestWrongPasswordIsRefusedWithoutTheSecret(t *testing.T) {
 	for _, mech := range []string{config.MechanismPlain, config.MechanismScramSHA256} {
 		t.Run(mech, func(t *testing.T) {
-			addr := cluster(t, kfake.EnableSASL(), kfake.Superuser(mech, "proxy", "right"))
+			addr := refusingCluster(t, kfake.EnableSASL(), kfake.Superuser(mech, "proxy", "right"))
 			a, err := New(Options{Mechanism: mech, Username: "proxy", PasswordFile: secretFile(t, "wrong-secret")})
 			if err != nil {
 				t.Fatal(err)
@@ -118,6 +132,40 @@ func TestWrongPasswordIsRefusedWithoutTheSecret(t *testing.T) {
 			msg := err.Error()
 			if !strings.Contains(msg, mech) || !strings.Contains(msg, "proxy") || strings.Contains(msg, "wrong-secret") {
 				t.Errorf("error %q must name the mechanism and user and never the password", msg)
+			}
+		})
+	}
+}
+
+// TestDroppedExchangeIsNotARefusal: an upstream that closes or resets the
+// connection in the middle of SaslAuthenticate, with no answer, has
+// refused nothing: the error is the connection's, not ErrRefused.
+func TestDroppedExchangeIsNotARefusal(t *testing.T) {
+	for _, drop := range []string{"close", "reset"} {
+		t.Run(drop, func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser(config.MechanismScramSHA256, "proxy", "pw"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			relay, err := hostile.NewRelay("127.0.0.1:0", c.ListenAddrs()[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { relay.Close() })
+			c.ControlKey(int16(kmsg.SASLAuthenticate), func(kmsg.Request) (kmsg.Response, error, bool) {
+				if drop == "reset" {
+					relay.Cut()
+				}
+				return nil, errors.New("connection dropped by the test"), true
+			})
+			a, err := New(Options{Mechanism: config.MechanismScramSHA256, Username: "proxy", PasswordFile: secretFile(t, "pw")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = authenticate(t, a, relay.Addr())
+			if err == nil || errors.Is(err, ErrRefused) {
+				t.Fatalf("got %v, want the connection's failure, not ErrRefused", err)
 			}
 		})
 	}
@@ -136,7 +184,7 @@ func TestUnknownMechanismUpstream(t *testing.T) {
 }
 
 func TestSecretReadAtEachAuthentication(t *testing.T) {
-	addr := cluster(t, kfake.EnableSASL(), kfake.Superuser(config.MechanismScramSHA512, "proxy", "second"))
+	addr := refusingCluster(t, kfake.EnableSASL(), kfake.Superuser(config.MechanismScramSHA512, "proxy", "second"))
 	file := secretFile(t, "first")
 	a, err := New(Options{Mechanism: config.MechanismScramSHA512, Username: "proxy", PasswordFile: file})
 	if err != nil {

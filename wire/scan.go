@@ -52,9 +52,44 @@ type ProduceScan struct {
 	// AcksAt is the offset of acks in the body, so it can be patched.
 	AcksAt int
 
+	topicWalk
+}
+
+// Reset starts a scan of body, a Produce request body at version, and reads
+// everything before the topics.
+func (s *ProduceScan) Reset(body []byte, version int16) error {
+	flexible := Flexible(produceKey, version)
+	*s = ProduceScan{topicWalk: topicWalk{r: kbin.Reader{Src: body}, flexible: flexible, byID: version >= topicIDFrom, partMin: 6}}
+	if version >= 3 {
+		skipNullableString(&s.r, s.flexible)
+	}
+	s.AcksAt = len(body) - len(s.r.Src)
+	s.Acks = s.r.Int16()
+	s.r.Int32() // timeout
+	return s.startTopics()
+}
+
+// Next returns the next partition written, or false at the end of the
+// request or on an error (see Err).
+func (s *ProduceScan) Next() (Partition, bool) {
+	if !s.nextPartition() {
+		return Partition{}, false
+	}
+	s.cur.Partition = s.r.Int32()
+	skipNullableBytes(&s.r, s.flexible) // records
+	return s.endPartition()
+}
+
+// topicWalk is what the request scanners share: the topics array of a
+// request, each topic named (or, byID, identified) and followed by its
+// partitions, with kmsg's minimum-size checks on both arrays. The scanner
+// reads what precedes the topics, then each partition's fields between
+// nextPartition and endPartition.
+type topicWalk struct {
 	r        kbin.Reader
-	version  int16
 	flexible bool
+	byID     bool  // topics are named by id
+	partMin  int64 // kmsg's minimum size of one partition
 	topics   int32 // topics not yet started
 	parts    int32 // partitions of the current topic not yet read
 	inTopic  bool
@@ -63,84 +98,82 @@ type ProduceScan struct {
 	cur      Partition
 }
 
-// Reset starts a scan of body, a Produce request body at version, and reads
-// everything before the topics.
-func (s *ProduceScan) Reset(body []byte, version int16) error {
-	*s = ProduceScan{r: kbin.Reader{Src: body}, version: version, flexible: Flexible(produceKey, version)}
-	if version >= 3 {
-		skipNullableString(&s.r, s.flexible)
+// startTopics reads the length of the topics array.
+func (w *topicWalk) startTopics() error {
+	r := &w.r
+	n := arrayLen(r, w.flexible)
+	if !r.Ok() || tooShort(n, 2, r) || w.byID && tooShort(n, 18, r) {
+		return w.fail()
 	}
-	s.AcksAt = len(body) - len(s.r.Src)
-	s.Acks = s.r.Int16()
-	s.r.Int32() // timeout
-	n := arrayLen(&s.r, s.flexible)
-	if !s.r.Ok() || tooShort(n, 2, &s.r) || version >= topicIDFrom && tooShort(n, 18, &s.r) {
-		return s.fail()
-	}
-	s.topics = max(n, 0)
+	w.topics = max(n, 0)
 	return nil
 }
 
-// Next returns the next partition written, or false at the end of the
-// request or on an error (see Err).
-func (s *ProduceScan) Next() (Partition, bool) {
-	r := &s.r
-	for s.err == nil && !s.done {
-		if s.parts > 0 {
-			s.parts--
-			s.cur.Partition = r.Int32()
-			skipNullableBytes(r, s.flexible) // records
-			if s.flexible {
-				skipTags(r)
-			}
-			if !r.Ok() {
-				s.fail()
-				break
-			}
-			return s.cur, true
+// nextPartition reports whether a partition's fields come next, stepping
+// over the end of a topic and the start of the next; false at the end of
+// the request or on an error.
+func (w *topicWalk) nextPartition() bool {
+	r := &w.r
+	for w.err == nil && !w.done {
+		if w.parts > 0 {
+			w.parts--
+			return true
 		}
-		if s.inTopic {
-			s.inTopic = false
-			if s.flexible {
+		if w.inTopic {
+			w.inTopic = false
+			if w.flexible {
 				skipTags(r)
 			}
 		}
-		if s.topics == 0 {
-			if s.flexible {
+		if w.topics == 0 {
+			if w.flexible {
 				skipTags(r)
 			}
-			s.done = true
+			w.done = true
 			if !r.Ok() {
-				s.fail()
+				w.fail()
 			}
 			break
 		}
-		s.topics--
-		s.cur = Partition{}
-		if s.version >= topicIDFrom {
-			s.cur.TopicID = r.Uuid()
+		w.topics--
+		w.cur = Partition{}
+		if w.byID {
+			w.cur.TopicID = r.Uuid()
 		} else {
-			s.cur.Topic = readString(r, s.flexible)
+			w.cur.Topic = readString(r, w.flexible)
 		}
-		n := arrayLen(r, s.flexible)
-		if !r.Ok() || tooShort(n, 6, r) {
-			s.fail()
+		n := arrayLen(r, w.flexible)
+		if !r.Ok() || tooShort(n, w.partMin, r) {
+			w.fail()
 			break
 		}
-		s.parts = max(n, 0)
-		s.inTopic = true
+		w.parts = max(n, 0)
+		w.inTopic = true
 	}
-	return Partition{}, false
+	return false
+}
+
+// endPartition reads a partition's tags and returns it, once the scanner
+// has read its fields (and set cur.Partition).
+func (w *topicWalk) endPartition() (Partition, bool) {
+	if w.flexible {
+		skipTags(&w.r)
+	}
+	if !w.r.Ok() {
+		w.fail()
+		return Partition{}, false
+	}
+	return w.cur, true
 }
 
 // Err returns ErrCannotScan if the body did not scan; it is final only once
 // Next has returned false.
-func (s *ProduceScan) Err() error { return s.err }
+func (w *topicWalk) Err() error { return w.err }
 
-func (s *ProduceScan) fail() error {
-	s.err = ErrCannotScan
-	s.topics, s.parts = 0, 0
-	return s.err
+func (w *topicWalk) fail() error {
+	w.err = ErrCannotScan
+	w.topics, w.parts = 0, 0
+	return w.err
 }
 
 // Endpoints is where a Produce or Fetch response keeps its KIP-951 node

@@ -35,26 +35,29 @@ type CommitScan struct {
 	// Group is the consumer group committed to, read by Reset.
 	Group []byte
 
-	r        kbin.Reader
-	schema   commitSchema
-	version  int16
-	flexible bool
-	topics   int32 // topics not yet started
-	parts    int32 // partitions of the current topic not yet read
-	inTopic  bool
-	done     bool
-	err      error
-	cur      Partition
+	topicWalk
+	schema  commitSchema
+	version int16
 }
 
 // Reset starts a scan of body, a request body of key (OffsetCommit or
 // TxnOffsetCommit) at version, and reads everything before the topics.
 func (s *CommitScan) Reset(key int16, body []byte, version int16) error {
-	*s = CommitScan{r: kbin.Reader{Src: body}, version: version, flexible: Flexible(key, version)}
+	schema := offsetCommitSchema
+	if key == txnOffsetCommitKey {
+		schema = txnOffsetCommitSchema
+	}
+	*s = CommitScan{
+		topicWalk: topicWalk{r: kbin.Reader{Src: body}, flexible: Flexible(key, version), byID: version >= schema.topicIDFrom, partMin: 14},
+		schema:    schema,
+		version:   version,
+	}
+	if version >= schema.epochFrom {
+		s.partMin = 18
+	}
 	r := &s.r
 	switch key {
 	case offsetCommitKey:
-		s.schema = offsetCommitSchema
 		s.Group = readString(r, s.flexible)
 		if version >= 1 {
 			r.Int32()                 // generation
@@ -67,7 +70,6 @@ func (s *CommitScan) Reset(key int16, body []byte, version int16) error {
 			r.Int64() // retention
 		}
 	case txnOffsetCommitKey:
-		s.schema = txnOffsetCommitSchema
 		readString(r, s.flexible) // transactional id
 		s.Group = readString(r, s.flexible)
 		r.Int64() // producer id
@@ -80,79 +82,24 @@ func (s *CommitScan) Reset(key int16, body []byte, version int16) error {
 	default:
 		return s.fail()
 	}
-	n := arrayLen(r, s.flexible)
-	if !r.Ok() || tooShort(n, 2, r) || version >= s.schema.topicIDFrom && tooShort(n, 18, r) {
-		return s.fail()
-	}
-	s.topics = max(n, 0)
-	return nil
+	return s.startTopics()
 }
 
 // Next returns the next partition committed, or false at the end of the
 // request or on an error (see Err).
 func (s *CommitScan) Next() (Partition, bool) {
-	r := &s.r
-	for s.err == nil && !s.done {
-		if s.parts > 0 {
-			s.parts--
-			s.cur.Partition = r.Int32()
-			r.Int64() // offset
-			if s.version == s.schema.timestampIn {
-				r.Int64() // timestamp
-			}
-			if s.version >= s.schema.epochFrom {
-				r.Int32() // leader epoch
-			}
-			skipNullableString(r, s.flexible) // metadata
-			if s.flexible {
-				skipTags(r)
-			}
-			if !r.Ok() {
-				s.fail()
-				break
-			}
-			return s.cur, true
-		}
-		if s.inTopic {
-			s.inTopic = false
-			if s.flexible {
-				skipTags(r)
-			}
-		}
-		if s.topics == 0 {
-			if s.flexible {
-				skipTags(r)
-			}
-			s.done = true
-			if !r.Ok() {
-				s.fail()
-			}
-			break
-		}
-		s.topics--
-		s.cur = Partition{}
-		if s.version >= s.schema.topicIDFrom {
-			s.cur.TopicID = r.Uuid()
-		} else {
-			s.cur.Topic = readString(r, s.flexible)
-		}
-		n := arrayLen(r, s.flexible)
-		if !r.Ok() || tooShort(n, 14, r) || s.version >= s.schema.epochFrom && tooShort(n, 18, r) {
-			s.fail()
-			break
-		}
-		s.parts = max(n, 0)
-		s.inTopic = true
+	if !s.nextPartition() {
+		return Partition{}, false
 	}
-	return Partition{}, false
-}
-
-// Err returns ErrCannotScan if the body did not scan; it is final only once
-// Next has returned false.
-func (s *CommitScan) Err() error { return s.err }
-
-func (s *CommitScan) fail() error {
-	s.err = ErrCannotScan
-	s.topics, s.parts = 0, 0
-	return s.err
+	r := &s.r
+	s.cur.Partition = r.Int32()
+	r.Int64() // offset
+	if s.version == s.schema.timestampIn {
+		r.Int64() // timestamp
+	}
+	if s.version >= s.schema.epochFrom {
+		r.Int32() // leader epoch
+	}
+	skipNullableString(r, s.flexible) // metadata
+	return s.endPartition()
 }

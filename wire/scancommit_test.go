@@ -28,61 +28,54 @@ func commitRequests(key, version int16) [][]byte {
 	}
 	var out [][]byte
 	for si, shape := range shapes {
-		var req kmsg.Request
-		switch key {
-		case offsetCommitKey:
-			r := kmsg.NewPtrOffsetCommitRequest()
-			r.Group, r.Generation, r.MemberID = "group-a", 4, "member-1"
-			if si == 1 {
-				r.InstanceID = strp("instance")
-				r.RetentionTimeMillis = 60000
-			}
-			for _, t := range shape {
-				rt := kmsg.NewOffsetCommitRequestTopic()
-				rt.Topic, rt.TopicID = t.name, t.id
-				for i, p := range t.parts {
-					rp := kmsg.NewOffsetCommitRequestTopicPartition()
-					rp.Partition, rp.Offset, rp.Timestamp, rp.LeaderEpoch = p, 100+int64(p), 5, 2
-					if i == 1 {
-						rp.Metadata = strp("some metadata")
-						rp.UnknownTags.Set(7, []byte("tag"))
-					}
-					rt.Partitions = append(rt.Partitions, rp)
+		r := kmsg.NewPtrOffsetCommitRequest()
+		r.Group, r.Generation, r.MemberID = "group-a", 4, "member-1"
+		if si == 1 {
+			r.InstanceID = strp("instance")
+			r.RetentionTimeMillis = 60000
+		}
+		for _, t := range shape {
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic, rt.TopicID = t.name, t.id
+			for i, p := range t.parts {
+				rp := kmsg.NewOffsetCommitRequestTopicPartition()
+				rp.Partition, rp.Offset, rp.Timestamp, rp.LeaderEpoch = p, 100+int64(p), 5, 2
+				if i == 1 {
+					rp.Metadata = strp("some metadata")
+					rp.UnknownTags.Set(7, []byte("tag"))
 				}
-				rt.UnknownTags.Set(2, []byte{1})
-				r.Topics = append(r.Topics, rt)
+				rt.Partitions = append(rt.Partitions, rp)
 			}
-			r.UnknownTags.Set(5, []byte("top"))
-			req = r
-		case txnOffsetCommitKey:
-			r := kmsg.NewPtrTxnOffsetCommitRequest()
-			r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch = "txn-1", "group-b", 77, 3
-			r.Generation, r.MemberID = 9, "member-2"
-			if si == 1 {
-				r.InstanceID = strp("instance")
-			}
-			for _, t := range shape {
-				rt := kmsg.NewTxnOffsetCommitRequestTopic()
-				rt.Topic, rt.TopicID = t.name, t.id
-				for i, p := range t.parts {
-					rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-					rp.Partition, rp.Offset, rp.LeaderEpoch = p, 100+int64(p), 2
-					if i == 1 {
-						rp.Metadata = strp("some metadata")
-						rp.UnknownTags.Set(7, []byte("tag"))
-					}
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				rt.UnknownTags.Set(2, []byte{1})
-				r.Topics = append(r.Topics, rt)
-			}
-			r.UnknownTags.Set(5, []byte("top"))
-			req = r
+			rt.UnknownTags.Set(2, []byte{1})
+			r.Topics = append(r.Topics, rt)
+		}
+		r.UnknownTags.Set(5, []byte("top"))
+		var req kmsg.Request = r
+		if key == txnOffsetCommitKey {
+			req = asTxnOffsetCommit(r)
 		}
 		req.SetVersion(version)
 		out = append(out, req.AppendTo(nil))
 	}
 	return out
+}
+
+// asTxnOffsetCommit returns the TxnOffsetCommit request that commits what
+// r commits, in a transaction.
+func asTxnOffsetCommit(r *kmsg.OffsetCommitRequest) *kmsg.TxnOffsetCommitRequest {
+	txn := kmsg.NewPtrTxnOffsetCommitRequest()
+	txn.TransactionalID, txn.ProducerID, txn.ProducerEpoch = "txn-1", 77, 3
+	txn.Group, txn.Generation, txn.MemberID, txn.InstanceID, txn.UnknownTags = r.Group, r.Generation, r.MemberID, r.InstanceID, r.UnknownTags
+	for _, t := range r.Topics {
+		tt := kmsg.TxnOffsetCommitRequestTopic{Topic: t.Topic, TopicID: t.TopicID, UnknownTags: t.UnknownTags}
+		for _, p := range t.Partitions {
+			tt.Partitions = append(tt.Partitions, kmsg.TxnOffsetCommitRequestTopicPartition{
+				Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, UnknownTags: p.UnknownTags,
+			})
+		}
+		txn.Topics = append(txn.Topics, tt)
+	}
+	return txn
 }
 
 // commitMax returns the highest version kmsg knows of a commit request.
@@ -93,43 +86,38 @@ func commitMax(key int16) int16 {
 // kmsgCommit decodes a commit request body with kmsg and lists its group
 // and partitions as the scanner reports them.
 func kmsgCommit(key, version int16, body []byte) (string, []Partition, error) {
-	var (
-		group string
-		parts []Partition
-	)
-	add := func(topic string, id [16]byte, p int32) {
-		w := Partition{Partition: p}
-		if topic != "" {
-			w.Topic = []byte(topic)
-		} else {
-			w.TopicID = id
-		}
-		parts = append(parts, w)
+	req := kmsg.RequestForKey(key)
+	req.SetVersion(version)
+	if err := req.(interface{ UnsafeReadFrom([]byte) error }).UnsafeReadFrom(body); err != nil {
+		return "", nil, err
 	}
-	switch key {
-	case offsetCommitKey:
-		req := kmsg.NewPtrOffsetCommitRequest()
-		req.Version = version
-		if err := req.UnsafeReadFrom(body); err != nil {
-			return "", nil, err
-		}
-		group = req.Group
-		for _, t := range req.Topics {
+	var (
+		group  string
+		topics []kmsg.OffsetCommitRequestTopic
+	)
+	switch r := req.(type) {
+	case *kmsg.OffsetCommitRequest:
+		group, topics = r.Group, r.Topics
+	case *kmsg.TxnOffsetCommitRequest:
+		group = r.Group
+		for _, t := range r.Topics {
+			ot := kmsg.OffsetCommitRequestTopic{Topic: t.Topic, TopicID: t.TopicID}
 			for _, p := range t.Partitions {
-				add(t.Topic, t.TopicID, p.Partition)
+				ot.Partitions = append(ot.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: p.Partition})
 			}
+			topics = append(topics, ot)
 		}
-	case txnOffsetCommitKey:
-		req := kmsg.NewPtrTxnOffsetCommitRequest()
-		req.Version = version
-		if err := req.UnsafeReadFrom(body); err != nil {
-			return "", nil, err
-		}
-		group = req.Group
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				add(t.Topic, t.TopicID, p.Partition)
+	}
+	var parts []Partition
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			w := Partition{Partition: p.Partition}
+			if t.Topic != "" {
+				w.Topic = []byte(t.Topic)
+			} else {
+				w.TopicID = t.TopicID
 			}
+			parts = append(parts, w)
 		}
 	}
 	return group, parts, nil

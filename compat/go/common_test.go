@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -72,5 +73,24 @@ func TestExpect(t *testing.T) {
 	}
 	if e, _ := parseExpect("-"); e != nil {
 		t.Error(`"-" should disable the check`)
+	}
+}
+
+// TestReadHosts: a hosts file gives each name its address, comments and
+// blank lines aside, in any case; one naming nothing is refused.
+func TestReadHosts(t *testing.T) {
+	dir := t.TempDir()
+	f := dir + "/hosts"
+	os.WriteFile(f, []byte("# names of the proxy\n127.0.0.1 bootstrap.kafka.test Broker-1.kafka.test # two\n\n::1 broker-2.kafka.test\n"), 0o600)
+	h, err := readHosts(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h["bootstrap.kafka.test"] != "127.0.0.1" || h["broker-1.kafka.test"] != "127.0.0.1" || h["broker-2.kafka.test"] != "::1" || len(h) != 3 {
+		t.Fatalf("read %v", h)
+	}
+	os.WriteFile(f, []byte("# nothing\n"), 0o600)
+	if _, err := readHosts(f); err == nil {
+		t.Fatal("a hosts file naming nothing was accepted")
 	}
 }

@@ -49,7 +49,11 @@ func (k *kafkaGoClient) transport() *kafka.Transport {
 
 func (k *kafkaGoClient) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	k.mu.Lock()
-	k.addrs[addr] = true
+	// kafka-go's Dialer resolves a name before it calls this: an address
+	// a hosts-file name resolves to is not one the client learned.
+	if !sec.fromHostsFile(addr) {
+		k.addrs[addr] = true
+	}
 	k.mu.Unlock()
 	var d net.Dialer
 	return d.DialContext(ctx, network, addr)

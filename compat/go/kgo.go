@@ -388,7 +388,9 @@ func (h *dialHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, con
 		h.addrs = map[string]bool{}
 	}
 	h.addrs[net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))] = true
-	if conn != nil {
+	// With a hosts file the socket's address is what a name resolved to,
+	// not an address the client learned.
+	if conn != nil && !sec.fromHostsFile(conn.RemoteAddr().String()) {
 		h.addrs[conn.RemoteAddr().String()] = true
 	}
 }

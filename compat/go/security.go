@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
@@ -26,6 +28,10 @@ import (
 //	COMPAT_SASL_USERNAME   the user
 //	COMPAT_SASL_PASSWORD   its password
 //	COMPAT_SASL_HANDSHAKE  v0: sarama uses the legacy SaslHandshake v0 flow
+//	COMPAT_HOSTS_FILE      a hosts file (/etc/hosts format): franz-go resolves
+//	                       the names in it there, through its Dialer, and
+//	                       sends them as the TLS server name (the proxy's
+//	                       one-port topology, whose names DNS does not know)
 //
 // The zero value (nothing set) is plaintext without authentication.
 type security struct {
@@ -36,6 +42,9 @@ type security struct {
 	// handshakeV0 asks for SaslHandshake v0 and raw tokens (sarama only:
 	// franz-go and kafka-go always use SaslAuthenticate).
 	handshakeV0 bool
+	// hosts maps names to addresses for franz-go's dialer; nil: the
+	// system resolver.
+	hosts map[string]string
 }
 
 var sec security
@@ -55,6 +64,13 @@ func loadSecurity() error {
 	sec.mechanism = strings.ToUpper(os.Getenv("COMPAT_SASL_MECHANISM"))
 	sec.user, sec.pass = os.Getenv("COMPAT_SASL_USERNAME"), os.Getenv("COMPAT_SASL_PASSWORD")
 	sec.handshakeV0 = os.Getenv("COMPAT_SASL_HANDSHAKE") == "v0"
+	if f := os.Getenv("COMPAT_HOSTS_FILE"); f != "" {
+		hosts, err := readHosts(f)
+		if err != nil {
+			return fmt.Errorf("COMPAT_HOSTS_FILE: %w", err)
+		}
+		sec.hosts = hosts
+	}
 	switch sec.mechanism {
 	case "", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
 	default:
@@ -75,7 +91,74 @@ func (s security) describe() string {
 	if s.handshakeV0 {
 		d += ",SaslHandshake v0 where the client can"
 	}
+	if s.hosts != nil {
+		d += ",names from COMPAT_HOSTS_FILE"
+	}
 	return d
+}
+
+// readHosts reads a hosts file: an address, then the names it has.
+func readHosts(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	hosts := map[string]string{}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		for _, name := range f[min(1, len(f)):] {
+			hosts[strings.ToLower(name)] = f[0]
+		}
+	}
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("%s names no host", path)
+	}
+	return hosts, nil
+}
+
+// fromHostsFile reports whether addr's host is an address that a name of
+// the hosts file resolves to.
+func (s security) fromHostsFile(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || net.ParseIP(host) == nil {
+		return false
+	}
+	for _, a := range s.hosts {
+		if a == host {
+			return true
+		}
+	}
+	return false
+}
+
+// hostsDialer dials the address the hosts file gives a name (names it
+// does not list as they are) and, with TLS, sends the name as the server
+// name and verifies it, as kgo.DialTLSConfig would.
+func (s security) hostsDialer() kgo.Opt {
+	var d net.Dialer
+	return kgo.Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		ip := host
+		if a, ok := s.hosts[strings.ToLower(host)]; ok {
+			ip = a
+		}
+		nc, err := d.DialContext(ctx, network, net.JoinHostPort(ip, port))
+		if err != nil || s.tls == nil {
+			return nc, err
+		}
+		cfg := s.tlsConfig()
+		cfg.ServerName = host
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		return tc, nil
+	})
 }
 
 // tlsConfig is a copy per client: the libraries set ServerName on it.
@@ -89,7 +172,10 @@ func (s security) tlsConfig() *tls.Config {
 // kgoOpts are franz-go's options for the settings.
 func (s security) kgoOpts() []kgo.Opt {
 	var opts []kgo.Opt
-	if s.tls != nil {
+	switch {
+	case s.hosts != nil:
+		opts = append(opts, s.hostsDialer())
+	case s.tls != nil:
 		opts = append(opts, kgo.DialTLSConfig(s.tlsConfig()))
 	}
 	switch s.mechanism {

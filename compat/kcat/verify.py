@@ -41,8 +41,17 @@ def main():
         elif what == "addrs":
             expect, md = parse_expect(args[0]), json.load(open(args[1]))
             addrs = {b["name"] for b in md.get("brokers", [])}
+            # With COMPAT_HOSTS_FILE (the sni columns) librdkafka dials what
+            # a name resolved to: those addresses were not learned.
+            resolved = set()
+            if os.environ.get("COMPAT_HOSTS_FILE"):
+                for line in open(os.environ["COMPAT_HOSTS_FILE"]):
+                    fields = line.split("#")[0].split()
+                    if len(fields) > 1:
+                        resolved.add(fields[0])
             for extra in args[2:]:
-                addrs.add(extra)
+                if extra.rsplit(":", 1)[0] not in resolved:
+                    addrs.add(extra)
             print("INFO addresses learned: %s" % sorted(addrs))
             check_addrs(expect, addrs)
     except AssertionError as e:

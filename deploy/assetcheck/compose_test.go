@@ -51,6 +51,12 @@ func TestCompose(t *testing.T) {
 			t.Errorf("the %s port %s is not published", what, port)
 		}
 	}
+	// A sidecar's profile: compose runs inorder beside one application.
+	for _, p := range []string{memoryLimitProblem(int64(proxy.MemLimit), cfg), sidecarProblem(int64(proxy.MemLimit), cfg)} {
+		if p != "" {
+			t.Errorf("compose: inorder: %s", p)
+		}
+	}
 	if proxy.User == "" || strings.HasPrefix(proxy.User, "0") || !proxy.ReadOnly {
 		t.Errorf("inorder runs as user %q, read-only %v: want non-root and read-only", proxy.User, proxy.ReadOnly)
 	}

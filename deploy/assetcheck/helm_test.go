@@ -1,9 +1,11 @@
 package deploy_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,7 +14,12 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/inorder-proxy/inorder/config"
 )
 
 const chartDir = "../helm/inorder"
@@ -105,6 +112,11 @@ func TestHelmChart(t *testing.T) {
 				if !strings.HasPrefix(cfg.Listen, "127.0.0.1:") {
 					t.Errorf("sidecar listens on %s", cfg.Listen)
 				}
+				checkSidecar(t, name, ds[0], cfg)
+				return
+			}
+			if cfg.Topology == config.TopologySNI {
+				checkSNIPort(t, set, ds[0], cfg)
 				return
 			}
 			checkGatewayPorts(t, set, ds[0], cfg)
@@ -175,5 +187,118 @@ func TestHelmSchemaRejectsMisspelledValues(t *testing.T) {
 	_, err = render(t, loadChart(t), map[string]any{"limits": map[string]any{"maxMemmory": "1GiB"}})
 	if err == nil {
 		t.Fatal("a misspelled nested value rendered")
+	}
+}
+
+// checkSNIPort: in the sni topology the Service exposes one port, the one
+// inorder writes into every broker address, reaching the container port
+// inorder listens on; inorder has a certificate and both names, and no
+// container port is left for node listeners.
+func checkSNIPort(t *testing.T, s manifestSet, d *appsv1.Deployment, cfg config.Config) {
+	t.Helper()
+	ports := containerPorts(d)
+	_, listenPort, _ := strings.Cut(cfg.Listen, ":")
+	if len(ports) != 2 || fmt.Sprint(ports["kafka"]) != listenPort || ports["admin"] == 0 {
+		t.Errorf("%s: container ports %v, want kafka on the listen port %s and admin only", s.name, ports, listenPort)
+	}
+	advertised := cfg.AdvertisedPort
+	if advertised == 0 {
+		advertised, _ = strconv.Atoi(listenPort)
+	}
+	var found int
+	for _, o := range s.objects {
+		svc, ok := o.obj.(*corev1.Service)
+		if !ok || svc.Labels["app.kubernetes.io/component"] == "admin" {
+			continue
+		}
+		found++
+		if len(svc.Spec.Ports) != 1 {
+			t.Errorf("%s: the Service has %d ports, want the one", s.name, len(svc.Spec.Ports))
+			continue
+		}
+		p := svc.Spec.Ports[0]
+		if int(p.Port) != advertised {
+			t.Errorf("%s: the Service listens on %d, but inorder advertises port %d", s.name, p.Port, advertised)
+		}
+		if ports[p.TargetPort.String()] == 0 || fmt.Sprint(ports[p.TargetPort.String()]) != listenPort {
+			t.Errorf("%s: the Service targets %s, not the port inorder listens on", s.name, p.TargetPort.String())
+		}
+	}
+	if found != 1 {
+		t.Errorf("%s: %d client Services, want 1", s.name, found)
+	}
+	if cfg.TLSCert == "" || cfg.SNIBootstrap == "" || cfg.SNINodePattern == "" || cfg.NodePortBase != 0 {
+		t.Errorf("%s: sni without its certificate or names, or with node ports: %+v", s.name, cfg)
+	}
+	for _, o := range s.objects {
+		r, ok := o.obj.(*gatewayv1.TLSRoute)
+		if !ok {
+			continue
+		}
+		names := cfg.Names()
+		covered := func(name string) bool {
+			for _, h := range r.Spec.Hostnames {
+				if string(h) == name || strings.HasPrefix(string(h), "*.") && strings.HasSuffix(name, string(h)[1:]) && !strings.Contains(strings.TrimSuffix(name, string(h)[1:]), ".") {
+					return true
+				}
+			}
+			return false
+		}
+		for _, name := range []string{names.Bootstrap, names.Node.Name(0), names.Node.Name(2147483647)} {
+			if !covered(name) {
+				t.Errorf("%s: the TLSRoute's hostnames %v do not cover %s", s.name, r.Spec.Hostnames, name)
+			}
+		}
+		if len(r.Spec.Rules) != 1 || len(r.Spec.Rules[0].BackendRefs) != 1 {
+			t.Fatalf("%s: the TLSRoute's rules %+v", s.name, r.Spec.Rules)
+		}
+		b := r.Spec.Rules[0].BackendRefs[0]
+		if b.Port == nil || int(*b.Port) != advertised || string(b.Name) != d.Name {
+			t.Errorf("%s: the TLSRoute sends to %s:%v, want the Service %s on %d", s.name, b.Name, b.Port, d.Name, advertised)
+		}
+		if len(r.Spec.ParentRefs) == 0 {
+			t.Errorf("%s: the TLSRoute attaches to no Gateway", s.name)
+		}
+	}
+}
+
+// TestHelmSNIRefusals: the sni topology without a certificate, without its
+// names, in a sidecar, or with a TLSRoute and no Gateway to attach to, or
+// with a node pattern a route's wildcard cannot cover, fails to render
+// with a message saying what is missing.
+func TestHelmSNIRefusals(t *testing.T) {
+	ch := loadChart(t)
+	base := func() map[string]any {
+		return map[string]any{
+			"topology": "sni",
+			"sni":      map[string]any{"bootstrap": "bootstrap.kafka.example.com", "nodePattern": "broker-{id}.kafka.example.com"},
+			"tls":      map[string]any{"secretName": "cert"},
+		}
+	}
+	if _, err := render(t, ch, base()); err != nil {
+		t.Fatalf("the base case does not render: %v", err)
+	}
+	for _, tc := range []struct {
+		mut  func(map[string]any)
+		want string
+	}{
+		{func(v map[string]any) { delete(v, "tls") }, "needs tls.secretName"},
+		{func(v map[string]any) { v["sni"].(map[string]any)["nodePattern"] = "" }, "needs sni.bootstrap and sni.nodePattern"},
+		{func(v map[string]any) {
+			v["shape"] = "sidecar"
+			v["sidecar"] = map[string]any{"app": map[string]any{"image": "app"}}
+		}, "topology: sni is for shape: gateway"},
+		{func(v map[string]any) { v["sni"].(map[string]any)["tlsRoute"] = map[string]any{"enabled": true} }, "parentRefs must name the Gateway"},
+		{func(v map[string]any) {
+			v["sni"].(map[string]any)["nodePattern"] = "kafka.{id}.example.com"
+			v["sni"].(map[string]any)["tlsRoute"] = map[string]any{"enabled": true, "parentRefs": []any{map[string]any{"name": "edge"}}}
+		}, "sni.tlsRoute.hostnames is required"},
+		{func(v map[string]any) { v["topology"] = "mesh" }, "topology"},
+	} {
+		v := base()
+		tc.mut(v)
+		if _, err := render(t, ch, v); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: rendered with error %v, want one saying %q", v, err, tc.want)
+		}
 	}
 }

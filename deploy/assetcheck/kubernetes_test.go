@@ -139,10 +139,8 @@ func (s manifestSet) materialize(t *testing.T, root string, c corev1.Container, 
 	return strings.ReplaceAll(data, "/etc/inorder/", root+"/etc/inorder/")
 }
 
-// checkGatewayPorts: the Service exposes the bootstrap port and one port
-// per broker, each a container port of the proxy at node-port-base + N.
-func checkGatewayPorts(t *testing.T, s manifestSet, d *appsv1.Deployment, cfg config.Config) {
-	t.Helper()
+// containerPorts returns the inorder container's ports by name.
+func containerPorts(d *appsv1.Deployment) map[string]int32 {
 	ports := map[string]int32{}
 	for _, c := range d.Spec.Template.Spec.Containers {
 		if c.Name == "inorder" {
@@ -151,6 +149,14 @@ func checkGatewayPorts(t *testing.T, s manifestSet, d *appsv1.Deployment, cfg co
 			}
 		}
 	}
+	return ports
+}
+
+// checkGatewayPorts: the Service exposes the bootstrap port and one port
+// per broker, each a container port of the proxy at node-port-base + N.
+func checkGatewayPorts(t *testing.T, s manifestSet, d *appsv1.Deployment, cfg config.Config) {
+	t.Helper()
+	ports := containerPorts(d)
 	_, listenPort, _ := strings.Cut(cfg.Listen, ":")
 	if fmt.Sprint(ports["bootstrap"]) != listenPort {
 		t.Errorf("%s: container port bootstrap %d, but inorder listens on %s", s.name, ports["bootstrap"], cfg.Listen)
@@ -223,6 +229,7 @@ func TestKubernetesSidecar(t *testing.T) {
 	if !strings.HasPrefix(cfg.Listen, "127.0.0.1:") {
 		t.Errorf("the sidecar listens on %s, not loopback", cfg.Listen)
 	}
+	checkSidecar(t, set.name, ds[0], cfg)
 	if len(ds[0].Spec.Template.Spec.Containers) != 1 {
 		t.Errorf("want the application as the one ordinary container beside the inorder sidecar")
 	}
@@ -237,6 +244,47 @@ func TestKubernetesGateway(t *testing.T) {
 	cfg := set.inorderConfig(t, ds[0])
 	checkWorkload(t, set.name, ds[0], cfg)
 	checkGatewayPorts(t, set, ds[0], cfg)
+}
+
+// checkSidecar checks that a sidecar Deployment's inorder fits a small pod.
+func checkSidecar(t *testing.T, source string, d *appsv1.Deployment, cfg config.Config) {
+	t.Helper()
+	spec := d.Spec.Template.Spec
+	for _, c := range append(spec.InitContainers, spec.Containers...) {
+		if c.Name != "inorder" {
+			continue
+		}
+		if p := sidecarProblem(c.Resources.Limits.Memory().Value(), cfg); p != "" {
+			t.Errorf("%s: inorder: %s", source, p)
+		}
+		return
+	}
+	t.Errorf("%s: no inorder container", source)
+}
+
+// TestMemoryChecksCanFail: the memory checks refuse a limit that a full
+// budget does not fit under, a missing limit, and a sidecar sized like a
+// gateway, and accept the sidecar profile.
+func TestMemoryChecksCanFail(t *testing.T) {
+	sidecar := config.Default()
+	sidecar.MaxMemory = 32 << 20
+	gateway := config.Default()
+	for _, c := range []struct {
+		name    string
+		problem string
+		want    bool
+	}{
+		{"32MiB under 96Mi", memoryLimitProblem(96<<20, sidecar) + sidecarProblem(96<<20, sidecar), false},
+		{"32MiB under 80Mi", memoryLimitProblem(80<<20, sidecar), true},
+		{"no limit", memoryLimitProblem(0, sidecar), true},
+		{"1GiB under 1536Mi", memoryLimitProblem(1536<<20, gateway), false},
+		{"1GiB as a sidecar", sidecarProblem(1536<<20, gateway), true},
+		{"32MiB as a sidecar under 128Mi", sidecarProblem(128<<20, sidecar), true},
+	} {
+		if got := c.problem != ""; got != c.want {
+			t.Errorf("%s: problem %q, want one: %v", c.name, c.problem, c.want)
+		}
+	}
 }
 
 // TestStrictDecodingCatchesMisspellings: the check above can fail.

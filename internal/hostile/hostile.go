@@ -12,7 +12,9 @@
 // The Reorderer answers pipelined requests concurrently and in completion
 // order, the violation the proxy exists to hide. The Fault backends answer
 // a fixed number of requests per connection and then fail in one
-// particular way, for the proxy's upstream-failure paths.
+// particular way, for the proxy's upstream-failure paths. KafkaSASL is
+// honest and answers refused SASL credentials as Apache Kafka does, where
+// kfake just closes the connection.
 //
 // Request keys that kmsg does not know close the client connection rather
 // than reach kfake, which would panic the test binary on them.

@@ -11,6 +11,11 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* The port clients connect to in the sni topology: the Service's one port. */}}
+{{- define "inorder.clientPort" -}}
+{{- .Values.sni.advertisedPort | default .Values.listenPort -}}
+{{- end -}}
+
 {{- define "inorder.labels" -}}
 {{ include "inorder.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}

@@ -1,0 +1,150 @@
+package splitmerge
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Table is a View kept from what the upstream says: Metadata responses
+// for brokers and leaders, the proxy's own FindCoordinator lookups for
+// coordinators, and the leaders that Produce and Fetch responses name
+// (KIP-951). The zero value knows nothing. A Table is not safe for
+// concurrent use: the proxy shares one by copy on write (Clone), so that
+// a split reads a table nobody changes.
+type Table struct {
+	brokers      []int32
+	topics       map[string]*topicInfo
+	ids          map[[16]byte]string
+	coordinators map[coordKey]int32
+}
+
+type topicInfo struct {
+	id      [16]byte
+	leaders []int32 // by partition; NoLeader where none
+}
+
+type coordKey struct {
+	typ int8
+	key string
+}
+
+var _ View = (*Table)(nil)
+
+// Leader implements View.
+func (t *Table) Leader(topic string, id [16]byte, partition int32) int32 {
+	if topic == "" {
+		topic = t.ids[id]
+	}
+	ti := t.topics[topic]
+	if ti == nil || partition < 0 || int(partition) >= len(ti.leaders) {
+		return UnknownPartition
+	}
+	return ti.leaders[partition]
+}
+
+// Coordinator implements View.
+func (t *Table) Coordinator(typ int8, key string) int32 {
+	if n, ok := t.coordinators[coordKey{typ, key}]; ok {
+		return n
+	}
+	return NoCoordinator
+}
+
+// Brokers implements View.
+func (t *Table) Brokers() []int32 { return t.brokers }
+
+// Clone returns a copy that changes independently of t.
+func (t *Table) Clone() *Table {
+	c := &Table{
+		brokers:      slices.Clone(t.brokers),
+		topics:       make(map[string]*topicInfo, len(t.topics)),
+		ids:          make(map[[16]byte]string, len(t.ids)),
+		coordinators: make(map[coordKey]int32, len(t.coordinators)),
+	}
+	for name, ti := range t.topics {
+		c.topics[name] = &topicInfo{id: ti.id, leaders: slices.Clone(ti.leaders)}
+	}
+	for id, name := range t.ids {
+		c.ids[id] = name
+	}
+	for k, n := range t.coordinators {
+		c.coordinators[k] = n
+	}
+	return c
+}
+
+// ApplyMetadata learns the brokers and the topics of a Metadata response,
+// before it is reshaped. all says the request asked for every topic, so
+// that topics the response does not list are gone; otherwise only the
+// topics listed change. A topic listed with an error is forgotten.
+func (t *Table) ApplyMetadata(m *kmsg.MetadataResponse, all bool) {
+	t.brokers = t.brokers[:0]
+	for _, b := range m.Brokers {
+		t.brokers = append(t.brokers, b.NodeID)
+	}
+	slices.Sort(t.brokers)
+	t.brokers = slices.Compact(t.brokers)
+	if t.topics == nil || all {
+		t.topics = make(map[string]*topicInfo, len(m.Topics))
+		t.ids = make(map[[16]byte]string, len(m.Topics))
+	}
+	for i := range m.Topics {
+		mt := &m.Topics[i]
+		if mt.Topic == nil {
+			continue
+		}
+		name := *mt.Topic
+		if old := t.topics[name]; old != nil {
+			delete(t.ids, old.id)
+		}
+		if mt.ErrorCode != 0 && len(mt.Partitions) == 0 {
+			delete(t.topics, name)
+			continue
+		}
+		ti := &topicInfo{id: mt.TopicID}
+		for _, p := range mt.Partitions {
+			if p.Partition < 0 {
+				continue
+			}
+			for int(p.Partition) >= len(ti.leaders) {
+				ti.leaders = append(ti.leaders, NoLeader)
+			}
+			if p.Leader >= 0 {
+				ti.leaders[p.Partition] = p.Leader
+			}
+		}
+		t.topics[name] = ti
+		if mt.TopicID != ([16]byte{}) {
+			t.ids[mt.TopicID] = name
+		}
+	}
+}
+
+// SetLeader records node as the leader of a partition the table knows,
+// as a KIP-951 answer names it; NoLeader forgets the leader, after
+// NOT_LEADER_OR_FOLLOWER without a new one. It changes nothing for a
+// partition the table does not know.
+func (t *Table) SetLeader(topic string, id [16]byte, partition, node int32) {
+	if topic == "" {
+		topic = t.ids[id]
+	}
+	ti := t.topics[topic]
+	if ti == nil || partition < 0 || int(partition) >= len(ti.leaders) {
+		return
+	}
+	ti.leaders[partition] = node
+}
+
+// SetCoordinator records the coordinator of key, or forgets it for
+// NoCoordinator (after NOT_COORDINATOR).
+func (t *Table) SetCoordinator(typ int8, key string, node int32) {
+	if node < 0 {
+		delete(t.coordinators, coordKey{typ, key})
+		return
+	}
+	if t.coordinators == nil {
+		t.coordinators = make(map[coordKey]int32)
+	}
+	t.coordinators[coordKey{typ, key}] = node
+}

@@ -1,0 +1,71 @@
+package splitmerge
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestTable: what a Table learns from Metadata, KIP-951 leaders and
+// coordinator lookups, and that a clone changes alone.
+func TestTable(t *testing.T) {
+	tb := testCluster()
+	if got := tb.Brokers(); !slices.Equal(got, []int32{1, 2, 3}) {
+		t.Fatalf("brokers %v", got)
+	}
+	for _, c := range []struct {
+		topic string
+		id    [16]byte
+		p     int32
+		want  int32
+	}{
+		{"orders", [16]byte{}, 2, 3},
+		{"", ordersID, 2, 3},
+		{"orders", [16]byte{}, 5, NoLeader},
+		{"orders", [16]byte{}, 6, UnknownPartition},
+		{"orders", [16]byte{}, -1, UnknownPartition},
+		{"gone", [16]byte{}, 0, UnknownPartition},
+		{"", goneID, 0, UnknownPartition},
+	} {
+		if got := tb.Leader(c.topic, c.id, c.p); got != c.want {
+			t.Errorf("leader of %q/%x/%d: %d, want %d", c.topic, c.id[:1], c.p, got, c.want)
+		}
+	}
+
+	clone := tb.Clone()
+	clone.SetLeader("", ordersID, 2, 1)
+	clone.SetCoordinator(CoordinatorGroup, "g1", NoCoordinator)
+	clone.SetLeader("gone", [16]byte{}, 0, 1)
+	if tb.Leader("orders", [16]byte{}, 2) != 3 || tb.Coordinator(CoordinatorGroup, "g1") != 2 {
+		t.Fatal("a change to a clone reached the original")
+	}
+	if clone.Leader("orders", [16]byte{}, 2) != 1 || clone.Coordinator(CoordinatorGroup, "g1") != NoCoordinator || clone.Leader("gone", [16]byte{}, 0) != UnknownPartition {
+		t.Fatal("the clone did not change")
+	}
+	if tb.Coordinator(CoordinatorTransaction, "g1") != NoCoordinator {
+		t.Fatal("a group's coordinator answered for a transactional id of that name")
+	}
+
+	// A partial answer changes the topics it lists; a topic with an
+	// error is forgotten; an answer for every topic replaces them all.
+	m := kmsg.NewPtrMetadataResponse()
+	m.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 4}, {NodeID: 2}}
+	logs := kmsg.NewMetadataResponseTopic()
+	logs.Topic, logs.ErrorCode = kmsg.StringPtr("logs"), 3
+	fresh := kmsg.NewMetadataResponseTopic()
+	fresh.Topic = kmsg.StringPtr("fresh")
+	fp := kmsg.NewMetadataResponseTopicPartition()
+	fp.Partition, fp.Leader = 1, 4
+	fresh.Partitions = []kmsg.MetadataResponseTopicPartition{fp}
+	m.Topics = []kmsg.MetadataResponseTopic{logs, fresh}
+	tb.ApplyMetadata(m, false)
+	if !slices.Equal(tb.Brokers(), []int32{2, 4}) || tb.Leader("logs", [16]byte{}, 0) != UnknownPartition ||
+		tb.Leader("fresh", [16]byte{}, 0) != NoLeader || tb.Leader("fresh", [16]byte{}, 1) != 4 || tb.Leader("orders", [16]byte{}, 2) != 3 {
+		t.Fatal("a partial answer was not applied as it says")
+	}
+	tb.ApplyMetadata(m, true)
+	if tb.Leader("orders", [16]byte{}, 2) != UnknownPartition || tb.Leader("", ordersID, 2) != UnknownPartition {
+		t.Fatal("an answer for every topic kept a topic it does not list")
+	}
+}
