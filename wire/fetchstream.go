@@ -84,11 +84,7 @@ func (s *FetchStream) Left() int64 { return s.left }
 // again with the same bytes and more after them); ErrCannotScan for a body
 // kmsg would refuse.
 func (s *FetchStream) Next(window []byte) (FetchStep, error) {
-	w := window
-	if int64(len(w)) > s.left {
-		w = w[:s.left]
-	}
-	whole := int64(len(w)) == s.left
+	w, whole := clip(window, s.left)
 	r := kbin.Reader{Src: w}
 	t := *s
 	saved, used := t, 0
