@@ -221,7 +221,13 @@ func TestRunCompares(t *testing.T) {
 			if res.Targets[0].Rounds[0].CPU <= 0 {
 				t.Errorf("relay CPU time %v: the relay runs in this process and cannot be free", res.Targets[0].Rounds[0].CPU)
 			}
-			if !strings.Contains(out.String(), "×direct") || !strings.Contains(out.String(), "CPU s/GB") {
+			if rss := res.Targets[0].PeakRSS(); rss < 1<<20 {
+				t.Errorf("relay peak resident memory %d bytes: the relay runs in this process, which holds more", rss)
+			}
+			if res.Targets[1].PeakRSS() != 0 {
+				t.Errorf("direct has no process measured, yet a peak resident memory of %d bytes", res.Targets[1].PeakRSS())
+			}
+			if !strings.Contains(out.String(), "×direct") || !strings.Contains(out.String(), "CPU s/GB") || !strings.Contains(out.String(), "peak RSS MiB") {
 				t.Fatalf("report has no ratio column:\n%s", out.String())
 			}
 			var md bytes.Buffer

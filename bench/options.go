@@ -128,14 +128,19 @@ type Options struct {
 	// in flight rather than from lingering.
 	Linger time.Duration
 
-	// FetchMaxBytes bounds each fetch response and each partition in it.
-	// Zero means 1 MiB.
+	// FetchMaxBytes bounds each fetch response. Zero means 1 MiB.
 	FetchMaxBytes int32
+	// FetchPartitionBytes bounds each partition in a fetch response. Zero
+	// means FetchMaxBytes. franz-go's defaults, and the Java client's,
+	// are 50 MiB and 1 MiB: responses reach 50 MiB from a broker leading
+	// 50 partitions or more.
+	FetchPartitionBytes int32
 
 	// CPUPIDs maps target names to a process on that target's path, such
 	// as the proxy, whose CPU time is measured over each window and
-	// reported per gigabyte moved. On a shared machine throughput follows
-	// whatever else runs; CPU per byte does not.
+	// reported per gigabyte moved, and whose resident memory is sampled
+	// through the window for its peak. On a shared machine throughput
+	// follows whatever else runs; CPU per byte does not.
 	CPUPIDs map[string]int
 
 	// Progress receives a line per target every second while it runs. Nil
@@ -222,6 +227,9 @@ func (o *Options) fill() {
 	if o.FetchMaxBytes == 0 {
 		o.FetchMaxBytes = 1 << 20
 	}
+	if o.FetchPartitionBytes == 0 {
+		o.FetchPartitionBytes = o.FetchMaxBytes
+	}
 	if o.Compression == "" {
 		o.Compression = "none"
 	}
@@ -299,6 +307,8 @@ func (o Options) Validate() error {
 		return badOption("Linger", o.Linger, "must not be negative")
 	case o.FetchMaxBytes < 0:
 		return badOption("FetchMaxBytes", o.FetchMaxBytes, "must not be negative")
+	case o.FetchPartitionBytes < 0:
+		return badOption("FetchPartitionBytes", o.FetchPartitionBytes, "must not be negative")
 	case o.Partitioner != "" && o.Partitioner != "sticky" && o.Partitioner != "round-robin":
 		return badOption("Partitioner", o.Partitioner, "must be sticky or round-robin")
 	case o.Format != "" && o.Format != "text" && o.Format != "markdown":

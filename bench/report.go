@@ -34,6 +34,16 @@ func (t TargetResult) Median() Sample {
 	return m
 }
 
+// PeakRSS is the highest resident memory of the target's measured process
+// over every round, in bytes; zero when none was measured.
+func (t TargetResult) PeakRSS() int64 {
+	var hi int64
+	for _, s := range t.Rounds {
+		hi = max(hi, s.PeakRSS)
+	}
+	return hi
+}
+
 // P99Spread is the range of the target's p99 over rounds (highest minus
 // lowest): its own run-to-run noise, beside which a difference in medians
 // is to be read.
@@ -146,7 +156,7 @@ func (r Result) Write(w io.Writer, format string) error {
 		head = append(head, "consume rec/s", "consume MB/s")
 	}
 	if len(o.CPUPIDs) > 0 {
-		head = append(head, "path CPU s/GB")
+		head = append(head, "path CPU s/GB", "path peak RSS MiB")
 	}
 	for _, ref := range o.RatioTo {
 		if o.Produce {
@@ -175,9 +185,9 @@ func (r Result) Write(w io.Writer, format string) error {
 		}
 		if len(o.CPUPIDs) > 0 {
 			if _, ok := o.CPUPIDs[t.Target.label()]; ok {
-				row = append(row, fmt.Sprintf("%.3f", m.CPUPerGB()))
+				row = append(row, fmt.Sprintf("%.3f", m.CPUPerGB()), fmt.Sprintf("%.1f", float64(t.PeakRSS())/(1<<20)))
 			} else {
-				row = append(row, "—")
+				row = append(row, "—", "—")
 			}
 		}
 		for _, ref := range o.RatioTo {
@@ -253,7 +263,7 @@ func writeText(w io.Writer, rows [][]string, r Result) error {
 		}
 	}
 	if o.Consume {
-		what = append(what, fmt.Sprintf("consume with %d B fetches", o.FetchMaxBytes))
+		what = append(what, fmt.Sprintf("consume with fetches of up to %d B, %d B per partition", o.FetchMaxBytes, o.FetchPartitionBytes))
 		if o.Rate > 0 {
 			what = append(what, fmt.Sprintf("at %.0f rec/s", o.Rate))
 		}

@@ -36,6 +36,9 @@ type Sample struct {
 	// CPU is the CPU time of the target's process in Options.CPUPIDs over
 	// the window; zero when it has none.
 	CPU time.Duration
+	// PeakRSS is the highest resident memory of that process sampled
+	// through the window, in bytes; zero when it has none.
+	PeakRSS int64
 }
 
 // CPUPerGB is CPU seconds of the target's process per 10^9 value bytes
@@ -217,7 +220,7 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int, cr
 		kgo.ProducerLinger(o.Linger),
 		kgo.ProducerBatchCompression(mustCodec(o.Compression)),
 		kgo.FetchMaxBytes(o.FetchMaxBytes),
-		kgo.FetchMaxPartitionBytes(o.FetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(o.FetchPartitionBytes),
 	)
 	switch o.Acks {
 	case -1:
@@ -301,13 +304,16 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int, cr
 	if err != nil {
 		return Sample{}, err
 	}
+	rss := watchRSS(pid)
 	c.measuring.Store(true)
 	start := time.Now()
 	if !sleepCtx(ctx, o.Duration) {
+		rss()
 		return Sample{}, ctx.Err()
 	}
 	c.measuring.Store(false)
 	elapsed := time.Since(start)
+	peak := rss()
 	cpu1, err := cpuOf(pid)
 	if err != nil {
 		return Sample{}, err
@@ -315,8 +321,42 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int, cr
 	cancel()
 	wg.Wait()
 	s, err := c.sample(elapsed)
-	s.CPU = cpu1 - cpu0
+	s.CPU, s.PeakRSS = cpu1-cpu0, peak
 	return s, err
+}
+
+// rssEvery is how often watchRSS samples resident memory.
+const rssEvery = 50 * time.Millisecond
+
+// watchRSS samples the resident memory of process pid until the function
+// it returns is called, which returns the highest sample; with pid 0 it
+// samples nothing and returns 0.
+func watchRSS(pid int) func() int64 {
+	if pid == 0 {
+		return func() int64 { return 0 }
+	}
+	stop := make(chan struct{})
+	peak := make(chan int64, 1)
+	go func() {
+		var hi int64
+		t := time.NewTicker(rssEvery)
+		defer t.Stop()
+		for {
+			if n, err := ProcessRSS(pid); err == nil {
+				hi = max(hi, n)
+			}
+			select {
+			case <-stop:
+				peak <- hi
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		return <-peak
+	}
 }
 
 func cpuOf(pid int) (time.Duration, error) {
@@ -352,19 +392,22 @@ func runCount(ctx context.Context, cl *kgo.Client, o Options, t Target, p *paylo
 	if err != nil {
 		return Sample{}, err
 	}
+	rss := watchRSS(pid)
 	c.measuring.Store(true)
 	start := time.Now()
 	produceLoop(ctx, cl, o, p, promise, o.Records)
 	if err := cl.Flush(ctx); err != nil {
+		rss()
 		return Sample{}, err
 	}
 	elapsed := time.Since(start)
+	peak := rss()
 	cpu1, err := cpuOf(pid)
 	if err != nil {
 		return Sample{}, err
 	}
 	s, err := c.sample(elapsed)
-	s.CPU = cpu1 - cpu0
+	s.CPU, s.PeakRSS = cpu1-cpu0, peak
 	return s, err
 }
 

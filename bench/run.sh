@@ -20,6 +20,7 @@
 #   INORDER_BIN                         measure this inorder binary instead of building one
 #   KAFKA_PROXY_BIN                     also measure grepplabs/kafka-proxy, the nearest peer, from this binary
 #   TLS_BENCH=1                         also measure TLS through inorder (bench/tls.sh), appended to OUT
+#   SIDECAR_MEMORY=32MiB                --max-memory of the proxies in the default-client-settings workload
 #   SINGLE_BENCH=1                      also measure --topology single against port per broker, three brokers
 set -euo pipefail
 
@@ -35,6 +36,9 @@ GO=${GO:-go}
 # Every helper process exits by itself after this long even if this script
 # is killed too hard for its trap to run.
 LIFETIME=${LIFETIME:-20m}
+SIDECAR_MEMORY=${SIDECAR_MEMORY:-32MiB}
+# Flags every proxy of the next start_stack and start_capped gets.
+SERVE_ARGS=()
 
 WORK=$(mktemp -d /tmp/inorder-bench.XXXXXX)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -161,18 +165,18 @@ start_stack() {
 	wait_port "$DIRECT"
 	wait_port "$RELAYED"
 	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$CONN" --upstream "127.0.0.1:$DIRECT" \
-		--upstream-ordering connection --log-level warn --shutdown-grace 1s >"$WORK/inorder-connection.log" 2>&1 &
+		--upstream-ordering connection --log-level warn --shutdown-grace 1s "${SERVE_ARGS[@]}" >"$WORK/inorder-connection.log" 2>&1 &
 	PIDS+=($!)
 	PROXY_CONN_PID=$(child_of $!)
 	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$NONE" --upstream "127.0.0.1:$DIRECT" \
-		--upstream-ordering none --log-level warn --shutdown-grace 1s >"$WORK/inorder-none.log" 2>&1 &
+		--upstream-ordering none --log-level warn --shutdown-grace 1s "${SERVE_ARGS[@]}" >"$WORK/inorder-none.log" 2>&1 &
 	PIDS+=($!)
 	PROXY_NONE_PID=$(child_of $!)
 	# The twin serves exactly as inorder-connection does. Measured in the
 	# same rounds, it shows how far two identical processes differ here:
 	# a difference to the relay smaller than that cannot be told from noise.
 	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$TWIN" --upstream "127.0.0.1:$DIRECT" \
-		--upstream-ordering connection --log-level warn --shutdown-grace 1s >"$WORK/inorder-twin.log" 2>&1 &
+		--upstream-ordering connection --log-level warn --shutdown-grace 1s "${SERVE_ARGS[@]}" >"$WORK/inorder-twin.log" 2>&1 &
 	PIDS+=($!)
 	PROXY_TWIN_PID=$(child_of $!)
 	if [ -n "${KAFKA_PROXY_BIN:-}" ]; then
@@ -192,7 +196,7 @@ start_stack() {
 # whose responses carry no addresses and are streamed to the client.
 start_capped() {
 	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$CAPPED" --upstream "127.0.0.1:$DIRECT" \
-		--upstream-ordering connection --api-version-cap Fetch=15 --log-level warn --shutdown-grace 1s >"$WORK/inorder-capped.log" 2>&1 &
+		--upstream-ordering connection --api-version-cap Fetch=15 --log-level warn --shutdown-grace 1s "${SERVE_ARGS[@]}" >"$WORK/inorder-capped.log" 2>&1 &
 	PIDS+=($!)
 	PROXY_CAPPED_PID=$(child_of $!)
 	wait_port "$CAPPED"
@@ -317,6 +321,20 @@ if [ "$SINGLE_BENCH" = 1 ]; then
 	cleanup
 fi
 
+# Clients' default consumer settings (franz-go's and Java's: fetches of up
+# to 50 MiB, 1 MiB per partition) on 50 partitions, so that every response
+# reaches 50 MiB, through proxies sized as a sidecar.
+SERVE_ARGS=(--max-memory "$SIDECAR_MEMORY")
+start_stack synthetic
+start_capped
+EXTRA_PATHS=(--compare "inorder-fetch15=127.0.0.1:$CAPPED" "${TWIN_PATH[@]}")
+DEFAULT_FETCH=(--produce=false --consume --partitions 50 --fetch-max-bytes 52428800 --fetch-partition-bytes 1048576)
+measure consumedefault "${DEFAULT_FETCH[@]}"
+EXTRA_PATHS=()
+PROXY_CAPPED_PID=
+SERVE_ARGS=()
+cleanup
+
 # A fresh stack, so that the proxy's memory holds nothing from the
 # throughput runs.
 start_stack blackhole
@@ -377,6 +395,18 @@ tw_cons_rel=$(cell "$WORK/consume.md" inorder-twin "consume ×relay")
 tw_cons_cpu=$(cpu_ratio "$WORK/consume.md" inorder-twin)
 tw_consh_cpu=$(cpu_ratio "$WORK/consumehalf.md" inorder-twin)
 tw_lat_rel=$(cell "$WORK/latency.md" inorder-twin "Δp99 vs relay")
+# Default client settings.
+def_rel=$(cell "$WORK/consumedefault.md" inorder-connection "consume ×relay")
+def_cpu=$(cpu_ratio "$WORK/consumedefault.md" inorder-connection)
+defn_rel=$(cell "$WORK/consumedefault.md" inorder-none "consume ×relay")
+defn_cpu=$(cpu_ratio "$WORK/consumedefault.md" inorder-none)
+def15_rel=$(cell "$WORK/consumedefault.md" inorder-fetch15 "consume ×relay")
+def15_cpu=$(cpu_ratio "$WORK/consumedefault.md" inorder-fetch15)
+tw_def_rel=$(cell "$WORK/consumedefault.md" inorder-twin "consume ×relay")
+tw_def_cpu=$(cpu_ratio "$WORK/consumedefault.md" inorder-twin)
+def_rss=$(cell "$WORK/consumedefault.md" inorder-connection "path peak RSS MiB")
+defn_rss=$(cell "$WORK/consumedefault.md" inorder-none "path peak RSS MiB")
+tw_def_rss=$(cell "$WORK/consumedefault.md" inorder-twin "path peak RSS MiB")
 rss=$(sed -n 's/^idle: rss .* MiB before, \([0-9.]*\) MiB with.*/\1/p' "$WORK/scale-inorder.txt")
 rss_before=$(sed -n 's/^idle: rss \([0-9.]*\) MiB before.*/\1/p' "$WORK/scale-inorder.txt")
 # Where fewer than 10,000 connections fit, scale the growth linearly.
@@ -429,7 +459,9 @@ also moves more per system call, so its cost per GB falls), and it is
 where a proxy's cost shows first. A CPU target is judged by the ratio of
 the two medians; beside it stand the median and the interquartile range of
 the per-round ratios (the **CPU/GB ×relay** columns), the noise a
-difference between runs has to clear.
+difference between runs has to clear. **path peak RSS MiB** is the highest
+resident memory of the same process, sampled every 50 ms through every
+round.
 
 At saturation each path sets its own pace, and a faster path moves more
 bytes per system call, so its CPU per GB falls: the ratio to the relay
@@ -451,6 +483,12 @@ has no goal of its own: it is the steadier reading of the target above it.
 | consume, \`--api-version-cap Fetch=15\`, CPU per GB ×relay | $cons15_cpu$(cpu_rounds "$WORK/consume.md" inorder-fetch15) | ≤ 1.10 | $(met "$cons15_cpu" 1.10 "<=") | |
 | consume at half the relay's rate ($cons_half records/s), connection mode, CPU per GB ×relay | $consh_cpu$(cpu_rounds "$WORK/consumehalf.md" inorder-connection) | (beside the goal above) | | $tw_consh_cpu$(cpu_rounds "$WORK/consumehalf.md" inorder-twin) |
 | the same, \`--api-version-cap Fetch=15\`, CPU per GB ×relay | $consh15_cpu$(cpu_rounds "$WORK/consumehalf.md" inorder-fetch15) | (beside the goal above) | | |
+| consume, default client settings (50 MiB fetches), connection mode, ×relay | $def_rel | ≥ 0.95 | $(met "$def_rel" 0.95 ">=") | $tw_def_rel |
+| consume, default client settings, connection mode, CPU per GB ×relay | $def_cpu$(cpu_rounds "$WORK/consumedefault.md" inorder-connection) | ≤ 1.20 | $(met "$def_cpu" 1.20 "<=") | $tw_def_cpu$(cpu_rounds "$WORK/consumedefault.md" inorder-twin) |
+| consume, default client settings, none mode, ×relay | $defn_rel | ≥ 0.95 | $(met "$defn_rel" 0.95 ">=") | |
+| consume, default client settings, none mode, CPU per GB ×relay | $defn_cpu$(cpu_rounds "$WORK/consumedefault.md" inorder-none) | ≤ 1.25 | $(met "$defn_cpu" 1.25 "<=") | |
+| consume, default client settings, \`--api-version-cap Fetch=15\`, ×relay and CPU per GB ×relay | $def15_rel, $def15_cpu | (a reference) | | |
+| peak resident memory under that load, \`--max-memory $SIDECAR_MEMORY\`, connection and none mode | ${def_rss:-?} MiB, ${defn_rss:-?} MiB | ≤ 96 MiB | $(met "$(printf '%s\n%s\n' "${def_rss:-}" "${defn_rss:-}" | sort -n | tail -1)" 96 "<=") | ${tw_def_rss:-?} MiB |
 | none mode, 12 partitions, ×relay | $none_rel | ≥ 0.90 | $(met "$none_rel" 0.90 ">=") | |
 | none mode, 12 partitions, CPU per GB ×relay | $none_cpu$(cpu_rounds "$WORK/none12.md" inorder-none) | ≤ 1.20 | $(met "$none_cpu" 1.20 "<=") | |
 | the same at half the relay's rate ($half12 records/s), CPU per GB ×relay | $noneh_cpu$(cpu_rounds "$WORK/none12half.md" inorder-none) | (beside the goal above) | | |
@@ -472,11 +510,23 @@ Synthetic-fetch broker (the same 1 MiB batch served from every offset).
 **inorder-fetch15** is connection mode with \`--api-version-cap Fetch=15\`:
 clients fetch at v15, whose responses carry no broker addresses, so the proxy
 splices them from the broker's socket to the client's as they arrive; the
-other inorder paths fetch at v16+ and read each response into a buffer (one
-copy of its first 4 KiB as it grows), scan it for KIP-951 endpoints without
-decoding it, and forward the same buffer.
+other inorder paths fetch at v16+ and stream each response through a walk of
+its body: partition headers read (or peeked at) as they pass, records
+spliced, the tag section that may hold KIP-951 endpoints rewritten in its
+length at the end.
 
 $(cat "$WORK/consume.md")
+
+## Consume with default client settings: fetches of up to 50 MiB, 1 MiB per partition
+
+The clients' default consumer settings (franz-go's and Java's
+\`fetch.max.bytes\` and \`max.partition.fetch.bytes\`) on a topic of 50
+partitions, so that every response reaches 50 MiB, through proxies run as a
+sidecar would be, with \`--max-memory $SIDECAR_MEMORY\`; the same
+synthetic-fetch broker. **path peak RSS MiB** is the highest resident
+memory of each process, sampled every 50 ms through every round.
+
+$(cat "$WORK/consumedefault.md")
 
 ## Consume at half the relay's rate ($cons_half records/s)
 

@@ -213,14 +213,15 @@ type Streamed string
 
 // Streamed kinds.
 const (
-	StreamedRequestSpliced Streamed = "request_spliced" // a produce body spliced in connection mode
-	StreamedRequestUnread  Streamed = "request_unread"  // a whole produce frame, head too, spliced (its correlation id needed no rewrite); in none mode its partitions scanned on the way
-	StreamedRequestScanned Streamed = "request_scanned" // a produce body spliced in none mode after its head was read, its partitions scanned on the way
-	StreamedResponse       Streamed = "response"        // a response copied through one chunk (stream.go)
-	StreamedOther          Streamed = "other"
+	StreamedRequestSpliced  Streamed = "request_spliced"  // a produce body spliced in connection mode (copied through a chunk over TLS)
+	StreamedRequestUnread   Streamed = "request_unread"   // a whole produce frame, head too, spliced (its correlation id needed no rewrite); in none mode its partitions scanned on the way
+	StreamedRequestScanned  Streamed = "request_scanned"  // a produce body spliced (over TLS copied) in none mode after its head was read, its partitions scanned on the way
+	StreamedResponse        Streamed = "response"         // a response spliced, or copied through one chunk (stream.go)
+	StreamedResponseScanned Streamed = "response_scanned" // a Fetch v16+ response streamed through a walk of its body, its endpoints rewritten at the end (fetchstream.go)
+	StreamedOther           Streamed = "other"
 )
 
-var streamedKinds = []Streamed{StreamedRequestSpliced, StreamedRequestUnread, StreamedRequestScanned, StreamedResponse, StreamedOther}
+var streamedKinds = []Streamed{StreamedRequestSpliced, StreamedRequestUnread, StreamedRequestScanned, StreamedResponse, StreamedResponseScanned, StreamedOther}
 
 // Setting names the setting that refused a frame, the one to raise if the
 // frame was legitimate.

@@ -14,21 +14,27 @@ import (
 	"github.com/inorder-proxy/inorder/proxy"
 )
 
-// cannedBackend answers every request on every connection it accepts with
-// one Produce v9 response (no topics, and an unknown tagged field of pad
-// bytes), the request's correlation id copied in. It reads each request
-// into one buffer and writes from another, so it allocates nothing per
-// request: what a test counts is the proxy's.
-func cannedBackend(t *testing.T, pad int) string {
-	t.Helper()
+// cannedProduce is a Produce v9 response body: no topics, and an unknown
+// tagged field of pad bytes.
+func cannedProduce(pad int) []byte {
 	body := kmsg.NewPtrProduceResponse()
 	body.Version = 9
 	if pad > 0 {
 		body.UnknownTags.Set(99, make([]byte, pad))
 	}
+	return body.AppendTo(nil)
+}
+
+// cannedBackend answers every request on every connection it accepts with
+// one response of a flexible version whose body is body, the request's
+// correlation id copied in. It reads each request into one buffer and
+// writes from another, so it allocates nothing per request: what a test
+// counts is the proxy's.
+func cannedBackend(t *testing.T, body []byte) string {
+	t.Helper()
 	resp := binary.BigEndian.AppendUint32(nil, 0)
 	resp = append(resp, 0, 0, 0, 0, 0) // correlation id, no header tags
-	resp = body.AppendTo(resp)
+	resp = append(resp, body...)
 	binary.BigEndian.PutUint32(resp, uint32(len(resp)-4))
 
 	return connBackend(t, func(c net.Conn) {
@@ -90,7 +96,7 @@ func TestLargeFramesAllocateNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := metrics.New()
-			p := startProxy(t, tc.mode, []string{cannedBackend(t, tc.pad)}, nil, proxy.WithMetrics(m))
+			p := startProxy(t, tc.mode, []string{cannedBackend(t, cannedProduce(tc.pad))}, nil, proxy.WithMetrics(m))
 			c, err := net.Dial("tcp", p.Addr())
 			if err != nil {
 				t.Fatal(err)
@@ -104,22 +110,7 @@ func TestLargeFramesAllocateNothing(t *testing.T) {
 					binary.BigEndian.PutUint32(frame[8:], corr)
 					corr++
 				}
-				if _, err := c.Write(frame); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := io.ReadFull(c, resp[:4]); err != nil {
-					t.Fatal(err)
-				}
-				n := binary.BigEndian.Uint32(resp)
-				if n > uint32(len(resp)) {
-					t.Fatalf("response of %d bytes", n)
-				}
-				if _, err := io.ReadFull(c, resp[:n]); err != nil {
-					t.Fatal(err)
-				}
-				if got, want := binary.BigEndian.Uint32(resp), binary.BigEndian.Uint32(frame[8:]); got != want {
-					t.Fatalf("response correlation id %d, want %d", got, want)
-				}
+				exchange(t, c, frame, resp)
 			}
 			allocs := make([]float64, len(tc.parts))
 			for i, parts := range tc.parts {
@@ -149,6 +140,74 @@ func TestLargeFramesAllocateNothing(t *testing.T) {
 				if n >= 0.5 {
 					t.Errorf("%d partitions: %.2f allocations per request, want none", tc.parts[i], n)
 				}
+			}
+		})
+	}
+}
+
+// exchange writes the request frame to c and reads its response into
+// resp, whose correlation id must be the request's. It allocates nothing.
+func exchange(t *testing.T, c net.Conn, frame, resp []byte) {
+	if _, err := c.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, resp[:4]); err != nil {
+		t.Fatal(err)
+	}
+	n := binary.BigEndian.Uint32(resp)
+	if n > uint32(len(resp)) {
+		t.Fatalf("response of %d bytes", n)
+	}
+	if _, err := io.ReadFull(c, resp[:n]); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := binary.BigEndian.Uint32(resp), binary.BigEndian.Uint32(frame[8:]); got != want {
+		t.Fatalf("response correlation id %d, want %d", got, want)
+	}
+}
+
+// TestFetchWalkAllocatesNothing fetches, through the proxy in both modes,
+// Fetch v16 responses of 12 partitions, each 40 KiB of records, which
+// stream through a walk of their body, records spliced, and counts the
+// proxy's allocations per round trip: none. Like
+// TestLargeFramesAllocateNothing it runs without the race detector.
+func TestFetchWalkAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	const runs = 200
+	body := kmsg.NewPtrFetchResponse()
+	body.Version = 16
+	for p := range int32(12) {
+		tp := kmsg.NewFetchResponseTopicPartition()
+		tp.Partition = p
+		tp.RecordBatches = make([]byte, 40<<10)
+		body.Topics = append(body.Topics, kmsg.FetchResponseTopic{Partitions: []kmsg.FetchResponseTopicPartition{tp}})
+	}
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			m := metrics.New()
+			p := startProxy(t, mode, []string{cannedBackend(t, body.AppendTo(nil))}, nil, proxy.WithMetrics(m))
+			c, err := net.Dial("tcp", p.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			req := kmsg.NewPtrFetchRequest()
+			req.Version = 16
+			frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, 5)
+			resp := make([]byte, 1<<20)
+			roundTrip := func() { exchange(t, c, frame, resp) }
+			roundTrip() // the connection's one-time state
+			n := testing.AllocsPerRun(runs, roundTrip)
+			t.Logf("%.2f allocations per response", n)
+			want := float64(runs + 2)
+			if got := streamedCounter(t, m, metrics.StreamedResponseScanned, want); got != want {
+				t.Fatalf("%v responses streamed through a walk, want %v", got, want)
+			}
+			if n >= 0.5 {
+				t.Errorf("%.2f allocations per response, want none", n)
 			}
 		})
 	}

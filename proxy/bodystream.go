@@ -24,18 +24,22 @@ import (
 // request is processed after every earlier write it overlaps, as if it had
 // waited whole.
 //
-// A request streams only when nothing pushed before it waits to be
-// forwarded and no barrier is in flight (Sequencer.Open): then every
-// wait is for a write already in flight, whose response does not depend on
-// this request. Any other large produce request is read whole and scanned.
+// A request streams once nothing pushed before it waits to be forwarded
+// and no barrier is in flight (Sequencer.Open): then every wait is for a
+// write already in flight, whose response does not depend on this
+// request. One that arrives before then waits for it with its body in the
+// client socket (awaitOpen), as the upstream would have waited for it to
+// be forwarded: the requests before it wait only for answers to what is
+// in flight. Only a connection that stops forwarding (a failed acks=0
+// write, a failed upstream write) reads it whole instead, to end cleanly.
 //
-// The trade: a streaming request that pauses holds the client reader, so
-// a later request whose partitions it does not share cannot overtake it as
-// it could if the paused one were held in memory. Requests this large come
-// from producers that batch per partition and send every partition with
-// data in each request, so consecutive ones share partitions and wait for
-// each other anyway; smaller requests (below spliceMin) are read whole and
-// keep overlapping.
+// The trade: a streaming request that pauses, or waits its turn, holds the
+// client reader, so a later request whose partitions it does not share
+// cannot overtake it as it could if the paused one were held in memory.
+// Requests this large come from producers that batch per partition and
+// send every partition with data in each request, so consecutive ones
+// share partitions and wait for each other anyway; smaller requests
+// (below spliceMin) are read whole and keep overlapping.
 
 // streamWindow is the first size of the buffer that holds the bytes
 // between records; it grows, charged to the budget, for the rare request
@@ -134,11 +138,8 @@ func (c *conn) startStream(body []byte, h wire.RequestHeader, total int) (int, b
 		return 0, false
 	}
 	// A write with no keys yet, forwarded at once while the sequencer
-	// is Open.
-	c.mu.Lock()
-	now := c.poisoned == nil && c.writeErr == nil && c.seq.Open()
-	c.mu.Unlock()
-	if !now {
+	// is Open: the body waits in the client socket until it is.
+	if !c.awaitOpen() {
 		return 0, false
 	}
 	n := max(streamWindow, len(body)-used)
@@ -149,6 +150,36 @@ func (c *conn) startStream(body []byte, h wire.RequestHeader, total int) (int, b
 	bs.win.B = bs.win.B[:0]
 	bs.done, bs.records, bs.lead, bs.leadN = 0, 0, 0, 0
 	return used, true
+}
+
+// awaitOpen waits until the sequencer is Open, so that a request pushed
+// now is forwarded at once, and reports whether it is; false when the
+// connection stops forwarding first (a failed acks=0 write, a failed
+// upstream write, its end). Everything pushed before waits only for
+// writes and barriers in flight, which the upstream answers without this
+// reader, so the wait ends. The frame's read timeout restarts after it:
+// the wait was the upstream's.
+func (c *conn) awaitOpen() bool {
+	open, waited := c.awaitOpenLocked()
+	if waited {
+		c.startFrame()
+	}
+	return open
+}
+
+// awaitOpenLocked is awaitOpen's part under mu.
+func (c *conn) awaitOpenLocked() (open, waited bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.poisoned == nil && c.writeErr == nil && !c.dead.Load() && !c.seq.Open() {
+		if !waited {
+			c.pauseRead()
+			defer c.resumeRead()
+		}
+		c.cond.Wait()
+		waited = true
+	}
+	return c.poisoned == nil && c.writeErr == nil && !c.dead.Load(), waited
 }
 
 // streamProduce forwards the rest of the request seq, whose head flush has
@@ -410,9 +441,18 @@ func (c *conn) fillWindow() error {
 	k, err := c.in.Read(free[:min(int64(len(free)), bs.socket)])
 	bs.win.B = bs.win.B[:len(bs.win.B)+k]
 	bs.socket -= int64(k)
+	if err != nil {
+		return c.bodyReadError(err)
+	}
+	return nil
+}
+
+// bodyReadError is the connection's error for a failed read of a request
+// body the proxy streams: the proxy's own deadline (a drain), a body cut
+// short, one that did not arrive within the read timeout, or the client's
+// socket failing.
+func (c *conn) bodyReadError(err error) error {
 	switch {
-	case err == nil:
-		return nil
 	case c.draining.Load():
 		return fmt.Errorf("%w: a request was cut mid-body", ErrShutdown)
 	case errors.Is(err, io.EOF):

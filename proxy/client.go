@@ -51,7 +51,7 @@ func (c *conn) readClient() error {
 		c.endFrame()
 		if peekNext {
 			// The next request may well stream too: peek at it.
-			c.uh.on = !c.uh.never && c.clientPeeker() != nil
+			c.uh.on = c.splice && !c.uh.never && c.clientPeeker() != nil
 		}
 		if err := c.afterSubmit(); err != nil {
 			return err
@@ -79,7 +79,7 @@ func (c *conn) readRequest(size int32, lenBuf *[4]byte) (r *request, readErr, er
 			return r, readErr, err
 		}
 	}
-	if c.splice && size >= spliceMin {
+	if c.streamReq && size >= spliceMin {
 		head, ch, err := c.readFrame(lenBuf[:], 4+spliceHead, total)
 		if err != nil {
 			return nil, err, nil

@@ -99,16 +99,20 @@ type conn struct {
 	// still answers the requests before, which are delivered before the
 	// connection ends; cutAt is the sequence number they end below (see
 	// cutOff).
-	cut      error
-	cutAt    uint64
-	splice   bool   // large produce bodies move socket to socket
-	poison   uint64 // close once the head passes this seq (0: none)
-	poisoned error
+	cut    error
+	cutAt  uint64
+	splice bool // large produce bodies move socket to socket
+	// streamReq: large produce bodies stream, spliced or, over TLS,
+	// copied through a chunk (copyRest).
+	streamReq bool
+	poison    uint64 // close once the head passes this seq (0: none)
+	poisoned  error
 	// streamResp: large responses that need no rewriting are copied to
 	// the client as they arrive (see stream.go); respBody is the upstream
 	// reader's for that.
 	streamResp bool
 	respBody   io.LimitedReader
+	fw         *fetchWalk // a Fetch response walked as it streams (fetchstream.go)
 
 	// wmu makes the client writer one at a time; see deliver.
 	wmu     sync.Mutex
@@ -243,15 +247,17 @@ func (c *conn) connect() error {
 // enableSplice lets large produce requests bypass user space: the
 // request goes upstream as soon as it is read, by the goroutine that reads
 // the client, and its body need not be understood. In None mode a request
-// streams when nothing waits before it, its partitions found on the way
+// streams once nothing waits before it, its partitions found on the way
 // (bodystream.go). Responses stream in both modes, since they are
-// delivered in order whatever the mode: spliced between TCP sockets,
-// copied through a chunk over TLS (stream.go).
+// delivered in order whatever the mode. Both are spliced between TCP
+// sockets and copied through a bounded chunk over TLS (copyRest,
+// stream.go).
 func (c *conn) enableSplice() {
 	c.in.init(c.client)
 	_, clientTCP := c.client.(*net.TCPConn)
 	_, upTCP := c.up.(*net.TCPConn)
 	c.splice = clientTCP && upTCP && !c.p.noSplice
+	c.streamReq = !c.p.noSplice
 	c.streamResp = !c.p.noSplice
 }
 

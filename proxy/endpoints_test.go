@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,24 @@ func scriptedUpstream(t *testing.T, sent chan<- []byte, answer func(n int, h wir
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// readFlexibleResponse reads response i, which must have correlation id
+// corr and a flexible header, from c: its frame and its body.
+func readFlexibleResponse(t *testing.T, c net.Conn, lb *[4]byte, i int, corr int32) (*wire.Buf, []byte) {
+	t.Helper()
+	buf, err := wire.ReadFrame(c, lb, wire.MinResponseFrame, 1<<30)
+	if err != nil {
+		t.Fatalf("response %d: %v", i, err)
+	}
+	if got := wire.ResponseCorrelation(buf.B); got != corr {
+		t.Fatalf("response %d: correlation id %d, want %d", i, got, corr)
+	}
+	off, err := wire.ResponseBody(buf.B, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf, buf.B[off:]
 }
 
 // endpointsUpstream answers Produce and Fetch requests: the first two
@@ -125,18 +144,8 @@ func TestLargeResponsesStreamed(t *testing.T) {
 			}
 			var lb [4]byte
 			for i := range n {
-				buf, err := wire.ReadFrame(c, &lb, wire.MinResponseFrame, 1<<30)
-				if err != nil {
-					t.Fatalf("response %d: %v", i, err)
-				}
-				if got := wire.ResponseCorrelation(buf.B); got != int32(1000+i) {
-					t.Fatalf("response %d: correlation id %d", i, got)
-				}
-				off, err := wire.ResponseBody(buf.B, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(buf.B[off:], <-sent) {
+				buf, body := readFlexibleResponse(t, c, &lb, i, int32(1000+i))
+				if !bytes.Equal(body, <-sent) {
 					t.Fatalf("response %d differs from what the upstream sent", i)
 				}
 				wire.Put(buf)
@@ -185,18 +194,8 @@ func TestEndpointsRewrittenOthersForwardedAsRead(t *testing.T) {
 				if _, err := c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, corr)); err != nil {
 					t.Fatal(err)
 				}
-				buf, err := wire.ReadFrame(c, &lb, wire.MinResponseFrame, 1<<20)
-				if err != nil {
-					t.Fatalf("request %d: %v", i, err)
-				}
-				if got := wire.ResponseCorrelation(buf.B); got != corr {
-					t.Fatalf("request %d: correlation id %d, want %d", i, got, corr)
-				}
-				off, err := wire.ResponseBody(buf.B, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				body, upstream := buf.B[off:], <-sent
+				_, body := readFlexibleResponse(t, c, &lb, i, corr)
+				upstream := <-sent
 				resp := req.ResponseKind()
 				resp.SetVersion(req.GetVersion())
 				if err := resp.ReadFrom(body); err != nil {
@@ -230,6 +229,105 @@ func TestEndpointsRewrittenOthersForwardedAsRead(t *testing.T) {
 					t.Fatalf("request %d: the rewritten endpoint %s is not a proxy listener: %v", i, hosts[0], err)
 				}
 				nc.Close()
+			}
+		})
+	}
+}
+
+// TestStreamedFetchEndpoints: large Fetch v16-v18 responses stream
+// through a walk of their body, and the KIP-951 endpoints that end them
+// are rewritten in the length they arrived in. The backend names its
+// nodes at hosts as long as the proxy's (rewritten in place), longer
+// (rewritten and padded) and shorter (the rewritten endpoints do not fit:
+// replaced by a filler, so the client sees none). Through every proxy of
+// the mutation tests (spliced, copied, clients over TLS), each response
+// arrives in order, as long as it was sent, its records byte for byte as
+// sent, and names no address but the proxy's listeners: each endpoint
+// one the client can dial, or none where they could not fit a stream.
+func TestStreamedFetchEndpoints(t *testing.T) {
+	hosts := []string{"127.0.0.1", "broker-0.kafka.upstream.internal", "10.0.0.9"}
+	for _, tc := range mutationCases {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 9
+			sent := make(chan []byte, n)
+			up := scriptedUpstream(t, sent, func(i int, h wire.RequestHeader) []byte {
+				resp := kmsg.NewPtrFetchResponse()
+				resp.Version = h.Version
+				for p := range 3 {
+					tp := kmsg.NewFetchResponseTopicPartition()
+					tp.Partition = int32(p)
+					tp.HighWatermark = int64(i)
+					tp.RecordBatches = bytes.Repeat([]byte{byte(i*3 + p)}, 20<<10*(p+1))
+					resp.Topics = append(resp.Topics, kmsg.FetchResponseTopic{TopicID: [16]byte{byte(i)}, Partitions: []kmsg.FetchResponseTopicPartition{tp}})
+				}
+				for id := range int32(2) {
+					resp.Brokers = append(resp.Brokers, kmsg.FetchResponseBroker{NodeID: id, Host: hosts[i%3], Port: 9092 + id})
+				}
+				return resp.AppendTo(nil)
+			})
+			m := metrics.New()
+			tc.opts = append(tc.opts[:len(tc.opts):len(tc.opts)], proxy.WithMetrics(m))
+			_, dial := tc.start(t, up, nil)
+			c, err := dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			var out []byte
+			for i := range n {
+				req := kmsg.NewPtrFetchRequest()
+				req.Version = int16(16 + i%3)
+				out = append(out, kmsg.NewRequestFormatter().AppendRequest(nil, req, int32(500+i))...)
+			}
+			if _, err := c.Write(out); err != nil {
+				t.Fatal(err)
+			}
+			// Without splicing, responses are read whole instead.
+			streamed := !strings.HasSuffix(tc.name, "/copied")
+			var lb [4]byte
+			for i := range n {
+				buf, body := readFlexibleResponse(t, c, &lb, i, int32(500+i))
+				upstream := <-sent
+				want := kmsg.NewPtrFetchResponse()
+				want.Version = int16(16 + i%3)
+				if err := want.ReadFrom(upstream); err != nil {
+					t.Fatal(err)
+				}
+				got := kmsg.NewPtrFetchResponse()
+				got.Version = want.Version
+				if err := got.ReadFrom(body); err != nil {
+					t.Fatalf("response %d does not parse: %v", i, err)
+				}
+				for ti := range want.Topics {
+					w, g := want.Topics[ti].Partitions[0], got.Topics[ti].Partitions[0]
+					if !bytes.Equal(w.RecordBatches, g.RecordBatches) || w.HighWatermark != g.HighWatermark {
+						t.Fatalf("response %d: partition %d differs from what the upstream sent", i, ti)
+					}
+				}
+				for _, b := range got.Brokers {
+					addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+					nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+					if err != nil || b.Host != "127.0.0.1" {
+						t.Fatalf("response %d: node %d named at %s, not a proxy listener (%v)", i, b.NodeID, addr, err)
+					}
+					nc.Close()
+				}
+				dropped := streamed && hosts[i%3] == "10.0.0.9"
+				switch {
+				case dropped && len(got.Brokers) != 0:
+					t.Fatalf("response %d: %d endpoints where they cannot fit a stream", i, len(got.Brokers))
+				case !dropped && len(got.Brokers) != 2:
+					t.Fatalf("response %d: %d endpoints, the upstream sent 2", i, len(got.Brokers))
+				case streamed && len(body) != len(upstream):
+					t.Fatalf("response %d: streamed in %d bytes, sent in %d", i, len(body), len(upstream))
+				}
+				wire.Put(buf)
+			}
+			if streamed {
+				if got := streamedCounter(t, m, metrics.StreamedResponseScanned, 1); got < 1 {
+					t.Fatalf("%v responses streamed through a walk", got)
+				}
 			}
 		})
 	}

@@ -338,10 +338,13 @@ func (c *conn) writeHead(bufs net.Buffers, n int64) (net.Buffers, int64, error) 
 }
 
 // spliceRest splices the next n bytes of a request body, none of them in
-// the client reader's buffer, from the client socket to the upstream. A
-// short body leaves the upstream mid-frame, so any error ends the
-// connection.
+// the client reader's buffer, from the client socket to the upstream; over
+// TLS it copies them (copyRest). A short body leaves the upstream
+// mid-frame, so any error ends the connection.
 func (c *conn) spliceRest(n int64) error {
+	if !c.splice {
+		return c.copyRest(n)
+	}
 	copied, err := copyN(c.up, c.client, n, &c.body)
 	switch {
 	case err == nil:
@@ -360,6 +363,40 @@ func (c *conn) spliceRest(n int64) error {
 		return fmt.Errorf("%w: %w", errClientRead, err)
 	}
 	return err
+}
+
+// copyRest is spliceRest where a side is not a TCP socket: the body goes
+// through one chunk of at most streamChunk bytes charged to the memory
+// budget, as a streamed response does over TLS: a whole chunk read from
+// the client in a few calls and written upstream in one, so that a
+// request is never held whole for want of a splice. Measured with TLS
+// clients producing at saturation (four rounds), chunks of 64 KiB written
+// as each TLS record was read cost 18% (connection mode) and 31% (none
+// mode) more CPU per byte than reading requests whole, a write upstream
+// per record; whole chunks of 1 MiB cost 0.99 and 1.04 times as much.
+func (c *conn) copyRest(n int64) error {
+	size := wire.Cap(int(min(n, streamChunk)))
+	acct := c.account(size)
+	if err := acct.Reserve(size); err != nil {
+		return c.timedOut(err)
+	}
+	defer acct.Release(size)
+	chunk := wire.Get(size)
+	defer wire.Put(chunk)
+	for n > 0 {
+		b := chunk.B[:min(n, int64(len(chunk.B)))]
+		if _, err := io.ReadFull(c.client, b); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				err = io.EOF
+			}
+			return c.bodyReadError(err)
+		}
+		if _, err := c.up.Write(b); err != nil {
+			return err
+		}
+		n -= int64(len(b))
+	}
+	return nil
 }
 
 // copyN is io.CopyN through lr, which the caller owns and the call leaves

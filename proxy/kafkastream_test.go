@@ -194,9 +194,10 @@ func produceAccepted(t *testing.T, body []byte) {
 
 // TestApacheKafkaStalledConsumers: through the proxy in front of Apache
 // Kafka, clients that pipeline Fetch requests for megabytes of records and
-// never read are closed by the write timeout, for responses read whole
-// (v16, which may carry addresses) and for streamed ones (v12); a consumer
-// that reads gets every record meanwhile and after.
+// never read are closed by the write timeout, for responses streamed
+// through a walk of their body (v16, which may carry addresses) and
+// spliced unread (v12); a consumer that reads gets every record meanwhile
+// and after.
 func TestApacheKafkaStalledConsumers(t *testing.T) {
 	boot := os.Getenv("INORDER_KAFKA_BOOTSTRAP")
 	if boot == "" {

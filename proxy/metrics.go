@@ -140,7 +140,11 @@ func (c *conn) delivered(rs []*request) {
 
 // streamed records a response streamed to the client as it arrived.
 func (c *conn) streamed(r *request) {
-	c.p.metrics.Stream(metrics.StreamedResponse)
+	kind := metrics.StreamedResponse
+	if walked(r) {
+		kind = metrics.StreamedResponseScanned
+	}
+	c.p.metrics.Stream(kind)
 	if m := c.p.metrics; m != nil && !r.readAt.IsZero() {
 		m.ResponseWritten(r.hdr.Key, time.Since(r.readAt), r.upTook)
 	}

@@ -19,7 +19,8 @@ import (
 
 // TestMutatedResponses runs pipelines of Produce, OffsetCommit and Fetch
 // requests (every version the proxy treats differently: Fetch below v16
-// streamed, v16 and later scanned for broker addresses) through the proxy
+// streamed unread, v16 and later streamed through a walk of the body when
+// large, scanned for broker addresses when small) through the proxy
 // to a backend that answers in order but damages one response of each
 // connection: bytes of its head or body flipped, its length overwritten,
 // its id made one no request has, sent twice, or cut short by a close. In
@@ -150,7 +151,7 @@ func (pp responsePipeline) run(dial func() (net.Conn, error), rng *rand.Rand) (l
 }
 
 // randomTagged is a Produce (v3 to v11, one or two partitions, small or
-// large), an OffsetCommit (v2, v6, v8) or a Fetch (v4 to v17).
+// large), an OffsetCommit (v2, v6, v8) or a Fetch (v4 to v18).
 func randomTagged(rng *rand.Rand, corr int32) tagged {
 	tag := nextTag.Add(1)
 	fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("mutate"))
@@ -186,7 +187,12 @@ func randomTagged(rng *rand.Rand, corr int32) tagged {
 		req = r
 	default:
 		r := kmsg.NewPtrFetchRequest()
-		r.Version = int16(4 + rng.IntN(14))
+		// Half from v16 on, where a large response streams through a
+		// walk of its body.
+		r.Version = int16(4 + rng.IntN(12))
+		if rng.IntN(2) == 0 {
+			r.Version = int16(16 + rng.IntN(3))
+		}
 		r.MaxBytes, r.MaxWaitMillis = 1<<20, 0
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic = fmt.Sprintf("f%d", tag)

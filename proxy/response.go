@@ -59,14 +59,20 @@ func (c *conn) response(r *request, buf *wire.Buf) (*wire.Buf, error) {
 	}
 	if err := rewrite.Response(resp, &c.p.nodes); err != nil {
 		wire.Put(buf)
-		if errors.Is(err, ErrNodePort) {
-			return nil, fmt.Errorf("%s v%d response: %w", kmsg.NameForKey(key), version, err)
-		}
-		return nil, fmt.Errorf("%w: %s v%d response: %v", ErrUpstreamProtocol, kmsg.NameForKey(key), version, err)
+		return nil, rewriteError(key, version, err)
 	}
 	out := wire.AppendResponse(make([]byte, 0, len(buf.B)+64), r.hdr.Correlation, flexible, resp.AppendTo)
 	wire.Put(buf)
 	return &wire.Buf{B: out}, nil
+}
+
+// rewriteError is the connection's error for a response whose addresses
+// could not be rewritten.
+func rewriteError(key, version int16, err error) error {
+	if errors.Is(err, ErrNodePort) {
+		return fmt.Errorf("%s v%d response: %w", kmsg.NameForKey(key), version, err)
+	}
+	return fmt.Errorf("%w: %s v%d response: %v", ErrUpstreamProtocol, kmsg.NameForKey(key), version, err)
 }
 
 // carriesAddresses skips re-encoding Produce and Fetch responses whose

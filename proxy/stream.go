@@ -13,9 +13,10 @@ import (
 // response is the next one the client is owed, the proxy writes the header
 // with the client's correlation id and moves the body from the upstream
 // socket to the client socket, instead of reading the whole response into
-// a buffer that grows as it arrives. A Fetch below v16 (clients capped with
-// --api-version-cap Fetch=15) is the case that matters. Anything else, or a
-// response that must wait behind an earlier one, is read into a buffer.
+// a buffer that grows as it arrives. A Fetch from v16 on, which can carry
+// addresses after its records, streams too, through a walk of its body
+// (fetchstream.go). Anything else, or a response that must wait behind an
+// earlier one, is read into a buffer.
 //
 // Between two TCP sockets the kernel splices the body, as a plain TCP relay
 // does. Measured against the proxy's earlier copy through one pooled 1 MiB
@@ -33,17 +34,17 @@ const streamMin = spliceMin
 const streamChunk = 1 << 20
 
 // streamable reports whether r's response, of size bytes after its length
-// prefix, may go from upstream to client unread: the proxy neither rewrites
-// nor inspects anything in it.
+// prefix, may be streamed: the proxy rewrites nothing in it but, in a Fetch
+// from v16 on, the endpoints that end it (walked, fetchstream.go).
 func (c *conn) streamable(r *request, size int32) bool {
 	if !c.streamResp || size < streamMin || r.noResp || r.forcedAck {
 		return false
 	}
 	key, version := r.hdr.Key, r.hdr.Version
-	if key == keyApiVersions || rewrite.Needs(key, version) {
+	if key == keyApiVersions || c.p.fixup != nil && c.p.fixup.Needs(key, version) {
 		return false
 	}
-	return c.p.fixup == nil || !c.p.fixup.Needs(key, version)
+	return key == keyFetch || !rewrite.Needs(key, version)
 }
 
 // streamResponse moves r's response from rd (the upstream) to the client if
@@ -62,16 +63,29 @@ func (c *conn) streamResponse(r *request, rd *bufio.Reader, head *[8]byte, size 
 	if !next {
 		return false, nil
 	}
-	// The chunk is charged to the memory budget like any frame, but
-	// without waiting: memory is freed by deliveries, which wait for wmu,
-	// held here. Short of memory, the response takes the buffered path,
-	// which waits outside wmu.
+	// The chunk or window is charged to the memory budget like any
+	// frame, but without waiting: memory is freed by deliveries, which
+	// wait for wmu, held here. Short of memory, the response takes the
+	// buffered path, which waits outside wmu.
+	walk := walked(r)
 	n := wire.Cap(int(min(int64(size)-4, streamChunk)))
+	if walk {
+		n = wire.Cap(int(min(int64(size)+4, streamChunk)))
+		if c.splice {
+			n = wire.Cap(int(min(int64(size)+4, fetchWindow)))
+		}
+	}
 	if !c.p.budget.TryReserveResponse(int64(n)) {
 		return false, nil
 	}
-	defer c.p.budget.ReleaseResponse(int64(n))
 	wire.SetResponseCorrelation(head[:], r.hdr.Correlation)
+	c.beginWrite()
+	defer c.endWrite()
+	if walk {
+		// The window takes the charge.
+		return true, c.streamWalk(r, rd, head, size, n)
+	}
+	defer c.p.budget.ReleaseResponse(int64(n))
 	rest := int64(size) - 4
 	// The upstream reader's buffer may already hold the start of the body.
 	buffered, _ := rd.Peek(int(min(int64(rd.Buffered()), rest)))
@@ -80,8 +94,6 @@ func (c *conn) streamResponse(r *request, rd *bufio.Reader, head *[8]byte, size 
 	// side-by-side runs.
 	c.outBufs = append(c.outBufs[:0], head[:], buffered)
 	c.outW = c.outBufs
-	c.beginWrite()
-	defer c.endWrite()
 	_, err := c.outW.WriteTo(c.client)
 	clear(c.outBufs)
 	if err != nil {

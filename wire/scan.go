@@ -211,6 +211,13 @@ func ScanEndpoints(key, version int16, body []byte) (Endpoints, error) {
 	default:
 		return Endpoints{}, ErrCannotScan
 	}
+	return responseTags(&r, body, flexible)
+}
+
+// responseTags reads the tag section of a Produce or Fetch response, which
+// ends it, from r, what is left of body: the endpoints of the last tag 0,
+// as kmsg keeps them, with offsets in body.
+func responseTags(r *kbin.Reader, body []byte, flexible bool) (Endpoints, error) {
 	var e Endpoints
 	if flexible && r.Ok() {
 		for n := r.Uvarint(); n > 0 && r.Ok(); n-- {

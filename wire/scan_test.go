@@ -164,19 +164,27 @@ func checkProduceScan(t *testing.T, body []byte, version int16) {
 		}
 		err = s.Err()
 	}
-	if (kerr == nil) != (err == nil) {
-		t.Fatalf("Produce v%d: kmsg says %v, scanner says %v (body %x)", version, kerr, err, body)
-	}
-	if err != nil {
-		if !errors.Is(err, ErrCannotScan) {
-			t.Fatalf("Produce v%d: scanner error %v is not ErrCannotScan", version, err)
-		}
+	if !sameVerdict(t, fmt.Sprintf("Produce v%d: scanner", version), kerr, err, body) {
 		return
 	}
 	if s.Acks != req.Acks || int16(body[s.AcksAt])<<8|int16(body[s.AcksAt+1]) != req.Acks {
 		t.Fatalf("Produce v%d: acks %d at %d, kmsg %d", version, s.Acks, s.AcksAt, req.Acks)
 	}
 	samePartitions(t, "scanner", version, got, kmsgPartitions(req))
+}
+
+// sameVerdict fails t unless who, a scanner, accepted body exactly when
+// kmsg did (kerr) and refused it, if it did, with ErrCannotScan; it
+// reports whether both accepted it.
+func sameVerdict(t *testing.T, who string, kerr, err error, body []byte) bool {
+	t.Helper()
+	if (kerr == nil) != (err == nil) {
+		t.Fatalf("%s says %v, kmsg %v (body %x)", who, err, kerr, body)
+	}
+	if err != nil && !errors.Is(err, ErrCannotScan) {
+		t.Fatalf("%s error %v is not ErrCannotScan", who, err)
+	}
+	return err == nil
 }
 
 // kmsgPartitions lists the partitions of a Produce request kmsg decoded, as
@@ -215,13 +223,7 @@ func checkEndpointScan(t *testing.T, key, version int16, body []byte) int {
 	resp.SetVersion(version)
 	kerr := resp.ReadFrom(body)
 	e, err := ScanEndpoints(key, version, body)
-	if (kerr == nil) != (err == nil) {
-		t.Fatalf("%s v%d response: kmsg says %v, scanner says %v (body %x)", kmsg.NameForKey(key), version, kerr, err, body)
-	}
-	if err != nil {
-		if !errors.Is(err, ErrCannotScan) {
-			t.Fatalf("scanner error %v is not ErrCannotScan", err)
-		}
+	if !sameVerdict(t, fmt.Sprintf("%s v%d response: scanner", kmsg.NameForKey(key), version), kerr, err, body) {
 		return 0
 	}
 	var want []Endpoint
@@ -411,6 +413,7 @@ func TestWriteScanCorpus(t *testing.T) {
 	for v := range kmsg.NewPtrFetchResponse().MaxVersion() + 1 {
 		for i, body := range fetchResponses(v) {
 			write("FuzzScanEndpoints", fmt.Sprintf("fetch-v%02d-%d", v, i), fmt.Sprintf("[]byte(%q)", body), "bool(true)", fmt.Sprintf("int16(%d)", v))
+			write("FuzzScanFetchStream", fmt.Sprintf("kmsg-v%02d-%d", v, i), fmt.Sprintf("[]byte(%q)", body), fmt.Sprintf("int16(%d)", v), fmt.Sprintf("uint64(%d)", i))
 		}
 	}
 }
@@ -490,13 +493,7 @@ func checkProduceStream(t *testing.T, body []byte, version int16, headLen int, s
 		if head < len(body) && err != nil && kerr == nil {
 			continue // a short head may refuse a valid body at Start
 		}
-		if (kerr == nil) != (err == nil) {
-			t.Fatalf("Produce v%d head %d: kmsg says %v, stream says %v (body %x)", version, head, kerr, err, body)
-		}
-		if err != nil {
-			if !errors.Is(err, ErrCannotScan) {
-				t.Fatalf("Produce v%d: stream error %v is not ErrCannotScan", version, err)
-			}
+		if !sameVerdict(t, fmt.Sprintf("Produce v%d head %d: stream", version, head), kerr, err, body) {
 			continue
 		}
 		samePartitions(t, fmt.Sprintf("stream (head %d)", head), version, got, want)

@@ -92,17 +92,23 @@ func (s *ProduceStream) Last() bool {
 	return s.at == atPartitionTags && s.parts == 0 && s.topics == 0
 }
 
+// clip cuts window to the left bytes of the body that a streaming scan has
+// still to see, and reports whether it holds all of them: then a field
+// the window ends in is one the body ends in.
+func clip(window []byte, left int64) (w []byte, whole bool) {
+	if int64(len(window)) > left {
+		window = window[:left]
+	}
+	return window, int64(len(window)) == left
+}
+
 // Next scans window, the body's bytes from the resume point on (the end of
 // the last partition's records, or of what Start used). It returns the next
 // partition or the end of the request; ErrNeedMore if window ends inside a
 // field before the body does (nothing is consumed); ErrCannotScan for a
 // body kmsg would refuse.
 func (s *ProduceStream) Next(window []byte) (StreamStep, error) {
-	w := window
-	if int64(len(w)) > s.left {
-		w = w[:s.left]
-	}
-	whole := int64(len(w)) == s.left
+	w, whole := clip(window, s.left)
 	r := kbin.Reader{Src: w}
 	t := *s
 	short := func() (StreamStep, error) {

@@ -44,15 +44,7 @@ const (
 // Throughout, the proxy's resident memory stays under --max-memory plus a
 // small constant, and the well-behaved client is answered every time.
 func TestHostileClients(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads the proxy's resident memory from /proc")
-	}
-	if testing.Short() {
-		t.Skip("runs the built binary for about half a minute")
-	}
-	if raceEnabled {
-		t.Skip("measures resident memory and latency; .ci/run runs it without the race detector")
-	}
+	measuresBinary(t, "runs the built binary for about half a minute")
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +138,23 @@ func TestHostileClients(t *testing.T) {
 
 // startBinary builds cmd/inorder, runs it with args, and returns the
 // address it prints and its pid; the process is killed when the test ends.
+// measuresBinary skips a test of the built binary's resident memory where
+// it cannot run: off Linux, with -short (long says what it would do), and
+// under the race detector, whose own memory and latency it would measure;
+// .ci/run runs such tests without it.
+func measuresBinary(t *testing.T, long string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the proxy's resident memory from /proc")
+	}
+	if testing.Short() {
+		t.Skip(long)
+	}
+	if raceEnabled {
+		t.Skip("measures resident memory and latency; .ci/run runs it without the race detector")
+	}
+}
+
 func startBinary(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "inorder")
