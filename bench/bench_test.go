@@ -321,3 +321,25 @@ func TestRunDeletesOnlyTheTopicItCreated(t *testing.T) {
 		t.Error("a run deleted a topic that existed before it")
 	}
 }
+
+// TestBrokersSpreadLeaders: a cluster of several brokers listens on one
+// address per broker, and the topics made at start have partition p led
+// by broker p modulo the count, so that a workload reaches every broker.
+func TestBrokersSpreadLeaders(t *testing.T) {
+	b, err := NewBroker(BrokerConfig{Kind: Blackhole, Brokers: 3, Topics: map[string]int32{"spread": 6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if n := len(strings.Split(b.Addr(), ",")); n != 3 {
+		t.Fatalf("Addr %q names %d brokers, want 3", b.Addr(), n)
+	}
+	for p := int32(0); p < 6; p++ {
+		if l := b.Cluster.LeaderFor("spread", p); l != p%3 {
+			t.Fatalf("partition %d led by %d, want %d", p, l, p%3)
+		}
+	}
+	if _, err := NewBroker(BrokerConfig{Brokers: 2, Advertise: "127.0.0.1:1"}); err == nil {
+		t.Fatal("two brokers advertising one address were accepted")
+	}
+}

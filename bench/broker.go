@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -41,15 +42,21 @@ type BrokerConfig struct {
 	// TLS, when set, makes the broker's listener speak TLS. Nil is
 	// plaintext.
 	TLS *tls.Config
-	// Topics are created at start, each with its number of partitions.
-	// Others can be created with CreateTopics, as the load generator does.
+	// Topics are created at start, each with its number of partitions,
+	// partition p led by broker p modulo Brokers. Others can be created
+	// with CreateTopics, as the load generator does; kfake picks their
+	// leaders at random.
 	Topics map[string]int32
+	// Brokers is how many brokers the cluster has, on Port and the ports
+	// after it (all free ones when Port is zero). Zero means one. More
+	// than one cannot be given an Advertise address.
+	Brokers int
 }
 
 // Broker is a running embedded broker.
 type Broker struct {
 	Cluster *kfake.Cluster
-	addr    string
+	addrs   []string
 }
 
 // advertisedListener reports the address clients should dial instead of its
@@ -64,7 +71,17 @@ func (l advertisedListener) Addr() net.Addr { return l.addr }
 // NewBroker starts the broker described by cfg.
 func NewBroker(cfg BrokerConfig) (*Broker, error) {
 	b := &Broker{}
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(cfg.Port)}
+	n := max(cfg.Brokers, 1)
+	if n > 1 && cfg.Advertise != "" {
+		return nil, fmt.Errorf("bench: Advertise %q names one address for %d brokers", cfg.Advertise, n)
+	}
+	ports := make([]int, n)
+	for i := range ports {
+		if cfg.Port != 0 {
+			ports[i] = cfg.Port + i
+		}
+	}
+	opts := []kfake.Opt{kfake.NumBrokers(n), kfake.Ports(ports...)}
 	switch cfg.Kind {
 	case "", Blackhole:
 		opts = append(opts, kfake.BlackholeProduce())
@@ -102,7 +119,7 @@ func NewBroker(cfg BrokerConfig) (*Broker, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.addr = ln.Addr().String()
+		b.addrs = append(b.addrs, ln.Addr().String())
 		if adv != nil {
 			return advertisedListener{Listener: ln, addr: adv}, nil
 		}
@@ -113,11 +130,20 @@ func NewBroker(cfg BrokerConfig) (*Broker, error) {
 		return nil, err
 	}
 	b.Cluster = c
+	for t, parts := range cfg.Topics {
+		for p := int32(0); p < parts && n > 1; p++ {
+			if err := c.MoveTopicPartition(t, p, p%int32(n)); err != nil {
+				c.Close()
+				return nil, fmt.Errorf("bench: leading %s/%d from broker %d: %w", t, p, p%int32(n), err)
+			}
+		}
+	}
 	return b, nil
 }
 
-// Addr is where the broker really listens, whatever it advertises.
-func (b *Broker) Addr() string { return b.addr }
+// Addr is where the broker really listens, whatever it advertises: with
+// several brokers, every one's address, comma separated.
+func (b *Broker) Addr() string { return strings.Join(b.addrs, ",") }
 
 // Close stops the broker.
 func (b *Broker) Close() { b.Cluster.Close() }

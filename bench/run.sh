@@ -21,6 +21,7 @@
 #   KAFKA_PROXY_BIN                     also measure grepplabs/kafka-proxy, the nearest peer, from this binary
 #   TLS_BENCH=1                         also measure TLS through inorder (bench/tls.sh), appended to OUT
 #   SIDECAR_MEMORY=32MiB                --max-memory of the proxies in the default-client-settings workload
+#   SINGLE_BENCH=1                      also measure --topology single against port per broker, three brokers
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -128,6 +129,10 @@ NONE=$((PORT_BASE + 20))        # inorder, none mode; node 0 on +1
 TWIN=$((PORT_BASE + 25))        # a second inorder in connection mode, the same as CONN; node 0 on +1
 CAPPED=$((PORT_BASE + 30))      # inorder, connection mode, --api-version-cap Fetch=15; node 0 on +1
 KPROXY=$((PORT_BASE + 35))      # grepplabs/kafka-proxy, if KAFKA_PROXY_BIN is set; its HTTP endpoint on +1
+CLUSTER3=$((PORT_BASE + 3))     # three brokers on +3, +4, +5
+PORTS3=$((PORT_BASE + 12))      # inorder, connection mode, port per broker; nodes 0-2 on +13..+15
+SINGLE3=$((PORT_BASE + 16))     # inorder, connection mode, --topology single
+SINGLE3NONE=$((PORT_BASE + 17)) # inorder, none mode, --topology single
 
 PROXY_CONN_PID=
 PROXY_NONE_PID=
@@ -265,6 +270,56 @@ measure consumehalf --produce=false --consume --partitions 1 --rate "$cons_half"
 EXTRA_PATHS=()
 PROXY_CAPPED_PID=
 cleanup
+
+# The single endpoint against port per broker, the same three brokers behind
+# both: produce over 12 partitions (4 led by each broker) of a blackhole
+# cluster, consume 12 partitions of a synthetic one. The same client load
+# goes to every path; through the single endpoint each request is split
+# over the three brokers and the answers merged.
+SINGLE_BENCH=${SINGLE_BENCH:-1}
+TOPIC3=inorder-bench-3x12
+# start_cluster3 KIND starts the three brokers and the three proxies.
+start_cluster3() {
+	"$BIN" bench broker --kind "$1" --brokers 3 --port "$CLUSTER3" --topic "$TOPIC3=12" --timeout "$LIFETIME" >"$WORK/cluster3.log" 2>&1 &
+	PIDS+=($!)
+	wait_port "$CLUSTER3"
+	wait_port $((CLUSTER3 + 2))
+	local up="127.0.0.1:$CLUSTER3"
+	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$PORTS3" --node-port-base $((PORTS3 + 1)) --upstream "$up" \
+		--upstream-ordering connection --log-level warn --shutdown-grace 1s >"$WORK/inorder-ports3.log" 2>&1 &
+	PIDS+=($!)
+	PROXY_PORTS3_PID=$(child_of $!)
+	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$SINGLE3" --upstream "$up" --topology single \
+		--upstream-ordering connection --log-level warn --shutdown-grace 1s >"$WORK/inorder-single3.log" 2>&1 &
+	PIDS+=($!)
+	PROXY_SINGLE3_PID=$(child_of $!)
+	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$SINGLE3NONE" --upstream "$up" --topology single \
+		--upstream-ordering none --log-level warn --shutdown-grace 1s >"$WORK/inorder-single3none.log" 2>&1 &
+	PIDS+=($!)
+	PROXY_SINGLE3NONE_PID=$(child_of $!)
+	wait_port "$PORTS3"
+	wait_port "$SINGLE3"
+	wait_port "$SINGLE3NONE"
+}
+# measure3 NAME ARGS... runs one workload over the three-broker paths.
+measure3() {
+	local name=$1
+	shift
+	log "workload $name: ${ROUNDS} rounds x 4 paths x ${DURATION}"
+	run "$BIN" bench -b "single=127.0.0.1:$SINGLE3" --compare "single-none=127.0.0.1:$SINGLE3NONE" \
+		--compare "ports=127.0.0.1:$PORTS3" --compare "direct=127.0.0.1:$CLUSTER3,127.0.0.1:$((CLUSTER3 + 1)),127.0.0.1:$((CLUSTER3 + 2))" \
+		--ratio-to ports,direct --cpu-pid "single=$PROXY_SINGLE3_PID" --cpu-pid "single-none=$PROXY_SINGLE3NONE_PID" \
+		--cpu-pid "ports=$PROXY_PORTS3_PID" --rounds "$ROUNDS" --duration "$DURATION" --warmup "$WARMUP" \
+		--topic "$TOPIC3" --create-topic=false --format markdown "$@" >"$WORK/$name.md" 2>"$WORK/$name.progress"
+}
+if [ "$SINGLE_BENCH" = 1 ]; then
+	start_cluster3 blackhole
+	measure3 single-produce
+	cleanup
+	start_cluster3 synthetic
+	measure3 single-consume --produce=false --consume
+	cleanup
+fi
 
 # Clients' default consumer settings (franz-go's and Java's: fetches of up
 # to 50 MiB, 1 MiB per partition) on 50 partitions, so that every response
@@ -505,6 +560,32 @@ $(cat "$WORK/none12rr.md")
 ## Produce latency at half the relay's saturating rate ($half records/s)
 
 $(cat "$WORK/latency.md")
+
+EOF
+	if [ "$SINGLE_BENCH" = 1 ]; then
+		cat <<EOF
+
+## Single endpoint against port per broker (three brokers)
+
+Three brokers in one kfake process, a topic of 12 partitions, 4 led by
+each; **single** and **single-none** are \`inorder serve --topology single\`
+in connection and none mode, **ports** is \`inorder serve\` in connection mode
+with a listener per broker, **direct** the brokers themselves, all in front
+of the same cluster with the same client load. Through the single endpoint
+every request is decoded, split over the three brokers and the answers
+merged and encoded again; through ports it is forwarded as read. Ratios are
+to ports and to direct; path CPU is the proxy process's.
+
+Produce, 1 KiB random records over the 12 partitions, blackhole brokers:
+
+$(cat "$WORK/single-produce.md")
+
+Consume, 1 MiB fetches of the 12 partitions, synthetic brokers:
+
+$(cat "$WORK/single-consume.md")
+EOF
+	fi
+	cat <<EOF
 
 ## Connections
 

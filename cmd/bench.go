@@ -119,6 +119,7 @@ func newBenchBrokerCommand() *cobra.Command {
 		kind            string
 		timeout         time.Duration
 		tlsCert, tlsKey string
+		topics          map[string]int
 	)
 	c := &cobra.Command{
 		Use:   "broker",
@@ -131,6 +132,12 @@ that a relay in front of it is never bypassed.`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cfg := cfg
 			cfg.Kind = bench.BrokerKind(kind)
+			for t, n := range topics {
+				if cfg.Topics == nil {
+					cfg.Topics = make(map[string]int32)
+				}
+				cfg.Topics[t] = int32(n)
+			}
 			if tlsCert != "" {
 				pair, err := loadPair(tlsCert, tlsKey)
 				if err != nil {
@@ -149,7 +156,9 @@ that a relay in front of it is never bypassed.`,
 	}
 	f := c.Flags()
 	f.StringVar(&kind, "kind", string(bench.Blackhole), "blackhole, synthetic or plain")
-	f.IntVar(&cfg.Port, "port", 0, "port on 127.0.0.1 (0: any free port)")
+	f.IntVar(&cfg.Port, "port", 0, "port on 127.0.0.1 (0: any free port); with --brokers, the first broker's, the next ones on the ports after it")
+	f.IntVar(&cfg.Brokers, "brokers", 1, "brokers in the cluster (more than one cannot take --advertise)")
+	f.StringToIntVar(&topics, "topic", nil, "NAME=PARTITIONS: create this topic at start, partition p led by broker p modulo --brokers (repeatable)")
 	f.StringVar(&cfg.Advertise, "advertise", "", "IP:PORT to hand out in metadata instead of the broker's own")
 	f.IntVar(&cfg.RecordBytes, "record-size", 1024, "value size of synthetic records")
 	f.StringVar(&tlsCert, "tls-cert", "", "PEM certificate: the broker speaks TLS")

@@ -17,6 +17,8 @@
 #           sni            the same cluster behind `inorder serve --topology sni`: every
 #                          broker on one TLS port, told apart by server name (none mode)
 #           sni-ordered    same, with --upstream-ordering connection
+#           single         same, with --topology single (the cluster as one broker at one address)
+#           single-ordered same, with --topology single --upstream-ordering connection
 #           dev            `inorder dev` (embedded kfake, 3 brokers)
 #           proxy-auth     secured Kafka (SASL_SSL, testenv/kafka secure modes); clients
 #                          plaintext without credentials, the proxy uses TLS and SCRAM upstream
@@ -38,7 +40,7 @@ INORDER_CACHE="${INORDER_CACHE:-$HOME/.cache/inorder}"
 export INORDER_CACHE
 ALL_CLIENTS="java java848 kgo sarama kafkago confluent kafkapython kafkajs kcat"
 CLIENTS="${COMPAT_CLIENTS:-$ALL_CLIENTS}"
-DEFAULT_BACKENDS="kafka kafka-ordered sni sni-ordered dev proxy-auth pass-through"
+DEFAULT_BACKENDS="kafka kafka-ordered sni sni-ordered single single-ordered dev proxy-auth pass-through"
 BACKENDS="${COMPAT_BACKENDS:-$DEFAULT_BACKENDS}"
 KAFKA_MODE="${KAFKA_MODE:-cluster}"
 ROW_TIMEOUT="${COMPAT_ROW_TIMEOUT:-180}"
@@ -70,7 +72,7 @@ if [ "$(echo $CLIENTS)" != "$ALL_CLIENTS" ] || [ "$(echo $BACKENDS)" != "$DEFAUL
   [ -n "${COMPAT_MATRIX_FILE:-}" ] || MATRIX="$RESULTS/MATRIX-partial.md"
 fi
 for c in $CLIENTS; do case " $ALL_CLIENTS " in *" $c "*) ;; *) echo "unknown client $c"; exit 2 ;; esac; done
-for b in $BACKENDS; do case "$b" in kafka|kafka-ordered|sni|sni-ordered|dev|direct|proxy-auth|pass-through|secure-direct) ;; *) echo "unknown backend $b"; exit 2 ;; esac; done
+for b in $BACKENDS; do case "$b" in kafka|kafka-ordered|sni|sni-ordered|single|single-ordered|dev|direct|proxy-auth|pass-through|secure-direct) ;; *) echo "unknown backend $b"; exit 2 ;; esac; done
 case "$KAFKA_MODE" in cluster|single) ;; *) echo "unknown Kafka mode $KAFKA_MODE (cluster|single)"; exit 2 ;; esac
 # The secured Kafka of the secure columns (testenv/kafka secure modes).
 SECURE_MODE=$([ "$KAFKA_MODE" = cluster ] && echo secure-cluster || echo secure)
@@ -79,11 +81,11 @@ SECURE_MODE=$([ "$KAFKA_MODE" = cluster ] && echo secure-cluster || echo secure)
 
 log() { printf '[matrix %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 has() { case " $CLIENTS " in *" $1 "*) return 0 ;; esac; return 1; }
-needs_kafka() { case " $BACKENDS " in *" kafka "*|*" kafka-ordered "*|*" sni "*|*" sni-ordered "*|*" direct "*|*" proxy-auth "*|*" pass-through "*|*" secure-direct "*) return 0 ;; esac; return 1; }
+needs_kafka() { case " $BACKENDS " in *" kafka "*|*" kafka-ordered "*|*" sni "*|*" sni-ordered "*|*" single "*|*" single-ordered "*|*" direct "*|*" proxy-auth "*|*" pass-through "*|*" secure-direct "*) return 0 ;; esac; return 1; }
 # backend_mode BACKEND: the testenv/kafka mode behind it (none for dev)
 backend_mode() {
   case "$1" in
-    kafka|kafka-ordered|sni|sni-ordered|direct) echo "$KAFKA_MODE" ;;
+    kafka|kafka-ordered|sni|sni-ordered|single|single-ordered|direct) echo "$KAFKA_MODE" ;;
     proxy-auth|pass-through|secure-direct) echo "$SECURE_MODE" ;;
   esac
 }
@@ -284,7 +286,9 @@ start_backend() {
   PROXYLOG="$RESULTS/proxy-$b.log"; : >"$PROXYLOG"
   # Leader moves (Java and Go workloads) need the 3-node Kafka cluster.
   LEADER_MOVE=""; AUTO_CREATE=""
-  [ "$b" != dev ] && [ "$KAFKA_MODE" = cluster ] && LEADER_MOVE=1
+  # The move itself (AlterPartitionReassignments) names brokers, which the
+  # single endpoint refuses; the single columns move no leader.
+  case "$b" in dev|single|single-ordered) ;; *) [ "$KAFKA_MODE" = cluster ] && LEADER_MOVE=1 ;; esac
   local s; s="$(secrets_dir)"
   case "$b" in
     direct|secure-direct)
@@ -332,6 +336,16 @@ start_backend() {
       BOOT="127.0.0.1:$port"; EXPECT="127.0.0.1:$port"
       for n in $nodes; do EXPECT="$EXPECT,127.0.0.1:$((port + 1 + n))"; done
       RF=$([ "$KAFKA_MODE" = cluster ] && echo 3 || echo 1) ;;
+    single|single-ordered)
+      start_kafka "$KAFKA_MODE" || return 1
+      port=$([ "$b" = single ] && echo 22000 || echo 22100)
+      [ "$KAFKA_MODE" = single ] && port=$((port + 10))
+      "$BIN/inorder" serve --listen "127.0.0.1:$port" --upstream "$KAFKA_BOOT" --topology single \
+        --upstream-ordering "$([ "$b" = single ] && echo none || echo connection)" >"$PROXYLOG" 2>&1 &
+      PROXY_PID=$!
+      # the one address, and no other
+      BOOT="127.0.0.1:$port"; EXPECT="127.0.0.1:$port"
+      RF=$([ "$KAFKA_MODE" = cluster ] && echo 3 || echo 1) ;;
     dev)
       port=21200
       "$BIN/inorder" dev --listen "127.0.0.1:$port" --data-dir "" >"$PROXYLOG" 2>&1 &
@@ -371,7 +385,7 @@ direct_filter() { # MODE -> ss -tnp state established (...) for every port of it
 }
 start_sampler() { # LOGFILE
   SAMPLER_PID=""
-  case "$B_CUR" in kafka|kafka-ordered|sni|sni-ordered|proxy-auth|pass-through) ;; *) return 0 ;; esac
+  case "$B_CUR" in kafka|kafka-ordered|sni|sni-ordered|single|single-ordered|proxy-auth|pass-through) ;; *) return 0 ;; esac
   local filt; filt="$(direct_filter "$(backend_mode "$B_CUR")")"
   ( while :; do ss -tnpH state established "$filt" 2>/dev/null; sleep 0.2; done ) >"$1" &
   SAMPLER_PID=$!
@@ -453,6 +467,8 @@ backend_title() {
     kafka-ordered) echo "Apache Kafka $KAFKA_VERSION ($KAFKA_MODE) + inorder serve --upstream-ordering connection" ;;
     sni) echo "SNI, one port: Apache Kafka $KAFKA_VERSION ($KAFKA_MODE) + inorder serve --topology sni (every broker on one TLS port, by server name; names: Java -Djdk.net.hosts.file, franz-go its Dialer, the others a private /etc/hosts)" ;;
     sni-ordered) echo "SNI, one port, --upstream-ordering connection" ;;
+    single) echo "Apache Kafka $KAFKA_VERSION ($KAFKA_MODE) + inorder serve --topology single (single endpoint)" ;;
+    single-ordered) echo "Apache Kafka $KAFKA_VERSION ($KAFKA_MODE) + inorder serve --topology single --upstream-ordering connection (single endpoint)" ;;
     dev) echo "inorder dev (kfake)" ;;
     direct) echo "Apache Kafka $KAFKA_VERSION ($KAFKA_MODE), no proxy" ;;
     proxy-auth) echo "Apache Kafka $KAFKA_VERSION ($SECURE_MODE, SASL_SSL) + inorder serve authenticating (clients plaintext, no credentials; TLS + SCRAM-SHA-512 upstream)" ;;

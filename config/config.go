@@ -42,8 +42,9 @@ type Config struct {
 	// NodePortBase+N. Zero means the bootstrap port plus one.
 	NodePortBase int
 	// Topology is how clients reach each broker through the proxy: a
-	// listener per broker (TopologyPorts) or one TLS port where the server
-	// name picks the broker (TopologySNI). Empty means TopologyPorts.
+	// listener per broker (TopologyPorts), one TLS port where the server
+	// name picks the broker (TopologySNI), or the whole cluster as one
+	// broker (TopologySingle). Empty means TopologyPorts.
 	Topology Topology
 	// SNIBootstrap is the server name of the bootstrap with TopologySNI.
 	// Empty: none; TopologySNI requires it, and no other topology takes it.
@@ -55,9 +56,9 @@ type Config struct {
 	// and ExposeControllers, as SNINodePattern names the brokers. Empty:
 	// none, which ExposeControllers with TopologySNI refuses.
 	SNIControllerPattern string
-	// AdvertisedPort is the port written into every rewritten address with
-	// TopologySNI, for a load balancer in front that listens on another
-	// port. Zero means Listen's port.
+	// AdvertisedPort is the port written into every broker address with
+	// TopologySNI or TopologySingle, for a load balancer in front that
+	// listens on another port. Zero means Listen's port.
 	AdvertisedPort int
 	// UpstreamOrdering is the ordering mode. Empty means OrderingNone.
 	UpstreamOrdering Ordering

@@ -20,8 +20,10 @@ const (
 	// name a client sends in its TLS handshake picks the broker
 	// (SNIBootstrap, SNINodePattern, SNIControllerPattern).
 	TopologySNI Topology = "sni"
-	// TopologySingle is reserved for the proxy presenting the whole
-	// cluster as one broker; Validate refuses it until it is built.
+	// TopologySingle presents the whole cluster as one broker at Listen's
+	// address (AdvertisedHost and AdvertisedPort in every answer): the
+	// proxy splits each request by partition leader or coordinator and
+	// merges the answers, and no other listener opens.
 	TopologySingle Topology = "single"
 )
 
@@ -38,11 +40,11 @@ func (c *Config) Names() sni.Names {
 }
 
 func bindTopologyFlags(fs *pflag.FlagSet, c *Config) {
-	fs.Var((*topologyValue)(&c.Topology), "topology", "how clients reach each broker: ports (a listener per broker) or sni (one TLS port, the broker picked by the TLS server name); single is not available yet")
+	fs.Var((*topologyValue)(&c.Topology), "topology", "how clients reach each broker: ports (a listener per broker), sni (one TLS port, the broker picked by the TLS server name) or single (the whole cluster as one broker at the --listen address)")
 	fs.StringVar(&c.SNIBootstrap, "sni-bootstrap", c.SNIBootstrap, "with --topology sni: the server name clients bootstrap from, e.g. bootstrap.kafka.example.com")
 	fs.StringVar(&c.SNINodePattern, "sni-node-pattern", c.SNINodePattern, "with --topology sni: the brokers' server names, {id} standing for the node id, e.g. broker-{id}.kafka.example.com")
 	fs.StringVar(&c.SNIControllerPattern, "sni-controller-pattern", c.SNIControllerPattern, "with --topology sni and --expose-controllers: the controllers' server names, {id} standing for the node id")
-	fs.IntVar(&c.AdvertisedPort, "advertised-port", c.AdvertisedPort, "with --topology sni: the port written into every broker address, for a load balancer in front that listens on another port (default: the --listen port)")
+	fs.IntVar(&c.AdvertisedPort, "advertised-port", c.AdvertisedPort, "with --topology sni or single: the port written into every broker address, for a load balancer in front that listens on another port (default: the --listen port)")
 }
 
 type topologyValue Topology
@@ -61,7 +63,7 @@ func (v *topologyValue) Set(s string) error {
 // validateTopology checks the topology and the settings that belong to it.
 func (c *Config) validateTopology() error {
 	switch c.Topology {
-	case "", TopologyPorts:
+	case "", TopologyPorts, TopologySingle:
 		for _, f := range []struct{ name, value string }{
 			{"sni-bootstrap", c.SNIBootstrap},
 			{"sni-node-pattern", c.SNINodePattern},
@@ -71,16 +73,34 @@ func (c *Config) validateTopology() error {
 				return invalid(f.name, f.value, "applies only with --topology sni; set --topology sni to serve every broker on one TLS port")
 			}
 		}
+		if c.Topology == TopologySingle {
+			return c.validateSingle()
+		}
 		if c.AdvertisedPort != 0 {
-			return invalid("advertised-port", strconv.Itoa(c.AdvertisedPort), "applies only with --topology sni; with --topology ports each broker is advertised on its own listener's port")
+			return invalid("advertised-port", strconv.Itoa(c.AdvertisedPort), "applies only with --topology sni or single; with --topology ports each broker is advertised on its own listener's port")
 		}
 		return nil
-	case TopologySingle:
-		return invalid("topology", string(c.Topology), "is not available yet: use ports (a listener per broker) or sni (one TLS port, the broker picked by the TLS server name)")
 	case TopologySNI:
 		return c.validateSNI()
 	}
 	return invalid("topology", string(c.Topology), "must be ports, sni or single")
+}
+
+// validateSingle checks the settings of TopologySingle: nothing that
+// opens a listener of its own, and nothing that watches one upstream
+// connection per client.
+func (c *Config) validateSingle() error {
+	switch {
+	case c.NodePortBase != 0:
+		return invalid("node-port-base", strconv.Itoa(c.NodePortBase), "applies only with --topology ports: with --topology single no node listener opens")
+	case c.ExposeControllers:
+		return invalid("expose-controllers", "true", "applies only with --topology ports or sni: with --topology single the KRaft quorum is not reachable")
+	case c.Verify:
+		return invalid("verify", "true", "applies only with --topology ports or sni: it watches the one upstream connection of each client, and with --topology single a client's requests go to every broker")
+	case c.AdvertisedPort < 0 || c.AdvertisedPort > 65535:
+		return invalid("advertised-port", strconv.Itoa(c.AdvertisedPort), "is not a port (1 to 65535, or 0 for the --listen port)")
+	}
+	return nil
 }
 
 // validateSNI checks the settings of TopologySNI: TLS on, both names given

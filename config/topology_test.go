@@ -66,7 +66,13 @@ func TestTopologySNI(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--topology", "single"}, `--topology: "single" is not available yet`},
+		{[]string{"--topology", "single"}, ``},
+		{[]string{"--topology", "single", "--advertised-port", "443"}, ``},
+		{[]string{"--topology", "single", "--node-port-base", "9100"}, `--node-port-base: "9100" applies only with --topology ports`},
+		{[]string{"--topology", "single", "--expose-controllers"}, `--expose-controllers: "true" applies only with --topology ports or sni`},
+		{[]string{"--topology", "single", "--verify"}, `--verify: "true" applies only with --topology ports or sni`},
+		{[]string{"--topology", "single", "--advertised-port", "-1"}, `--advertised-port: "-1" is not a port`},
+		{[]string{"--topology", "single", "--sni-bootstrap", "b.example.com"}, `--sni-bootstrap: "b.example.com" applies only with --topology sni`},
 		{[]string{"--topology", "mesh"}, `--topology: "mesh" must be ports, sni or single`},
 		{[]string{"--topology", "sni", "--sni-bootstrap", "b.example.com", "--sni-node-pattern", "n{id}.example.com"}, `--topology: "sni" needs --tls-cert and --tls-key`},
 		{with([]string{"--topology", "sni", "--sni-node-pattern", "n{id}.example.com"}, pair...), `--topology: "sni" needs --sni-bootstrap`},
@@ -110,8 +116,12 @@ func TestTopologyFromFile(t *testing.T) {
 	if got.Topology != TopologySNI || got.Names().Node.Name(2) != "b2.kafka.example.com" || got.AdvertisedPort != 9093 {
 		t.Fatalf("resolved %+v", got)
 	}
-	os.WriteFile(file, []byte("topology: single\n"), 0o600)
-	if _, err := resolveArgs(t, "--config", file); err == nil || !strings.Contains(err.Error(), "config file "+file+": topology: \"single\" is not available yet") {
-		t.Fatalf("single from a file: %v", err)
+	os.WriteFile(file, []byte("topology: single\nadvertised-port: 19092\n"), 0o600)
+	if got, err := resolveArgs(t, "--config", file); err != nil || got.Topology != TopologySingle || got.AdvertisedPort != 19092 {
+		t.Fatalf("single from a file: %+v, %v", got, err)
+	}
+	os.WriteFile(file, []byte("topology: single\nnode-port-base: 9100\n"), 0o600)
+	if _, err := resolveArgs(t, "--config", file); err == nil || !strings.Contains(err.Error(), "config file "+file+": node-port-base: \"9100\" applies only with --topology ports") {
+		t.Fatalf("single with node-port-base from a file: %v", err)
 	}
 }

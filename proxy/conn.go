@@ -162,6 +162,9 @@ type conn struct {
 	haltOnce      sync.Once
 
 	verify *connVerify // nil without --verify; see verify.go
+	// one: the connection's upstreams in the single topology, which
+	// stand in for up (single_conn.go); nil in the others.
+	one *singleConn
 }
 
 func newConn(p *Proxy, nc net.Conn, t target) *conn {
@@ -171,6 +174,9 @@ func newConn(p *Proxy, nc net.Conn, t target) *conn {
 	c.initLimits()
 	c.seq = ordering.New[*request](c.mode, cfg.MaxInFlight, cfg.MaxBufferedBytes)
 	c.verify = c.newVerify()
+	if p.single != nil {
+		c.one = newSingleConn(c, p.single)
+	}
 	return c
 }
 
@@ -199,6 +205,9 @@ func (c *conn) serve() {
 }
 
 func (c *conn) connect() error {
+	if c.one != nil {
+		return c.one.connect()
+	}
 	var (
 		up   net.Conn
 		addr string
@@ -271,6 +280,9 @@ func (c *conn) die(reason error) {
 	c.mu.Unlock()
 	if up != nil {
 		up.Close()
+	}
+	if c.one != nil {
+		c.one.close()
 	}
 	if clientGone(reason) {
 		c.client.Close()

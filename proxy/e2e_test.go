@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,21 +19,29 @@ import (
 // partitions, a leader move in the middle, a consumer group reading it all
 // back and committing, and a resumed consumer. Every address the client
 // dials must be one of the proxy's. kgo keeps 5 idempotent requests in
-// flight per broker against Kafka 1.0+.
+// flight per broker against Kafka 1.0+. Both ordering modes, with a
+// listener per broker and through the single endpoint (--topology
+// single, the partitions then led by every broker, and the one address
+// the only one the client may learn).
 func TestKgoEndToEnd(t *testing.T) {
-	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
-		t.Run(string(mode), func(t *testing.T) { testKgoEndToEnd(t, mode) })
+	for _, topology := range []config.Topology{config.TopologyPorts, config.TopologySingle} {
+		for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+			t.Run(string(topology)+"-"+string(mode), func(t *testing.T) { testKgoEndToEnd(t, mode, topology) })
+		}
 	}
 }
 
-func testKgoEndToEnd(t *testing.T, mode config.Ordering) {
+func testKgoEndToEnd(t *testing.T, mode config.Ordering, topology config.Topology) {
 	const (
 		topic      = "orders"
 		partitions = 6
 		perPart    = 300
 	)
 	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
-	p := startProxy(t, mode, kc.ListenAddrs(), nil)
+	if topology == config.TopologySingle {
+		spreadLeaders(t, kc, topic, partitions)
+	}
+	p := startProxy(t, mode, kc.ListenAddrs(), func(c *config.Config) { c.Topology = topology })
 	ctx := testContext(t, 60*time.Second)
 	var dials dialRecorder
 
@@ -51,29 +58,7 @@ func testKgoEndToEnd(t *testing.T, mode config.Ordering) {
 	defer prod.Close()
 
 	produce := func(from, to int) {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var firstErr error
-		for i := from; i < to; i++ {
-			for part := int32(0); part < partitions; part++ {
-				wg.Add(1)
-				r := &kgo.Record{Partition: part, Value: []byte(strconv.Itoa(i))}
-				prod.Produce(ctx, r, func(_ *kgo.Record, err error) {
-					defer wg.Done()
-					if err != nil {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = err
-						}
-						mu.Unlock()
-					}
-				})
-			}
-		}
-		wg.Wait()
-		if firstErr != nil {
-			t.Fatalf("produce: %v", firstErr)
-		}
+		produceEach(t, ctx, prod, partitions, from, to, func(i int) []byte { return []byte(strconv.Itoa(i)) })
 	}
 	produce(0, perPart/2)
 	// Move partition 0's leader to another broker: the client must follow
@@ -85,7 +70,7 @@ func testKgoEndToEnd(t *testing.T, mode config.Ordering) {
 	produce(perPart/2, perPart)
 
 	group := "g-" + string(mode)
-	seen := consumeGroup(t, p.Addr(), topic, group, partitions*perPart, &dials)
+	seen := consumeGroup(t, p.Addr(), topic, group, partitions*perPart, dials.opt())
 	for part := int32(0); part < partitions; part++ {
 		vals := seen[part]
 		if len(vals) != perPart {
@@ -101,7 +86,7 @@ func testKgoEndToEnd(t *testing.T, mode config.Ordering) {
 	// A consumer in the same group resumes from the committed offsets:
 	// it sees only records produced after the commit.
 	produce(perPart, perPart+1)
-	after := consumeGroup(t, p.Addr(), topic, group, partitions, &dials)
+	after := consumeGroup(t, p.Addr(), topic, group, partitions, dials.opt())
 	for part := int32(0); part < partitions; part++ {
 		if got := after[part]; len(got) != 1 || got[0] != strconv.Itoa(perPart) {
 			t.Fatalf("resumed consumer partition %d saw %v, want [%d]", part, got, perPart)
@@ -124,6 +109,9 @@ func testKgoEndToEnd(t *testing.T, mode config.Ordering) {
 			}
 		}
 	}
+	if topology == config.TopologySingle && len(proxyAddrs) != 1 {
+		t.Fatalf("the single endpoint's metadata names brokers %v beside %s", m.Brokers, p.Addr())
+	}
 	for _, a := range dials.dialed() {
 		if !proxyAddrs[a] {
 			t.Fatalf("client dialed %s, which is not the proxy (bootstrap port %s, brokers %v)", a, bootPort, m.Brokers)
@@ -133,7 +121,7 @@ func testKgoEndToEnd(t *testing.T, mode config.Ordering) {
 
 // consumeGroup reads want records in a consumer group, committing them,
 // and returns the values per partition in offset order.
-func consumeGroup(t *testing.T, addr, topic, group string, want int, dials *dialRecorder) map[int32][]string {
+func consumeGroup(t *testing.T, addr, topic, group string, want int, dial kgo.Opt) map[int32][]string {
 	t.Helper()
 	ctx := testContext(t, 45*time.Second)
 	cl, err := kgo.NewClient(
@@ -142,7 +130,7 @@ func consumeGroup(t *testing.T, addr, topic, group string, want int, dials *dial
 		kgo.ConsumerGroup(group),
 		kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		dials.opt(),
+		dial,
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -104,6 +104,10 @@ func (c *conn) dispatchLocked() (local bool) {
 // and owned by flush from then on, since a fast upstream may answer and
 // release a request before its write call returns.
 func (c *conn) flush(byReader bool) (spliced bool) {
+	if c.one != nil {
+		c.one.flush()
+		return false
+	}
 	c.mu.Lock()
 	frames, bufs := c.flushFrames[:0], c.flushBufs[:0]
 	c.mu.Unlock()

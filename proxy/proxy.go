@@ -77,6 +77,7 @@ type Proxy struct {
 	verifier *Verifier    // nil without --verify
 	noSplice bool
 	metrics  *metrics.Metrics // nil records nothing
+	single   *singleView      // the single topology's view; nil in the others
 
 	listenHost string
 	advHost    string
@@ -157,6 +158,15 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	if p.nodes.names != nil {
 		p.checkCertificateNames()
 	}
+	if cfg.Topology == config.TopologySingle {
+		if p.single, err = newSingleView(p); err != nil {
+			ln.Close()
+			p.closeSecurity()
+			return nil, err
+		}
+		p.wg.Add(1)
+		go p.single.run()
+	}
 	p.wg.Add(1)
 	go p.watchUpstreams()
 	p.wg.Add(1)
@@ -165,10 +175,14 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 }
 
 // Addr returns the bootstrap address clients should use: in the sni
-// topology, the bootstrap name and the advertised port.
+// topology, the bootstrap name and the advertised port; in the single
+// topology, the one address.
 func (p *Proxy) Addr() string {
 	if n := p.nodes.names; n != nil {
 		return net.JoinHostPort(n.Bootstrap, strconv.Itoa(int(p.nodes.advPort)))
+	}
+	if p.single != nil {
+		return p.single.addr()
 	}
 	_, port, _ := net.SplitHostPort(p.boot.Addr().String())
 	return net.JoinHostPort(p.advHost, port)
@@ -181,6 +195,9 @@ func (p *Proxy) Addr() string {
 // metadata first names them). A broker outside the allow-list is logged and
 // skipped.
 func (p *Proxy) Discover(ctx context.Context) error {
+	if p.single != nil {
+		return p.single.discover(ctx)
+	}
 	cfg := p.current()
 	brokers, err := fetchBrokers(ctx, cfg.Upstreams, cfg.DialTimeout, p.dialDiscovery)
 	if err != nil && p.sec.auth == nil && p.discoverUnauthenticated(ctx, cfg.Upstreams) == nil {

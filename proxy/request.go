@@ -47,6 +47,10 @@ type request struct {
 	readAt, sentAt time.Time
 	upTook         time.Duration
 
+	// split is the request's life in the single topology
+	// (single_gather.go); nil in the others.
+	split *splitState
+
 	noResp    bool  // the client expects no response (acks=0)
 	forcedAck bool  // acks=0 forwarded as acks=1 to learn when it is accepted
 	failed    error // the upstream rejected a forced-ack produce
@@ -71,6 +75,9 @@ func (r *request) free() {
 	r.frameCharge.release(r.bud)
 	r.respCharge.release(r.bud)
 	r.stateCharge.release(r.bud)
+	if r.split != nil {
+		r.split.release(r.bud)
+	}
 	*r = request{}
 }
 
@@ -159,7 +166,12 @@ func (c *conn) parseRequest(buf *wire.Buf) (*request, error) {
 	case keyApiVersions:
 		err = c.prepareApiVersions(r)
 	case keySaslHandshake, keySaslAuthenticate:
-		err = c.prepareSASL(r)
+		if c.one == nil {
+			err = c.prepareSASL(r)
+		}
+	}
+	if err == nil && c.one != nil && r.frame != nil {
+		err = c.one.decode(r)
 	}
 	if err != nil {
 		r.frame = nil

@@ -68,11 +68,13 @@ func runTxnProduce(ctx context.Context, addr, clientID, txnID, topic string, par
 	for i := range perPart * int(partitions) {
 		part := int32(i) % partitions
 		v := fmt.Sprintf("%s-%d-%d", txnID, part, len(run.sent[part]))
-		reqs = append(reqs, pipeprobe.NewProduce(pipeprobe.ProduceSpec{
+		req := pipeprobe.NewProduce(pipeprobe.ProduceSpec{
 			Topic: topic, Partition: part, Value: []byte(v), Timestamp: time.Now().UnixMilli(),
 			Version: 9, Acks: -1, Timeout: 5 * time.Second,
 			Producer: &x.Producer, Sequence: int32(len(run.sent[part])), Transactional: true,
-		}))
+		})
+		req.TransactionID = kmsg.StringPtr(txnID) // as Kafka's clients name it
+		reqs = append(reqs, req)
 		run.sent[part] = append(run.sent[part], v)
 	}
 	reqs = append(reqs, x.EndTxn(true))

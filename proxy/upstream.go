@@ -16,7 +16,7 @@ import (
 // awaits its response and no reader runs. The reader ends when nothing is
 // in flight, so an idle connection parks one goroutine, not two.
 func (c *conn) startReaderLocked() {
-	if c.reading || c.seq.InFlight() == 0 || c.dead.Load() {
+	if c.reading || c.seq.InFlight() == 0 || c.dead.Load() || c.one != nil {
 		return
 	}
 	c.reading = true

@@ -394,6 +394,9 @@ func produceError(partition int32, code int16, m *string) kmsg.ProduceResponseTo
 func fetchError(partition int32, code int16) kmsg.FetchResponseTopicPartition {
 	p := kmsg.NewFetchResponseTopicPartition()
 	p.Partition, p.ErrorCode, p.HighWatermark = partition, code, -1
+	// Empty, not null, as Kafka sends them: kafka-python takes the
+	// length of a partition's records whatever its error.
+	p.RecordBatches = []byte{}
 	return p
 }
 

@@ -170,10 +170,11 @@ func brokerPorts() map[int]bool {
 }
 
 // proxyAddrs are the addresses clients may dial: the bootstrap and the
-// node listeners.
-func proxyAddrs() map[string]bool {
+// node listeners, or, with single, the one address of the single
+// endpoint.
+func proxyAddrs(single bool) map[string]bool {
 	m := map[string]bool{fmt.Sprintf("127.0.0.1:%d", proxyPort): true}
-	for n := 1; n <= nodes; n++ {
+	for n := 1; n <= nodes && !single; n++ {
 		m[fmt.Sprintf("127.0.0.1:%d", proxyPort+1+n)] = true
 	}
 	return m
@@ -182,6 +183,7 @@ func proxyAddrs() map[string]bool {
 // proxy is one `inorder serve` process in front of the relays.
 type proxy struct {
 	bin, mode, logPath string
+	single             bool   // --topology single
 	admin              string // host:port of --admin-listen when the binary has it
 	// pprof: the binary has --admin-pprof, whose goroutine profile counts
 	// the proxy's goroutines exactly (see goroutineTotal)
@@ -201,6 +203,9 @@ func (p *proxy) start() error {
 	}
 	args := []string{"serve", "--listen", p.Bootstrap(), "--upstream", strings.Join(ups, ","),
 		"--upstream-ordering", p.mode, "--shutdown-grace", "5s"}
+	if p.single {
+		args = append(args, "--topology", "single")
+	}
 	if p.admin != "" {
 		args = append(args, "--admin-listen", p.admin)
 		if p.pprof {

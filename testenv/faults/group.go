@@ -36,11 +36,11 @@ type groupWorkload struct {
 	stopErr    error
 }
 
-func newGroupWorkload(bootstrap, topic, group string, parts int32, members, rate int) *groupWorkload {
+func newGroupWorkload(bootstrap, topic, group string, parts int32, members, rate int, reach map[string]bool) *groupWorkload {
 	return &groupWorkload{
 		bootstrap: bootstrap, topic: topic, group: group, members: members,
-		feeder: newKgoProducer("group feeder", bootstrap, topic, parts, rate),
-		dials:  newDialLog(),
+		feeder: newKgoProducer("group feeder", bootstrap, topic, parts, rate, reach),
+		dials:  newDialLog(reach),
 	}
 }
 

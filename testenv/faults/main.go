@@ -9,6 +9,7 @@
 //	go build -o /tmp/inorder ./cmd/inorder
 //	go run ./testenv/faults -bin /tmp/inorder            # every fault, both modes, a 2.5 min soak
 //	go run ./testenv/faults -bin /tmp/inorder -faults broker-kill -modes none -soak 0
+//	go run ./testenv/faults -bin /tmp/inorder -faults none -single broker-kill -soak 0   # in the single topology too
 //
 // testenv/faults/run.sh does both steps; see RELIABILITY.md for the flags.
 package main
@@ -28,7 +29,7 @@ import (
 
 type options struct {
 	root, bin, out, plot, results, runDir string
-	modes, faults                         []string
+	modes, faults, single                 []string
 	warm, after                           time.Duration
 	rate                                  int
 	soak, soakEvery                       time.Duration
@@ -36,7 +37,7 @@ type options struct {
 
 func parseFlags() (options, error) {
 	var o options
-	var modes, faults string
+	var modes, faults, single string
 	flag.StringVar(&o.root, "root", ".", "repository root (testenv/kafka's scripts are read from there)")
 	flag.StringVar(&o.bin, "bin", "", "the inorder binary to test (required)")
 	flag.StringVar(&o.out, "out", "RELIABILITY.md", "report to write, relative to -root")
@@ -49,6 +50,7 @@ func parseFlags() (options, error) {
 		names[i] = f.name
 	}
 	flag.StringVar(&faults, "faults", strings.Join(names, ","), "faults to inject, one round each")
+	flag.StringVar(&single, "single", "", "faults to inject again with the proxy in --topology single, one round each in every mode")
 	flag.DurationVar(&o.warm, "warm", 4*time.Second, "load before each fault")
 	flag.DurationVar(&o.after, "after", 8*time.Second, "load after each fault ends")
 	flag.IntVar(&o.rate, "rate", 100, "records per second of each producer")
@@ -73,12 +75,17 @@ func parseFlags() (options, error) {
 			o.modes = append(o.modes, m)
 		}
 	}
-	for _, f := range strings.Split(faults, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			if _, ok := faultByName(f); !ok {
-				return o, fmt.Errorf("unknown fault %q (known: %s)", f, strings.Join(names, ", "))
+	for _, list := range []struct {
+		flag string
+		dst  *[]string
+	}{{faults, &o.faults}, {single, &o.single}} {
+		for _, f := range strings.Split(list.flag, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				if _, ok := faultByName(f); !ok {
+					return o, fmt.Errorf("unknown fault %q (known: %s)", f, strings.Join(names, ", "))
+				}
+				*list.dst = append(*list.dst, f)
 			}
-			o.faults = append(o.faults, f)
 		}
 	}
 	return o, nil
@@ -131,6 +138,24 @@ func run(o options) int {
 				break
 			}
 			r.round(ctx, mode, f)
+		}
+		r.stopProxy()
+	}
+	for _, mode := range o.modes {
+		if len(o.single) == 0 || ctx.Err() != nil {
+			break
+		}
+		r.proxy = &proxy{bin: o.bin, mode: mode, single: true, logPath: filepath.Join(results, "proxy-single-"+mode+".log"), admin: admin, pprof: pprof}
+		if err := r.startProxy(true); err != nil {
+			slog.Error("proxy", "mode", mode, "topology", "single", "err", err)
+			return 1
+		}
+		for _, name := range o.single {
+			f, _ := faultByName(name)
+			if ctx.Err() != nil {
+				break
+			}
+			r.round(ctx, mode+", single endpoint", f)
 		}
 		r.stopProxy()
 	}

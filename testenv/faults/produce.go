@@ -71,8 +71,8 @@ type kgoProducer struct {
 	firstErr error
 }
 
-func newKgoProducer(name, bootstrap, topic string, parts int32, rate int) *kgoProducer {
-	return &kgoProducer{name: name, bootstrap: bootstrap, topic: topic, parts: parts, rate: rate, dials: newDialLog()}
+func newKgoProducer(name, bootstrap, topic string, parts int32, rate int, reach map[string]bool) *kgoProducer {
+	return &kgoProducer{name: name, bootstrap: bootstrap, topic: topic, parts: parts, rate: rate, dials: newDialLog(reach)}
 }
 
 func (w *kgoProducer) Name() string { return w.name }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -58,9 +59,17 @@ func (r *runner) writeReport() error {
 	w("the fault, %v more load, then the\n", o.after)
 	w("producers stop and flush and the consumers catch up. The faults, one per round:\n\n")
 	w("| fault | what happens |\n|---|---|\n")
-	for _, name := range o.faults {
-		f, _ := faultByName(name)
-		w("| `%s` | %s |\n", f.name, f.desc)
+	listed := map[string]bool{}
+	for _, name := range append(slices.Clone(o.faults), o.single...) {
+		if f, _ := faultByName(name); !listed[name] {
+			listed[name] = true
+			w("| `%s` | %s |\n", f.name, f.desc)
+		}
+	}
+	if len(o.single) > 0 {
+		w("\n%s ran once more in each mode with `inorder serve --topology single` (rows \"<mode>, single endpoint\"):\n", codeList(o.single))
+		w("the proxy is the cluster's only broker at its one address, splits each request by leader or coordinator\n")
+		w("over its own connections to the relays, and the franz-go clients' dialer refuses every address but that one.\n")
 	}
 	w("\n## Checks, from the data\n\n")
 	w("After the load stops the suite reads every topic back **directly from the brokers** (not through the proxy):\n\n")
@@ -141,8 +150,9 @@ func (r *runner) writeReport() error {
 	w("29392-29394 and %d-%d on loopback, and stops everything it started, also when a check fails.\n\n", proxyPort, proxyPort+90)
 	w("    bash testenv/faults/run.sh                                   # every fault in both modes and a 2 min soak; rewrites this page\n")
 	w("    FAULTS_TIMEOUT=4500 bash testenv/faults/run.sh -soak 1h -faults none -modes none   # the hour-long soak\n")
-	w("    bash testenv/faults/run.sh -faults broker-kill,proxy-kill -modes connection -soak 0\n\n")
-	w("Flags: `-faults`, `-modes`, `-rate` (records/s per producer), `-warm`, `-after`, `-soak`, `-soak-fault-every`,\n")
+	w("    bash testenv/faults/run.sh -faults broker-kill,proxy-kill -modes connection -soak 0\n")
+	w("    bash testenv/faults/run.sh -faults none -single broker-kill -soak 0   # a broker killed behind the single endpoint\n\n")
+	w("Flags: `-faults`, `-single` (faults run again with `--topology single`), `-modes`, `-rate` (records/s per producer), `-warm`, `-after`, `-soak`, `-soak-fault-every`,\n")
 	w("`-kafka-run-dir`, `-out` and `-plot` (where the report and the soak plot go; CI writes both to the untracked\n")
 	w("`testenv/faults/results/`, so only a deliberate run changes this page). Logs (proxy, Java producer) land in\n")
 	w("`testenv/faults/results/`.\n")
@@ -151,6 +161,18 @@ func (r *runner) writeReport() error {
 		out = filepath.Join(o.root, out)
 	}
 	return os.WriteFile(out, []byte(b.String()), 0o644)
+}
+
+// codeList writes names as `a`, `b` and `c`.
+func codeList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "`" + n + "`"
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
 }
 
 func goroutineClause(r *runner) string {

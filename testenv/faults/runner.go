@@ -193,12 +193,12 @@ func (r *runner) workloads(ctx context.Context, prefix string) ([]workload, *con
 	}
 	r.leaderTopic = t("kgo")
 	watch := newConnWatch()
-	boot := r.proxy.Bootstrap()
+	boot, reach := r.proxy.Bootstrap(), proxyAddrs(r.proxy.single)
 	return []workload{
-		newKgoProducer("idempotent (kgo)", boot, t("kgo"), 6, r.opts.rate),
+		newKgoProducer("idempotent (kgo)", boot, t("kgo"), 6, r.opts.rate, reach),
 		&javaProducer{bootstrap: boot, topic: t("java"), workDir: r.results, libs: javaLibs(), rate: r.opts.rate, watch: watch},
-		newTxnWorkload(boot, t("txn"), t("txn-id"), 3, r.opts.rate),
-		newGroupWorkload(boot, t("group"), t("group"), 6, 3, r.opts.rate),
+		newTxnWorkload(boot, t("txn"), t("txn-id"), 3, r.opts.rate, reach),
+		newGroupWorkload(boot, t("group"), t("group"), 6, 3, r.opts.rate, reach),
 	}, watch, nil
 }
 

@@ -33,8 +33,8 @@ type txnWorkload struct {
 	consumers []*viewConsumer
 }
 
-func newTxnWorkload(bootstrap, topic, txnID string, parts int32, rate int) *txnWorkload {
-	return &txnWorkload{bootstrap: bootstrap, topic: topic, txnID: txnID, parts: parts, rate: rate, dials: newDialLog()}
+func newTxnWorkload(bootstrap, topic, txnID string, parts int32, rate int, reach map[string]bool) *txnWorkload {
+	return &txnWorkload{bootstrap: bootstrap, topic: topic, txnID: txnID, parts: parts, rate: rate, dials: newDialLog(reach)}
 }
 
 func (w *txnWorkload) Name() string { return "transactional (kgo)" }

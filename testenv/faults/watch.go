@@ -16,7 +16,7 @@ import (
 
 // dialLog is a kgo dialer that lets a client reach only the proxy: every
 // address it is asked for is recorded, and one outside the proxy's
-// listeners is refused and counted as a bypass.
+// listeners (reach, from proxyAddrs) is refused and counted as a bypass.
 type dialLog struct {
 	allowed map[string]bool
 	mu      sync.Mutex
@@ -24,7 +24,7 @@ type dialLog struct {
 	bypass  []string
 }
 
-func newDialLog() *dialLog { return &dialLog{allowed: proxyAddrs()} }
+func newDialLog(reach map[string]bool) *dialLog { return &dialLog{allowed: reach} }
 
 func (d *dialLog) dial(ctx context.Context, network, host string) (net.Conn, error) {
 	d.mu.Lock()

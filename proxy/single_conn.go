@@ -1,0 +1,386 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/inorder-proxy/inorder/upauth"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// singleConn is a client connection's side of the single topology: an
+// upstream connection per broker its requests went to (and a second one
+// per broker for Fetch, whose long polls would hold up everything behind
+// them, since a broker answers a connection's requests one at a time),
+// and the transactions it has writes in flight for.
+//
+// Goroutines: the flusher (the client reader, or a flusher a completion
+// started, one at a time as in the other topologies) is the only one that
+// dials; it writes every part, the Fetch rounds' later parts excepted,
+// which the goroutine that ends a round writes on a connection the flusher
+// dialled. Each upstream connection has its own reader while it has
+// requests in flight, as conn's one upstream has. Locks: conn's wmu, then
+// conn's mu, then s.mu; an upstream's wmu is taken with none of them held.
+type singleConn struct {
+	c *conn
+	v *singleView
+
+	// mu guards what follows and every upstream's fields marked so;
+	// cond wakes the flusher waiting for an upstream to drain or a
+	// transaction's writes to be answered.
+	mu     sync.Mutex
+	cond   sync.Cond
+	ups    map[upKey]*upstream  // the ones parts go to
+	open   map[*upstream]bool   // every socket not closed yet, retiring ones included
+	txns   map[string]int       // requests with parts unanswered, by transactional id
+	waits  map[*time.Timer]bool // the Fetch waits running (single_fetch.go)
+	closed bool                 // the connection died: nothing is completed any more
+}
+
+// upKey names an upstream connection of a client connection: a broker,
+// and whether it carries Fetch requests.
+type upKey struct {
+	node  int32
+	fetch bool
+}
+
+// upstream is one connection to one broker, of one client connection.
+type upstream struct {
+	s        *singleConn
+	key      upKey
+	addr     string
+	nc       net.Conn
+	reauthAt time.Time // the proxy's SASL session ends; zero: never
+
+	wmu sync.Mutex // one write at a time
+
+	// Guarded by s.mu.
+	pending map[int32]*partRef // by correlation id
+	corr    int32              // the last correlation id used
+	reading bool               // its reader runs
+	// gone: failed or retired; nothing more is sent, and it is no
+	// longer in s.ups.
+	gone error
+	// poll is the Fetch long poll on this connection still unanswered,
+	// and marks what the broker last said of each partition it was
+	// asked to fetch (single_fetch.go).
+	poll  *partRef
+	marks map[markKey]fetchMark
+}
+
+// errRetired: an upstream connection is replaced (its session is due for
+// renewal, or its broker moved); it answers what it has in flight.
+var errRetired = errors.New("upstream connection retired")
+
+func newSingleConn(c *conn, v *singleView) *singleConn {
+	s := &singleConn{c: c, v: v, ups: make(map[upKey]*upstream), open: make(map[*upstream]bool), txns: make(map[string]int),
+		waits: make(map[*time.Timer]bool)}
+	s.cond.L = &s.mu
+	return s
+}
+
+// connect readies the client connection: nothing is dialled before a part
+// needs a broker.
+func (s *singleConn) connect() error {
+	s.c.in.init(s.c.client)
+	return nil
+}
+
+// upstream returns the connection for parts to node (fetch: Fetch parts),
+// dialling one if there is none or the one there must be replaced.
+// Flusher only.
+func (s *singleConn) upstream(node int32, fetch bool) (*upstream, error) {
+	key := upKey{node, fetch}
+	s.mu.Lock()
+	u := s.ups[key]
+	s.mu.Unlock()
+	if u != nil {
+		addr, err := s.v.address(node)
+		switch {
+		case err != nil:
+			return nil, err
+		case addr != u.addr, !u.reauthAt.IsZero() && time.Now().After(u.reauthAt):
+			// The broker moved, or the proxy's session on this
+			// connection is due for renewal: a new connection,
+			// once this one has answered what it has, so that the
+			// broker sees the parts in the order they were sent.
+			// Fetches need no order: their new connection is used
+			// at once, and the old one closes when it has answered.
+			s.retire(u, !fetch)
+		case s.idleClosed(u):
+			s.fail(u, fmt.Errorf("%w: %w", ErrUpstreamFailed, errUpstreamIdleClose))
+		default:
+			return u, nil
+		}
+	}
+	return s.dial(key)
+}
+
+// idleClosed reports whether the broker closed u while it had nothing in
+// flight (its reader, which would have seen it, is not running).
+func (s *singleConn) idleClosed(u *upstream) bool {
+	s.mu.Lock()
+	idle := !u.reading
+	s.mu.Unlock()
+	return idle && peekClosed(u.nc)
+}
+
+// dial connects to key's broker through dialSecure (TLS, the proxy's
+// SASL) once allow-upstream allows its address.
+func (s *singleConn) dial(key upKey) (*upstream, error) {
+	p := s.c.p
+	addr, err := s.v.address(key.node)
+	if err != nil {
+		s.v.stale()
+		return nil, err
+	}
+	nc, sess, err := p.dialSecure(p.ctx, addr, slices.Contains(p.current().Upstreams, addr))
+	if err != nil {
+		s.v.dialFailed(key.node)
+		s.v.stale()
+		return nil, fmt.Errorf("%w: node %d at %s: %w", ErrUpstreamFailed, key.node, addr, err)
+	}
+	u := &upstream{s: s, key: key, addr: addr, nc: nc, reauthAt: reauthAt(sess), pending: make(map[int32]*partRef)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		nc.Close()
+		return nil, ErrShutdown
+	}
+	s.ups[key] = u
+	s.open[u] = true
+	return u, nil
+}
+
+// reauthAt is when a connection authenticated with sess must be replaced.
+func reauthAt(sess upauth.Session) time.Time { return sess.ReauthAt }
+
+// retire takes u out of use. With wait it waits until u has answered what
+// it has in flight and closes it; without, u's reader closes it once it
+// has. Flusher only.
+func (s *singleConn) retire(u *upstream, wait bool) {
+	s.mu.Lock()
+	if u.gone == nil {
+		u.gone = errRetired
+		if s.ups[u.key] == u {
+			delete(s.ups, u.key)
+		}
+	}
+	for wait && len(u.pending) > 0 && !s.closed {
+		s.cond.Wait()
+	}
+	closeNow := len(u.pending) == 0 && !u.reading
+	if closeNow {
+		delete(s.open, u)
+	}
+	s.mu.Unlock()
+	if closeNow {
+		u.nc.Close()
+	}
+}
+
+// send writes frames to u, each answering refs[i] (nil: no answer comes,
+// acks=0), with u's next correlation ids. A failure fails u, and with it
+// every part it has in flight, these included.
+func (u *upstream) send(frames [][]byte, refs []*partRef) {
+	s := u.s
+	s.mu.Lock()
+	if err := u.gone; err != nil {
+		s.mu.Unlock()
+		for _, ref := range refs {
+			if ref != nil {
+				s.partFailed(ref, fmt.Errorf("%w: node %d: %v", ErrUpstreamFailed, u.key.node, err))
+			}
+		}
+		return
+	}
+	for i, f := range frames {
+		corr := int32(noCorrelation)
+		if refs[i] != nil {
+			u.corr = (u.corr + 1) & corrMask
+			corr = u.corr
+			u.pending[corr] = refs[i]
+		}
+		wire.SetRequestCorrelation(f, corr)
+	}
+	if len(u.pending) > 0 && !u.reading {
+		u.reading = true
+		s.c.wg.Add(1)
+		go u.read()
+	}
+	s.mu.Unlock()
+	u.wmu.Lock()
+	bufs := net.Buffers(frames)
+	_, err := bufs.WriteTo(u.nc)
+	u.wmu.Unlock()
+	if err != nil {
+		s.fail(u, fmt.Errorf("%w: node %d: write: %v", ErrUpstreamFailed, u.key.node, err))
+	}
+}
+
+// fail ends u: its socket closes and every part it had in flight fails,
+// to be answered with its retriable error, unless the client connection
+// has died, when nothing is answered any more.
+func (s *singleConn) fail(u *upstream, err error) {
+	s.mu.Lock()
+	if u.gone == nil || u.gone == errRetired {
+		u.gone = err
+	}
+	if s.ups[u.key] == u {
+		delete(s.ups, u.key)
+	}
+	delete(s.open, u)
+	refs := make([]*partRef, 0, len(u.pending))
+	for _, ref := range u.pending {
+		refs = append(refs, ref)
+	}
+	clear(u.pending)
+	u.poll = nil
+	closed := s.closed
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	u.nc.Close()
+	if closed {
+		return
+	}
+	if len(refs) > 0 {
+		s.c.p.log.Debug("upstream connection failed", "client", s.c.client.RemoteAddr().String(), "node", u.key.node, "in_flight", len(refs), "err", err)
+		s.v.stale()
+	}
+	for _, ref := range refs {
+		s.partFailed(ref, err)
+	}
+}
+
+// close closes every upstream connection and stops the Fetch waits;
+// conn.die calls it. The readers end, and nothing is completed any more.
+func (s *singleConn) close() {
+	s.mu.Lock()
+	s.closed = true
+	ups := make([]*upstream, 0, len(s.open))
+	for u := range s.open {
+		ups = append(ups, u)
+	}
+	for t := range s.waits {
+		if t.Stop() {
+			s.c.wg.Done()
+		}
+	}
+	clear(s.waits)
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	for _, u := range ups {
+		u.nc.Close()
+	}
+}
+
+// read reads u's answers while it has requests in flight, lingering
+// readerLinger for the next, as conn's upstream reader does.
+func (u *upstream) read() {
+	defer u.s.c.wg.Done()
+	err := u.readLoop()
+	if err == nil {
+		return
+	}
+	if errors.Is(err, ErrUpstreamProtocol) {
+		// A broker that answers what was not asked, or what does not
+		// parse, ends the client connection, as in the other
+		// topologies.
+		u.s.c.die(err)
+	}
+	u.s.fail(u, err)
+}
+
+func (u *upstream) readLoop() error {
+	s, c := u.s, u.s.c
+	var (
+		lenBuf [4]byte
+		head   [8]byte
+	)
+	rd := upstreamReaders.Get().(*bufio.Reader)
+	rd.Reset(u.nc)
+	defer func() {
+		rd.Reset(nil)
+		upstreamReaders.Put(rd)
+	}()
+	lingered := false
+	for {
+		s.mu.Lock()
+		if len(u.pending) == 0 {
+			if lingered || u.gone != nil || s.closed || rd.Buffered() > 0 {
+				u.reading = false
+				retired := u.gone == errRetired && s.open[u]
+				if retired {
+					delete(s.open, u)
+				}
+				s.mu.Unlock()
+				if rd.Buffered() > 0 {
+					return fmt.Errorf("%w: %d %w", ErrUpstreamProtocol, rd.Buffered(), errUnsolicited)
+				}
+				if retired {
+					// Its last answer is in: nobody closes it
+					// but its reader.
+					u.nc.Close()
+				}
+				return nil
+			}
+			s.mu.Unlock()
+			lingered = true
+			u.nc.SetReadDeadline(time.Now().Add(readerLinger))
+			_, err := rd.Peek(1)
+			u.nc.SetReadDeadline(time.Time{})
+			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+				return u.readError(err)
+			}
+			continue
+		}
+		s.mu.Unlock()
+		lingered = false
+		size, err := wire.ReadLength(rd, &lenBuf, wire.MinResponseFrame, c.cfg.MaxResponseSize)
+		if err == nil {
+			copy(head[:], lenBuf[:])
+			err = wire.ReadBody(rd, head[4:])
+		}
+		if err != nil {
+			return u.readError(err)
+		}
+		corr := wire.ResponseCorrelation(head[:])
+		s.mu.Lock()
+		ref := u.pending[corr]
+		delete(u.pending, corr)
+		if len(u.pending) == 0 {
+			s.cond.Broadcast() // for retire
+		}
+		s.mu.Unlock()
+		if ref == nil {
+			return fmt.Errorf("%w: node %d: %w %d", ErrUpstreamProtocol, u.key.node, errUnknownCorrelation, corr)
+		}
+		total := 4 + int(size)
+		acct := c.upAccount(total)
+		buf, err := wire.Start(head[:], total, acct)
+		if err == nil {
+			buf, err = wire.Grow(rd, buf, total, acct, wire.TrustedGrowFactor)
+		}
+		if err != nil {
+			s.partFailed(ref, err)
+			return u.readError(err)
+		}
+		if err := s.answered(u, ref, buf, acct.charge(cap(buf.B))); err != nil {
+			return err
+		}
+	}
+}
+
+// readError names a failed read of u.
+func (u *upstream) readError(err error) error {
+	if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrFrameTooSmall) {
+		return fmt.Errorf("%w: node %d: %w", ErrUpstreamProtocol, u.key.node, err)
+	}
+	return fmt.Errorf("%w: node %d: read: %v", ErrUpstreamFailed, u.key.node, err)
+}

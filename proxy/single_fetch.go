@@ -1,0 +1,354 @@
+package proxy
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/splitmerge"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// Fetch in the single topology is sessionless, and its wait and minimum
+// bytes are honoured over the parts (DESIGN.md, "Fetch"): a plan of one
+// part, or a fetch that does not wait, goes as the client sent it;
+// otherwise every part is first asked with no wait (round 1), and if
+// their records together fall short of the minimum, asked again with the
+// rest of the wait and the client's minimum (round 2, the long polls).
+// The merged answer goes when the latest answers reach the minimum, when
+// every poll is in, or when the wait ends, each part answered by its
+// latest answer. A long poll still out when its request is answered is
+// abandoned: it stays on its connection, where the broker answers it
+// when its own wait ends. Until then a later Fetch asking that broker the
+// very same thing takes it over instead of asking again, and its round 1
+// is answered from what that broker last said of its partitions (no
+// records, the watermarks a moment old), so that one idle broker does not
+// hold up every fetch behind its poll.
+
+// maxMarks bounds the partitions an upstream connection remembers the
+// watermarks of.
+const maxMarks = 10000
+
+// fetchRounds is the state of a Fetch whose rounds run.
+type fetchRounds struct {
+	min      int32
+	deadline time.Time
+	round    int8       // 0 sent as asked, 1, 2
+	out      int        // parts unanswered in this round
+	bytes    []int      // record bytes of results[i]
+	refs     []*partRef // this round's parts still out
+	sigs     [][]byte   // part i as asked, waits aside
+	timer    *time.Timer
+	failed   bool  // a part got no answer
+	toPoll   []int // parts to ask (again) with the rest of the wait
+}
+
+// markKey names a partition as a Fetch answer names it.
+type markKey struct {
+	topic     string
+	id        [16]byte
+	partition int32
+}
+
+// fetchMark is what a broker last said of a partition.
+type fetchMark struct {
+	hw, lso, logStart int64
+}
+
+// startFetch sends a Fetch's parts, each on its broker's Fetch
+// connection. Flusher only; st.out holds the flusher's own count.
+func (s *singleConn) startFetch(st *splitState) {
+	r := st.r
+	req := st.req.(*kmsg.FetchRequest)
+	n := len(st.plan.Parts)
+	f := &fetchRounds{min: req.MinBytes, bytes: make([]int, n), refs: make([]*partRef, n), sigs: make([][]byte, n)}
+	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+	f.deadline = time.Now().Add(wait)
+	if n > 1 && wait > 0 {
+		f.round = 1
+	}
+	s.mu.Lock()
+	st.fetch = f
+	f.out = n
+	st.holds++
+	s.mu.Unlock()
+	for i := range st.plan.Parts {
+		part := &st.plan.Parts[i]
+		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: f.round}
+		u, err := s.upstream(part.Node, true)
+		if err != nil {
+			s.partFailed(ref, err)
+			continue
+		}
+		q := part.Request
+		if f.round == 1 {
+			fq := *part.Request.(*kmsg.FetchRequest)
+			fq.MaxWaitMillis, fq.MinBytes = 0, 0
+			q = &fq
+		}
+		frame := encodePart(r, q)
+		if f.round == 1 {
+			f.sigs[i] = bytes.Clone(frame.B[r.hdr.Body:])
+			if s.takeOver(st, u, ref, f.sigs[i]) {
+				wire.Put(frame)
+				continue
+			}
+		}
+		s.mu.Lock()
+		f.refs[i] = ref
+		s.mu.Unlock()
+		u.send([][]byte{frame.B}, []*partRef{ref})
+		wire.Put(frame)
+	}
+	s.letGo(st)
+}
+
+// takeOver answers a round-1 part from an abandoned long poll on u that
+// asks the very same thing: from what u's broker last said of the
+// partitions when it said something of each, else by the poll's own
+// answer when it comes. It reports whether it did.
+func (s *singleConn) takeOver(st *splitState, u *upstream, ref *partRef, sig []byte) bool {
+	s.mu.Lock()
+	poll := u.poll
+	if poll == nil || poll.st != nil || poll.version != ref.version || !bytes.Equal(poll.sig, sig) || u.gone != nil {
+		s.mu.Unlock()
+		return false
+	}
+	if resp, ok := u.synthLocked(st.plan.Parts[ref.i].Request.(*kmsg.FetchRequest)); ok {
+		act := s.gotLocked(st, ref, splitmerge.Result{Response: resp}, nil, charge{})
+		s.mu.Unlock()
+		s.act(st, act)
+		return true
+	}
+	poll.st, poll.i, poll.round = st, ref.i, ref.round
+	st.fetch.refs[ref.i] = poll
+	s.mu.Unlock()
+	return true
+}
+
+// fetchGotLocked records a Fetch part's answer, in place of an earlier
+// round's. A long poll that failed leaves its round-1 answer. The caller
+// holds s.mu.
+func (s *singleConn) fetchGotLocked(st *splitState, ref *partRef, res splitmerge.Result, buf *wire.Buf, ch charge) int {
+	f, i := st.fetch, ref.i
+	if f.refs[i] == ref {
+		f.refs[i] = nil
+	}
+	f.out--
+	if res.Err != nil {
+		// A failed long poll leaves its round-1 answer, and ends the
+		// wait: nothing watches that broker any more, and the
+		// client's next fetch asks it on a new connection.
+		f.failed = true
+		if ref.round == 2 {
+			return s.fetchNextLocked(st)
+		}
+	}
+	wire.Put(st.frames[i])
+	st.charges[i].release(s.c.p.budget)
+	st.results[i], st.frames[i], st.charges[i] = res, buf, ch
+	f.bytes[i] = recordBytes(res)
+	if ref.round == 2 && f.bytes[i] < int(f.min) && time.Until(f.deadline) > repollMin {
+		// A poll taken over answered when its own, shorter, wait
+		// ended: ask this broker again for the rest of this one.
+		f.toPoll = append(f.toPoll, i)
+	}
+	return s.fetchNextLocked(st)
+}
+
+// repollMin is the least wait left for which a part whose long poll
+// answered short is asked again.
+const repollMin = 10 * time.Millisecond
+
+// fetchNextLocked decides what st's Fetch does now. The caller holds s.mu.
+func (s *singleConn) fetchNextLocked(st *splitState) int {
+	f := st.fetch
+	if st.done || st.holds > 0 {
+		return actNone
+	}
+	total := 0
+	for _, b := range f.bytes {
+		total += b
+	}
+	enough := total >= int(f.min)
+	switch f.round {
+	case 0:
+		if f.out > 0 {
+			return actNone
+		}
+	case 1:
+		if f.out > 0 {
+			return actNone
+		}
+		if !enough && !f.failed && time.Now().Before(f.deadline) {
+			f.round = 2
+			for i := range f.sigs {
+				f.toPoll = append(f.toPoll, i)
+			}
+			return actPoll
+		}
+	case 2:
+		if !enough && !f.failed && len(f.toPoll) > 0 {
+			return actPoll
+		}
+		if f.out > 0 && !enough && !f.failed {
+			return actNone
+		}
+	}
+	st.done = true
+	return actFinish
+}
+
+// poll starts round 2: every part that answered round 1 is asked again,
+// with the rest of the wait, on the connection that answered it; a part
+// whose connection is gone keeps its answer. A timer ends the wait.
+func (s *singleConn) poll(st *splitState) {
+	r, f := st.r, st.fetch
+	type send struct {
+		u     *upstream
+		ref   *partRef
+		frame *wire.Buf
+	}
+	var sends []send
+	s.mu.Lock()
+	rest := time.Until(f.deadline)
+	st.holds++ // this goroutine's, as the flusher's in round 1
+	for _, i := range f.toPoll {
+		u := s.ups[upKey{st.plan.Parts[i].Node, true}]
+		if u == nil || u.gone != nil || f.sigs[i] == nil || st.done {
+			continue
+		}
+		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: 2, sig: f.sigs[i]}
+		f.out++
+		if poll := u.poll; poll != nil && poll.st == nil && poll.version == ref.version && bytes.Equal(poll.sig, ref.sig) {
+			// Its wait may end before this one's: when it answers
+			// short, the part is asked again (fetchGotLocked).
+			poll.st, poll.i, poll.round = st, i, 2
+			f.refs[i] = poll
+			continue
+		}
+		q := *st.plan.Parts[i].Request.(*kmsg.FetchRequest)
+		q.MaxWaitMillis = int32(max(rest.Milliseconds(), 1))
+		q.MinBytes = f.min
+		f.refs[i], u.poll = ref, ref
+		sends = append(sends, send{u, ref, encodePart(r, &q)})
+	}
+	f.toPoll = f.toPoll[:0]
+	if f.timer == nil && !st.done && !s.closed {
+		s.c.wg.Add(1)
+		f.timer = time.AfterFunc(rest, func() {
+			defer s.c.wg.Done()
+			s.waitEnded(st)
+		})
+		s.waits[f.timer] = true
+	}
+	s.mu.Unlock()
+	for _, sd := range sends {
+		sd.u.send([][]byte{sd.frame.B}, []*partRef{sd.ref})
+		wire.Put(sd.frame)
+	}
+	s.letGo(st)
+}
+
+// waitEnded answers a Fetch whose wait ended with the answers it has.
+func (s *singleConn) waitEnded(st *splitState) {
+	s.mu.Lock()
+	delete(s.waits, st.fetch.timer)
+	if st.done || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	st.done = true
+	s.mu.Unlock()
+	s.finish(st)
+}
+
+// endFetch abandons a finished Fetch's long polls still out and stops its
+// timer; finish calls it before merging.
+func (s *singleConn) endFetch(st *splitState) {
+	f := st.fetch
+	s.mu.Lock()
+	for i, ref := range f.refs {
+		if ref != nil {
+			ref.st = nil
+			f.refs[i] = nil
+		}
+	}
+	t := f.timer
+	f.timer = nil
+	stop := t != nil && s.waits[t]
+	delete(s.waits, t)
+	s.mu.Unlock()
+	if stop && t.Stop() {
+		s.c.wg.Done()
+	}
+}
+
+// noteFetchLocked learns what a Fetch answer read from u says of its
+// partitions, and that u's long poll, if this was it, is in. The caller
+// holds s.mu.
+func (u *upstream) noteFetchLocked(ref *partRef, resp *kmsg.FetchResponse) {
+	if u.poll == ref {
+		u.poll = nil
+	}
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			k := markKey{t.Topic, t.TopicID, p.Partition}
+			if p.ErrorCode != 0 {
+				delete(u.marks, k)
+				continue
+			}
+			if u.marks == nil {
+				u.marks = make(map[markKey]fetchMark)
+			}
+			if _, ok := u.marks[k]; ok || len(u.marks) < maxMarks {
+				u.marks[k] = fetchMark{hw: p.HighWatermark, lso: p.LastStableOffset, logStart: p.LogStartOffset}
+			}
+		}
+	}
+}
+
+// synthLocked answers q from what u's broker last said of each of its
+// partitions: no records, the watermarks it gave. It reports false when
+// it said nothing yet of one of them. The caller holds s.mu.
+func (u *upstream) synthLocked(q *kmsg.FetchRequest) (*kmsg.FetchResponse, bool) {
+	out := kmsg.NewPtrFetchResponse()
+	out.Version = q.Version
+	for i := range q.Topics {
+		t := &q.Topics[i]
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			m, ok := u.marks[markKey{t.Topic, t.TopicID, p.Partition}]
+			if !ok {
+				return nil, false
+			}
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = m.hw, m.lso, m.logStart
+			rp.RecordBatches = []byte{} // empty, not null, as a broker answers
+
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out.Topics = append(out.Topics, rt)
+	}
+	return out, true
+}
+
+// recordBytes is how many record bytes a Fetch answer carries.
+func recordBytes(res splitmerge.Result) int {
+	fr, ok := res.Response.(*kmsg.FetchResponse)
+	if res.Err != nil || !ok {
+		return 0
+	}
+	n := 0
+	for i := range fr.Topics {
+		for j := range fr.Topics[i].Partitions {
+			n += len(fr.Topics[i].Partitions[j].RecordBatches)
+		}
+	}
+	return n
+}

@@ -1,0 +1,310 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/internal/budget"
+	"github.com/inorder-proxy/inorder/metrics"
+	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/rewrite"
+	"github.com/inorder-proxy/inorder/splitmerge"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// splitState is a request's life in the single topology: the client's
+// request decoded, its plan, and what became of each part. Guarded by the
+// singleConn's mu once its parts are sent.
+type splitState struct {
+	r    *request
+	req  kmsg.Request // decoded: strings copied, byte fields alias r.frame
+	plan *splitmerge.Plan
+
+	results []splitmerge.Result
+	frames  []*wire.Buf // part i's answer, which results[i] aliases
+	charges []charge    // frames' memory
+	out     int         // parts unanswered
+	// holds counts the goroutines still sending parts, which use the
+	// request: it is not answered (and recycled) before they are done.
+	holds int
+	txn   string // counted in singleConn.txns until done
+	done  bool   // every part is in; finish runs or ran
+
+	fetch *fetchRounds // the Fetch rounds, when they run
+}
+
+// partRef is one part sent and unanswered: its request's state and its
+// index there; st is nil once the answer is no longer wanted (a Fetch
+// long poll its request stopped waiting for).
+type partRef struct {
+	st           *splitState
+	i            int
+	key, version int16
+	round        int8   // Fetch: 0 sent as the client asked, 1 at once, 2 the long poll
+	sig          []byte // Fetch long poll: what it asks, its waits aside
+}
+
+// release gives back what the answers hold.
+func (st *splitState) release(b *budget.Budget) {
+	for i, f := range st.frames {
+		wire.Put(f)
+		st.frames[i] = nil
+		st.charges[i].release(b)
+	}
+	clear(st.results)
+}
+
+// answered takes an answer read from u for ref: it is decoded and kept
+// until every part of its request is in. An answer nobody waits for any
+// more is dropped, after the view learned from it.
+func (s *singleConn) answered(u *upstream, ref *partRef, buf *wire.Buf, ch charge) error {
+	p := s.c.p
+	resp, err := decodeAnswer(ref.key, ref.version, buf.B)
+	if err != nil {
+		wire.Put(buf)
+		ch.release(p.budget)
+		return fmt.Errorf("%w: node %d: %v", ErrUpstreamProtocol, u.key.node, err)
+	}
+	if p.fixup != nil && p.fixup.Needs(ref.key, ref.version) {
+		p.fixup.Fix(resp)
+	}
+	s.mu.Lock()
+	if fr, ok := resp.(*kmsg.FetchResponse); ok {
+		u.noteFetchLocked(ref, fr)
+	}
+	st := ref.st
+	if s.closed || st == nil || st.done {
+		s.mu.Unlock()
+		wire.Put(buf)
+		ch.release(p.budget)
+		return nil
+	}
+	act := s.gotLocked(st, ref, splitmerge.Result{Response: resp}, buf, ch)
+	s.mu.Unlock()
+	s.act(st, act)
+	return nil
+}
+
+// partFailed records that ref's part got no answer: its entries are
+// answered with the retriable error of their kind.
+func (s *singleConn) partFailed(ref *partRef, err error) {
+	s.mu.Lock()
+	st := ref.st
+	if s.closed || st == nil || st.done {
+		s.mu.Unlock()
+		return
+	}
+	act := s.gotLocked(st, ref, splitmerge.Result{Err: err}, nil, charge{})
+	s.mu.Unlock()
+	s.act(st, act)
+}
+
+// gotLocked records part ref.i's result and says what it makes happen.
+// The caller holds s.mu.
+func (s *singleConn) gotLocked(st *splitState, ref *partRef, res splitmerge.Result, buf *wire.Buf, ch charge) int {
+	if st.fetch != nil {
+		return s.fetchGotLocked(st, ref, res, buf, ch)
+	}
+	st.results[ref.i] = res
+	st.frames[ref.i], st.charges[ref.i] = buf, ch
+	st.out--
+	return s.nextLocked(st)
+}
+
+// nextLocked says what st does now. The caller holds s.mu.
+func (s *singleConn) nextLocked(st *splitState) int {
+	if st.fetch != nil {
+		return s.fetchNextLocked(st)
+	}
+	if st.done || st.out > 0 || st.holds > 0 {
+		return actNone
+	}
+	st.done = true
+	return actFinish
+}
+
+// letGo ends a sender's hold on st.
+func (s *singleConn) letGo(st *splitState) {
+	s.mu.Lock()
+	st.holds--
+	act := s.nextLocked(st)
+	s.mu.Unlock()
+	s.act(st, act)
+}
+
+// What a result makes happen to its request.
+const (
+	actNone = iota
+	actFinish
+	actPoll // a Fetch's round 1 is in and fell short: round 2
+)
+
+// act does what a result made happen, with no lock held.
+func (s *singleConn) act(st *splitState, act int) {
+	switch act {
+	case actFinish:
+		s.finish(st)
+	case actPoll:
+		s.poll(st)
+	}
+}
+
+// decodeAnswer decodes a part's answer frame at the part's version. A
+// broker that does not know the ApiVersions version asked answers with a
+// v0 body and UNSUPPORTED_VERSION; that body is read at v0 and given the
+// version asked, which merge reads.
+func decodeAnswer(key, version int16, frame []byte) (kmsg.Response, error) {
+	off, err := wire.ResponseBody(frame, wire.RequestHeader{Key: key, Version: version}.ResponseFlexible())
+	if err != nil {
+		return nil, err
+	}
+	resp := kmsg.ResponseForKey(key)
+	resp.SetVersion(version)
+	if key == keyApiVersions && len(frame) >= off+2 && int16(frame[off])<<8|int16(frame[off+1]) == kerr.UnsupportedVersion.Code {
+		resp.SetVersion(0)
+	}
+	if err := resp.ReadFrom(frame[off:]); err != nil {
+		return nil, fmt.Errorf("%s v%d answer: %v", kmsg.NameForKey(key), version, err)
+	}
+	resp.SetVersion(version)
+	return resp, nil
+}
+
+// finish merges the answers of a whole request into the client's response
+// and completes the request: delivery is the other topologies', in order.
+// The merged response is encoded within the memory budget: what the parts'
+// answers hold is reserved once more before encoding copies their records,
+// and their frames are given back once it is done.
+func (s *singleConn) finish(st *splitState) {
+	c, r := s.c, st.r
+	if st.fetch != nil {
+		s.endFetch(st)
+	}
+	s.learn(st)
+	resp, err := st.plan.Merge(st.results, s.v.self)
+	if err != nil {
+		st.release(c.p.budget)
+		if errors.Is(err, splitmerge.ErrCannotAnswer) {
+			err = fmt.Errorf("%w: %s cannot be answered: every broker asked failed", ErrUpstreamFailed, kmsg.NameForKey(r.hdr.Key))
+		} else {
+			err = fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
+		}
+		c.die(err)
+		return
+	}
+	if av, ok := resp.(*kmsg.ApiVersionsResponse); ok {
+		c.clampSingleVersions(av)
+		if av.ErrorCode == kerr.UnsupportedVersion.Code {
+			// As a broker answers a version it does not know:
+			// with a v0 body, which clients read at v0 whatever
+			// they asked (kroxylicious #2450).
+			av.Version = 0
+		}
+	}
+	held := 0
+	for _, f := range st.frames {
+		if f != nil {
+			held += cap(f.B)
+		}
+	}
+	need := max(held, 4<<10)
+	acct := c.upAccount(need)
+	if err := acct.Reserve(need); err != nil {
+		st.release(c.p.budget)
+		c.die(c.timedOut(err))
+		return
+	}
+	out := wire.Get(need)
+	out.B = wire.AppendResponse(out.B[:0], r.hdr.Correlation, r.hdr.ResponseFlexible(), resp.AppendTo)
+	if r.forcedAck {
+		r.failed = firstProduceError(resp)
+	}
+	st.release(c.p.budget)
+	ch := acct.charge(need)
+	if grown := int64(cap(out.B)); grown > ch.n {
+		// Larger than every answer together (the proxy's own entries
+		// and endpoints): the rest is charged now.
+		if err := acct.Reserve(int(grown - ch.n)); err != nil {
+			ch.release(c.p.budget)
+			c.die(c.timedOut(err))
+			return
+		}
+		ch.n = grown
+	}
+	s.txnDone(st)
+	if m := c.p.metrics; m != nil && !r.sentAt.IsZero() {
+		r.upTook = time.Since(r.sentAt)
+		if r.ord.Kind == ordering.Write && c.mode == ordering.None {
+			m.WriteWait(metrics.PhaseAccept, r.upTook)
+		}
+	}
+	c.mu.Lock()
+	if r.frame != nil {
+		c.seq.Free(len(r.frame.B))
+	}
+	c.mu.Unlock()
+	r.bud, r.respCharge = c.p.budget, ch
+	if err := c.complete(r, out); err != nil {
+		c.die(err)
+	}
+}
+
+// clampSingleVersions limits a merged ApiVersions answer as the proxy
+// limits a broker's in the other topologies: to what it may forward and
+// to --api-version-cap.
+func (c *conn) clampSingleVersions(av *kmsg.ApiVersionsResponse) {
+	rewrite.CapVersions(av, c.cfg.APIVersionCap)
+	if c.p.versions == nil {
+		return
+	}
+	keep := av.ApiKeys[:0]
+	for _, k := range av.ApiKeys {
+		max, ok := c.p.versions(k.ApiKey)
+		if !ok {
+			continue
+		}
+		if k.MaxVersion > max {
+			k.MaxVersion = max
+		}
+		if k.MinVersion <= k.MaxVersion {
+			keep = append(keep, k)
+		}
+	}
+	av.ApiKeys = keep
+}
+
+// firstProduceError is the first partition error of a merged Produce
+// response, for an acks=0 request the proxy forwarded with acks=1.
+func firstProduceError(resp kmsg.Response) error {
+	pr, ok := resp.(*kmsg.ProduceResponse)
+	if !ok {
+		return nil
+	}
+	for _, t := range pr.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("topic %q partition %d: %w", t.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
+}
+
+// txnDone uncounts a transaction's write once its parts are all in, which
+// may let its EndTxn go.
+func (s *singleConn) txnDone(st *splitState) {
+	if st.txn == "" {
+		return
+	}
+	s.mu.Lock()
+	if s.txns[st.txn]--; s.txns[st.txn] <= 0 {
+		delete(s.txns, st.txn)
+		s.cond.Broadcast()
+	}
+	st.txn = ""
+	s.mu.Unlock()
+}
