@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,6 +96,30 @@ func fetchAfterWrite(t *testing.T, ctx context.Context, addr, topic string, acks
 		fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: topic, Partition: rp.Partition}, rp, kgo.DefaultDecompressor(), nil)
 		if len(fp.Records) != 1 || !bytes.Equal(fp.Records[0].Value, value(rp.Partition)) {
 			t.Fatalf("partition %d: the Fetch pipelined after the Produce read %d records (high watermark %d), want the one written", rp.Partition, len(fp.Records), rp.HighWatermark)
+		}
+	}
+}
+
+// TestApacheKafkaSingleFetchAfterWrite is TestSingleFetchAfterWrite in
+// front of Apache Kafka (testenv/kafka, INORDER_KAFKA_BOOTSTRAP), whose
+// request handlers serve the proxy's Fetch connection and its write
+// connection side by side: the fence of acks=0 writes is a real broker's
+// ApiVersions v0 answer.
+func TestApacheKafkaSingleFetchAfterWrite(t *testing.T) {
+	boot := os.Getenv("INORDER_KAFKA_BOOTSTRAP")
+	if boot == "" {
+		t.Skip("no Apache Kafka: run testenv/kafka/start.sh single and set INORDER_KAFKA_BOOTSTRAP to what it prints")
+	}
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		for _, acks := range []int16{1, -1, 0} {
+			t.Run(fmt.Sprintf("%s/acks=%d", mode, acks), func(t *testing.T) {
+				p := startSingle(t, mode, strings.Split(boot, ","), nil)
+				ctx := testContext(t, 60*time.Second)
+				topic := fmt.Sprintf("readback-%s-%d-%d", mode, -acks, time.Now().UnixNano())
+				createTopic(t, ctx, topic, kgo.SeedBrokers(p.Addr()))
+				waitLeaders(t, ctx, p.Addr(), topic, 3)
+				fetchAfterWrite(t, ctx, p.Addr(), topic, acks)
+			})
 		}
 	}
 }
@@ -306,6 +332,54 @@ func TestSingleFetchBesideWrites(t *testing.T) {
 	for _, at := range released {
 		if !fetched.Before(at) {
 			t.Fatalf("the Fetch of another topic reached the broker %v after a write it cannot read was let go: it waited for it", fetched.Sub(at))
+		}
+	}
+}
+
+// waitLeaders asks addr for topic's metadata, which teaches the single
+// endpoint's view a new topic, then for the partitions' latest offsets
+// until each leader answers without an error: Kafka names a new
+// partition's leader before that broker serves it.
+func waitLeaders(t *testing.T, ctx context.Context, addr, topic string, partitions int32) {
+	t.Helper()
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 9
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	md.Topics = []kmsg.MetadataRequestTopic{mt}
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.Version, lo.ReplicaID = 4, -1
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = topic
+	for p := range partitions {
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Partition, lp.Timestamp, lp.CurrentLeaderEpoch = p, -1, -1
+		lt.Partitions = append(lt.Partitions, lp)
+	}
+	lo.Topics = []kmsg.ListOffsetsRequestTopic{lt}
+	for {
+		var served int32
+		if _, err := pipeprobe.Do(ctx, addr, md); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := pipeprobe.Do(ctx, addr, lo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rt := range resp.(*kmsg.ListOffsetsResponse).Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode == 0 {
+					served++
+				}
+			}
+		}
+		if served == partitions {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %d of %d partitions served by their leader", topic, served, partitions)
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
