@@ -6,7 +6,8 @@ package proxy
 // splitmerge.Split reads, kept by the proxy's own client. A client
 // connection's upstream connections are in single_conn.go, the life of a
 // split request in single_forward.go and single_gather.go, the Fetch
-// rounds in single_fetch.go, and what answers teach the view in
+// rounds in single_fetch.go, what orders a Fetch after the writes before
+// it in single_fetchdeps.go, and what answers teach the view in
 // single_learn.go. DESIGN.md, "The single endpoint", tells the whole.
 
 import (

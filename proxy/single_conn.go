@@ -18,15 +18,17 @@ import (
 // upstream connection per broker its requests went to (and a second one
 // per broker for Fetch, whose long polls would hold up everything behind
 // them, since a broker answers a connection's requests one at a time),
-// and the transactions it has writes in flight for.
+// the transactions it has writes in flight for, and what a Fetch must
+// wait for or not reuse after a write (single_fetchdeps.go).
 //
 // Goroutines: the flusher (the client reader, or a flusher a completion
 // started, one at a time as in the other topologies) is the only one that
-// dials; it writes every part, the Fetch rounds' later parts excepted,
-// which the goroutine that ends a round writes on a connection the flusher
-// dialled. Each upstream connection has its own reader while it has
-// requests in flight, as conn's one upstream has. Locks: conn's wmu, then
-// conn's mu, then s.mu; an upstream's wmu is taken with none of them held.
+// dials; it writes every part and fence, the Fetch rounds' later parts
+// excepted, which the goroutine that ends a round writes on a connection
+// the flusher dialled. Each upstream connection has its own reader while
+// it has requests in flight, as conn's one upstream has. Locks: conn's
+// wmu, then conn's mu, then s.mu; an upstream's wmu is taken with none of
+// them held.
 type singleConn struct {
 	c *conn
 	v *singleView
@@ -41,6 +43,15 @@ type singleConn struct {
 	txns   map[string]int       // requests with parts unanswered, by transactional id
 	waits  map[*time.Timer]bool // the Fetch waits running (single_fetch.go)
 	closed bool                 // the connection died: nothing is completed any more
+
+	// What orders a Fetch after the writes before it (single_fetchdeps.go).
+	writesOut    int                // Produce, DeleteRecords and fence parts unanswered
+	commitsOut   int                // OffsetCommit and TxnOffsetCommit parts unanswered
+	fetched      bool               // a Fetch part was sent: answered writes stamp their partitions
+	tick         uint64             // writes answered since
+	stamps       map[markKey]uint64 // the tick each partition was last written at
+	offsetsStamp uint64             // the tick of the last commit answered
+	stampAll     uint64             // every partition was written at this tick or later
 }
 
 // upKey names an upstream connection of a client connection: a broker,
@@ -72,6 +83,9 @@ type upstream struct {
 	// asked to fetch (single_fetch.go).
 	poll  *partRef
 	marks map[markKey]fetchMark
+	// blind: an acks=0 write went on this connection since its last
+	// fence (single_fetchdeps.go).
+	blind bool
 }
 
 // errRetired: an upstream connection is replaced (its session is due for
@@ -166,6 +180,15 @@ func reauthAt(sess upauth.Session) time.Time { return sess.ReauthAt }
 // has. Flusher only.
 func (s *singleConn) retire(u *upstream, wait bool) {
 	s.mu.Lock()
+	blind := u.blind && wait && u.gone == nil
+	u.blind = false
+	s.mu.Unlock()
+	if blind {
+		// Its acks=0 writes must be processed before anything that
+		// depends on them goes on another connection.
+		u.sendFence()
+	}
+	s.mu.Lock()
 	if u.gone == nil {
 		u.gone = errRetired
 		if s.ups[u.key] == u {
@@ -202,7 +225,11 @@ func (u *upstream) send(frames [][]byte, refs []*partRef) {
 	}
 	for i, f := range frames {
 		corr := int32(noCorrelation)
-		if refs[i] != nil {
+		if refs[i] == nil {
+			// An acks=0 write, which only write connections carry.
+			u.blind = true
+		} else {
+			s.sentLocked(u, refs[i])
 			u.corr = (u.corr + 1) & corrMask
 			corr = u.corr
 			u.pending[corr] = refs[i]
@@ -239,6 +266,7 @@ func (s *singleConn) fail(u *upstream, err error) {
 	refs := make([]*partRef, 0, len(u.pending))
 	for _, ref := range u.pending {
 		refs = append(refs, ref)
+		s.leftLocked(ref)
 	}
 	clear(u.pending)
 	u.poll = nil
@@ -354,6 +382,9 @@ func (u *upstream) readLoop() error {
 		s.mu.Lock()
 		ref := u.pending[corr]
 		delete(u.pending, corr)
+		if ref != nil {
+			s.leftLocked(ref)
+		}
 		if len(u.pending) == 0 {
 			s.cond.Broadcast() // for retire
 		}

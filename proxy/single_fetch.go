@@ -51,9 +51,11 @@ type markKey struct {
 	partition int32
 }
 
-// fetchMark is what a broker last said of a partition.
+// fetchMark is what a broker last said of a partition, in answer to a
+// fetch sent at tick sent (single_fetchdeps.go).
 type fetchMark struct {
 	hw, lso, logStart int64
+	sent              uint64
 }
 
 // startFetch sends a Fetch's parts, each on its broker's Fetch
@@ -76,6 +78,7 @@ func (s *singleConn) startFetch(st *splitState) {
 	for i := range st.plan.Parts {
 		part := &st.plan.Parts[i]
 		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: f.round}
+		s.awaitWrites(part.Request.(*kmsg.FetchRequest))
 		u, err := s.upstream(part.Node, true)
 		if err != nil {
 			s.partFailed(ref, err)
@@ -105,17 +108,19 @@ func (s *singleConn) startFetch(st *splitState) {
 }
 
 // takeOver answers a round-1 part from an abandoned long poll on u that
-// asks the very same thing: from what u's broker last said of the
-// partitions when it said something of each, else by the poll's own
+// asks the very same thing, sent after the last write to its partitions
+// was answered: from what u's broker last said of the partitions when it
+// said something of each since those writes, else by the poll's own
 // answer when it comes. It reports whether it did.
 func (s *singleConn) takeOver(st *splitState, u *upstream, ref *partRef, sig []byte) bool {
+	q := st.plan.Parts[ref.i].Request.(*kmsg.FetchRequest)
 	s.mu.Lock()
 	poll := u.poll
-	if poll == nil || poll.st != nil || poll.version != ref.version || !bytes.Equal(poll.sig, sig) || u.gone != nil {
+	if poll == nil || poll.st != nil || poll.version != ref.version || !bytes.Equal(poll.sig, sig) || u.gone != nil || !s.freshLocked(poll.sent, q) {
 		s.mu.Unlock()
 		return false
 	}
-	if resp, ok := u.synthLocked(st.plan.Parts[ref.i].Request.(*kmsg.FetchRequest)); ok {
+	if resp, ok := u.synthLocked(q); ok {
 		act := s.gotLocked(st, ref, splitmerge.Result{Response: resp}, nil, charge{})
 		s.mu.Unlock()
 		s.act(st, act)
@@ -221,7 +226,8 @@ func (s *singleConn) poll(st *splitState) {
 		}
 		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: 2, sig: f.sigs[i]}
 		f.out++
-		if poll := u.poll; poll != nil && poll.st == nil && poll.version == ref.version && bytes.Equal(poll.sig, ref.sig) {
+		if poll := u.poll; poll != nil && poll.st == nil && poll.version == ref.version && bytes.Equal(poll.sig, ref.sig) &&
+			s.freshLocked(poll.sent, st.plan.Parts[i].Request.(*kmsg.FetchRequest)) {
 			// Its wait may end before this one's: when it answers
 			// short, the part is asked again (fetchGotLocked).
 			poll.st, poll.i, poll.round = st, i, 2
@@ -305,7 +311,7 @@ func (u *upstream) noteFetchLocked(ref *partRef, resp *kmsg.FetchResponse) {
 				u.marks = make(map[markKey]fetchMark)
 			}
 			if _, ok := u.marks[k]; ok || len(u.marks) < maxMarks {
-				u.marks[k] = fetchMark{hw: p.HighWatermark, lso: p.LastStableOffset, logStart: p.LogStartOffset}
+				u.marks[k] = fetchMark{hw: p.HighWatermark, lso: p.LastStableOffset, logStart: p.LogStartOffset, sent: ref.sent}
 			}
 		}
 	}
@@ -313,8 +319,11 @@ func (u *upstream) noteFetchLocked(ref *partRef, resp *kmsg.FetchResponse) {
 
 // synthLocked answers q from what u's broker last said of each of its
 // partitions: no records, the watermarks it gave. It reports false when
-// it said nothing yet of one of them. The caller holds s.mu.
+// it said nothing yet of one of them, or nothing since the last write to
+// it was answered. The caller holds s.mu.
 func (u *upstream) synthLocked(q *kmsg.FetchRequest) (*kmsg.FetchResponse, bool) {
+	s := u.s
+	table := s.v.snap.Load().table
 	out := kmsg.NewPtrFetchResponse()
 	out.Version = q.Version
 	for i := range q.Topics {
@@ -323,7 +332,7 @@ func (u *upstream) synthLocked(q *kmsg.FetchRequest) (*kmsg.FetchResponse, bool)
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
 			m, ok := u.marks[markKey{t.Topic, t.TopicID, p.Partition}]
-			if !ok {
+			if !ok || s.writtenSinceLocked(table, m.sent, t.Topic, t.TopicID, p.Partition) {
 				return nil, false
 			}
 			rp := kmsg.NewFetchResponseTopicPartition()

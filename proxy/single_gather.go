@@ -46,6 +46,8 @@ type partRef struct {
 	key, version int16
 	round        int8   // Fetch: 0 sent as the client asked, 1 at once, 2 the long poll
 	sig          []byte // Fetch long poll: what it asks, its waits aside
+	sent         uint64 // Fetch: singleConn.tick when it was sent
+	fence        bool   // not a part: a fence behind acks=0 writes (single_fetchdeps.go)
 }
 
 // release gives back what the answers hold.

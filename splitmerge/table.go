@@ -54,6 +54,21 @@ func (t *Table) Coordinator(typ int8, key string) int32 {
 // Brokers implements View.
 func (t *Table) Brokers() []int32 { return t.brokers }
 
+// Topic returns the name and the id of the topic named topic, or, when
+// topic is empty, of the topic with that id: the one given and the other
+// as far as the table knows it (empty or zero when it does not). Requests
+// of one connection may name a topic either way (Produce by name before
+// v13, Fetch by id from v13 on), so the proxy compares topics by both.
+func (t *Table) Topic(topic string, id [16]byte) (string, [16]byte) {
+	if topic == "" {
+		topic = t.ids[id]
+	}
+	if ti := t.topics[topic]; ti != nil && id == ([16]byte{}) {
+		id = ti.id
+	}
+	return topic, id
+}
+
 // Clone returns a copy that changes independently of t.
 func (t *Table) Clone() *Table {
 	c := &Table{

@@ -33,6 +33,22 @@ func TestTable(t *testing.T) {
 		}
 	}
 
+	for _, c := range []struct {
+		topic string
+		id    [16]byte
+		name  string
+		gotID [16]byte
+	}{
+		{"orders", [16]byte{}, "orders", ordersID},
+		{"", ordersID, "orders", ordersID},
+		{"gone", [16]byte{}, "gone", [16]byte{}},
+		{"", goneID, "", goneID},
+	} {
+		if name, id := tb.Topic(c.topic, c.id); name != c.name || id != c.gotID {
+			t.Errorf("topic %q/%x: %q/%x, want %q/%x", c.topic, c.id[:1], name, id[:1], c.name, c.gotID[:1])
+		}
+	}
+
 	clone := tb.Clone()
 	clone.SetLeader("", ordersID, 2, 1)
 	clone.SetCoordinator(CoordinatorGroup, "g1", NoCoordinator)
