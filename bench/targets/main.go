@@ -13,10 +13,10 @@
 // identical processes differ by.
 //
 // A goal whose row has no twin reading borrows the widest gap of the rows
-// of its kind (throughput, CPU, latency, memory) in the same report. A goal
-// written "within the twin's" (p99 at half load) takes the twin's own
-// reading, as a magnitude, for its limit in each report: it is met when the
-// median of the figure's excess over that limit is not above zero.
+// of its kind (throughput, CPU, latency, memory) in the same report. A
+// goal's number may differ from report to report (p99 at half load is held
+// to the twin's p99 spread in that run): what is judged is the median over
+// the reports of how far each figure lies on its goal's side.
 package main
 
 import (
@@ -64,15 +64,11 @@ type row struct {
 	text    string  // the target's text as written
 	goal    string  // the goal as written, "≥ 0.95"
 	atLeast bool    // the figure must be at least the goal (else at most)
-	byTwin  bool    // the limit is the twin's reading, as a magnitude
 	limit   float64 // the goal's number
 	value   float64 // the figure measured
 	twin    float64 // the twin's reading; NaN without one
 	gap     float64 // the A/A gap for this row: |value - twin|, or borrowed
 }
-
-// withinTwin starts a goal whose limit is the twin's reading.
-const withinTwin = "within the twin's"
 
 // margin is how far the figure lies on the goal's good side.
 func (g row) margin() float64 {
@@ -120,14 +116,12 @@ func parse(r io.Reader) ([]row, error) {
 			goal: cells[2],
 			twin: math.NaN(),
 		}
-		if m := goalRE.FindStringSubmatch(cells[2]); m != nil {
-			g.atLeast = m[1] == "≥"
-			g.limit, _ = strconv.ParseFloat(m[2], 64)
-		} else if strings.HasPrefix(cells[2], withinTwin) {
-			g.byTwin = true
-		} else {
+		m := goalRE.FindStringSubmatch(cells[2])
+		if m == nil {
 			continue
 		}
+		g.atLeast = m[1] == "≥"
+		g.limit, _ = strconv.ParseFloat(m[2], 64)
 		v, ok := figure(cells[1], g.atLeast)
 		if !ok {
 			continue
@@ -135,12 +129,6 @@ func parse(r io.Reader) ([]row, error) {
 		g.value = v
 		if t, ok := figure(cells[len(cells)-1], g.atLeast); ok {
 			g.twin = t
-		}
-		if g.byTwin {
-			if math.IsNaN(g.twin) {
-				continue
-			}
-			g.limit = math.Abs(g.twin)
 		}
 		rows = append(rows, g)
 	}
@@ -194,9 +182,6 @@ func kind(g row) string {
 func borrowGaps(rows []row) {
 	widest := map[string]float64{}
 	for i := range rows {
-		if rows[i].byTwin {
-			continue
-		}
 		if !math.IsNaN(rows[i].twin) {
 			rows[i].gap = math.Abs(rows[i].value - rows[i].twin)
 			k := kind(rows[i])
@@ -204,7 +189,7 @@ func borrowGaps(rows []row) {
 		}
 	}
 	for i := range rows {
-		if math.IsNaN(rows[i].twin) && !rows[i].byTwin {
+		if math.IsNaN(rows[i].twin) {
 			rows[i].gap = widest[kind(rows[i])]
 		}
 	}

@@ -100,26 +100,19 @@ func TestMedianOverRuns(t *testing.T) {
 	}
 }
 
-func TestWithinTheTwinsP99(t *testing.T) {
-	p99 := func(conn, twin string) string {
-		return report("| p99, vs relay (spread: 1.9ms) | " + conn + " | within the twin's | " + twin + " |")
+func TestGoalsThatDifferByRun(t *testing.T) {
+	p99 := func(conn, spread, twin string) string {
+		return report("| p99, vs relay (spread: 1.9ms) | " + conn + " | ≤ +" + spread + " (the twin's p99 spread) | " + twin + " |")
 	}
-	cases := []struct {
-		runs []string
-		want string
-	}{
-		{[]string{p99("+0.2ms", "-0.5ms"), p99("-0.1ms", "+0.3ms"), p99("+0.9ms", "-0.2ms")}, "met"},
-		{[]string{p99("+0.8ms", "-0.5ms"), p99("+0.9ms", "+0.3ms"), p99("+0.1ms", "-0.2ms")}, "**missed**"},
+	// Margins 1.8, -0.2 and 0.6 ms: median 0.6, beyond the median gap of
+	// 0.3 (of 0.3, 0.1 and 0.7).
+	met := verdicts(t, p99("+0.2ms", "2.0ms", "+0.5ms"), p99("+0.4ms", "0.2ms", "+0.3ms"), p99("+0.9ms", "1.5ms", "+0.2ms"))
+	if v := met["p99, vs relay (spread: 1.9ms)"]; len(met) != 1 || v.result != "met" {
+		t.Errorf("got %v, want one goal, met", met)
 	}
-	for i, c := range cases {
-		vs := verdicts(t, c.runs...)
-		if got := vs["p99, vs relay (spread: 1.9ms)"].result; got != c.want {
-			t.Errorf("case %d: %s, want %s", i, got, c.want)
-		}
-	}
-	// Run-dependent numbers in a target's text do not split it into two goals.
-	if vs := verdicts(t, p99("+0.1ms", "-0.5ms"), report("| p99, vs relay (spread: 2.4ms) | +0.1ms | within the twin's | -0.5ms |")); len(vs) != 1 {
-		t.Errorf("got %d goals, want 1", len(vs))
+	missed := verdicts(t, p99("+3.0ms", "2.0ms", "+2.9ms"), p99("+0.4ms", "0.2ms", "+0.3ms"), p99("+0.9ms", "1.5ms", "+1.0ms"))
+	if v := missed["p99, vs relay (spread: 1.9ms)"]; v.result != "**missed**" {
+		t.Errorf("got %s, want missed (median margin -0.2, gap 0.1)", v.result)
 	}
 }
 
