@@ -200,6 +200,7 @@ type verdict struct {
 	text    string
 	goal    string
 	values  []float64 // per report, NaN where that report lacks the row
+	limits  []float64 // the goal's number per report, NaN likewise
 	median  float64
 	margins []float64 // per report present, how far on the goal's good side
 	gap     float64
@@ -214,11 +215,12 @@ func judge(runs [][]row) []verdict {
 		for _, g := range rows {
 			v := byKey[g.key]
 			if v == nil {
-				v = &verdict{text: g.text, goal: g.goal, values: nanSlice(len(runs))}
+				v = &verdict{text: g.text, goal: g.goal, values: nanSlice(len(runs)), limits: nanSlice(len(runs))}
 				byKey[g.key] = v
 				order = append(order, g.key)
 			}
 			v.values[r] = g.value
+			v.limits[r] = g.limit
 			v.margins = append(v.margins, g.margin())
 			gaps[g.key] = append(gaps[g.key], g.gap)
 		}
@@ -234,6 +236,9 @@ func judge(runs [][]row) []verdict {
 		}
 		v.median = median(present)
 		v.gap = median(gaps[k])
+		if differ(v.limits) {
+			v.goal += "; per run: " + nums(v.limits)
+		}
 		margin := median(v.margins)
 		switch {
 		case margin > v.gap, margin == 0 && v.gap == 0:
@@ -272,13 +277,32 @@ func write(w io.Writer, vs []verdict, runs int) {
 	fmt.Fprintf(w, "| target | goal | per run | median of %d | A/A gap | verdict |\n", runs)
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
 	for _, v := range vs {
-		per := make([]string, len(v.values))
-		for i, x := range v.values {
-			per[i] = num(x)
-		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n",
-			v.text, v.goal, strings.Join(per, ", "), num(v.median), num(v.gap), v.result)
+			v.text, v.goal, nums(v.values), num(v.median), num(v.gap), v.result)
 	}
+}
+
+// differ reports whether the numbers present are not all the same.
+func differ(xs []float64) bool {
+	first := math.NaN()
+	for _, x := range xs {
+		switch {
+		case math.IsNaN(x):
+		case math.IsNaN(first):
+			first = x
+		case x != first:
+			return true
+		}
+	}
+	return false
+}
+
+func nums(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = num(x)
+	}
+	return strings.Join(s, ", ")
 }
 
 func num(x float64) string {

@@ -109,6 +109,8 @@ func TestGoalsThatDifferByRun(t *testing.T) {
 	met := verdicts(t, p99("+0.2ms", "2.0ms", "+0.5ms"), p99("+0.4ms", "0.2ms", "+0.3ms"), p99("+0.9ms", "1.5ms", "+0.2ms"))
 	if v := met["p99, vs relay (spread: 1.9ms)"]; len(met) != 1 || v.result != "met" {
 		t.Errorf("got %v, want one goal, met", met)
+	} else if !strings.HasSuffix(v.goal, "; per run: 2, 0.2, 1.5") {
+		t.Errorf("goal %q does not give each run's number", v.goal)
 	}
 	missed := verdicts(t, p99("+3.0ms", "2.0ms", "+2.9ms"), p99("+0.4ms", "0.2ms", "+0.3ms"), p99("+0.9ms", "1.5ms", "+1.0ms"))
 	if v := missed["p99, vs relay (spread: 1.9ms)"]; v.result != "**missed**" {
