@@ -110,17 +110,17 @@ func parse(r io.Reader) ([]row, error) {
 		for i := range cells {
 			cells[i] = strings.TrimSpace(cells[i])
 		}
-		g := row{
-			key:  maskRE.ReplaceAllString(cells[0], "#"),
-			text: cells[0],
-			goal: cells[2],
-			twin: math.NaN(),
-		}
 		m := goalRE.FindStringSubmatch(cells[2])
 		if m == nil {
 			continue
 		}
-		g.atLeast = m[1] == "≥"
+		g := row{
+			key:     maskRE.ReplaceAllString(cells[0], "#"),
+			text:    cells[0],
+			goal:    cells[2],
+			atLeast: m[1] == "≥",
+			twin:    math.NaN(),
+		}
 		g.limit, _ = strconv.ParseFloat(m[2], 64)
 		v, ok := figure(cells[1], g.atLeast)
 		if !ok {
@@ -135,7 +135,7 @@ func parse(r io.Reader) ([]row, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if !in && rows == nil {
+	if !in {
 		return nil, errNoTargets
 	}
 	borrowGaps(rows)
@@ -201,8 +201,10 @@ type verdict struct {
 	goal    string
 	values  []float64 // per report, NaN where that report lacks the row
 	limits  []float64 // the goal's number per report, NaN likewise
+	present []float64 // the figures of the reports that have the row
+	margins []float64 // for each of them, how far on the goal's good side
+	gaps    []float64 // for each of them, the A/A gap
 	median  float64
-	margins []float64 // per report present, how far on the goal's good side
 	gap     float64
 	result  string
 }
@@ -210,7 +212,6 @@ type verdict struct {
 func judge(runs [][]row) []verdict {
 	var order []string
 	byKey := map[string]*verdict{}
-	gaps := map[string][]float64{}
 	for r, rows := range runs {
 		for _, g := range rows {
 			v := byKey[g.key]
@@ -221,21 +222,16 @@ func judge(runs [][]row) []verdict {
 			}
 			v.values[r] = g.value
 			v.limits[r] = g.limit
+			v.present = append(v.present, g.value)
 			v.margins = append(v.margins, g.margin())
-			gaps[g.key] = append(gaps[g.key], g.gap)
+			v.gaps = append(v.gaps, g.gap)
 		}
 	}
 	out := make([]verdict, 0, len(order))
 	for _, k := range order {
 		v := byKey[k]
-		var present []float64
-		for _, x := range v.values {
-			if !math.IsNaN(x) {
-				present = append(present, x)
-			}
-		}
-		v.median = median(present)
-		v.gap = median(gaps[k])
+		v.median = median(v.present)
+		v.gap = median(v.gaps)
 		if differ(v.limits) {
 			v.goal += "; per run: " + nums(v.limits)
 		}
