@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,7 +74,10 @@ partition keeps at most --retention-bytes and nothing older than
 	retentionTime := fs.Duration("retention-time", 7*24*time.Hour, "age past which records are deleted (0: no bound)")
 	reset := fs.Bool("reset", false, "delete the data in --data-dir before starting")
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		cfg, err := config.Resolve(fs, devDefault())
+		cfg, err := config.Resolve(fs, devDefault(), func(cfg *config.Config) error {
+			_, err := devPorts(*cfg, *brokers)
+			return err
+		})
 		if err != nil {
 			return usage(err)
 		}
@@ -178,4 +182,96 @@ func dataDirError(dir string, reset bool, err error) error {
 		return config.Explain(err, fmt.Sprintf("--reset: --data-dir %s is in use by %s (stop it first; its data was not touched)", dir, holder))
 	}
 	return config.Explain(err, fmt.Sprintf("--data-dir %s: in use by %s (stop it, or choose another --data-dir; --data-dir \"\" keeps the data in memory)", dir, holder))
+}
+
+// portLayout is where dev's fixed ports go: the --listen port and the
+// proxy's node listeners, node N on the port after --listen's plus N or
+// on --node-port-base plus N (--topology ports only; the other topologies
+// open none).
+type portLayout struct {
+	listen int   // 0: every port is picked free, none is fixed
+	nodes  []int // by node id; nil when none is fixed
+}
+
+// devPorts works out the ports dev will open at fixed numbers and refuses,
+// as asked wrongly, a layout that cannot work: a port past 65535, a node
+// on the --listen port, an admin endpoint on one of them. config.Resolve
+// runs it, before anything starts, so that such a start prints nothing;
+// found later, the proxy would have printed its addresses and then failed.
+func devPorts(cfg config.Config, brokers int) (portLayout, error) {
+	var l portLayout
+	host, port, _ := net.SplitHostPort(cfg.Listen) // Validate checked it
+	l.listen, _ = strconv.Atoi(port)
+	if cfg.Topology == "" || cfg.Topology == config.TopologyPorts {
+		base, from, rule, anchor := cfg.NodePortBase, "node-port-base", "--node-port-base + N", cfg.NodePortBase
+		if base == 0 && l.listen != 0 {
+			base, from, rule, anchor = l.listen+1, "listen", "the --listen port + 1 + N", l.listen
+		}
+		if base != 0 {
+			for id := range brokers {
+				l.nodes = append(l.nodes, base+id)
+			}
+			if last := base + brokers - 1; last > 65535 {
+				id := 65536 - base
+				return l, refusePort(cfg, from, fmt.Sprintf("puts node %d on port %d, past 65535 (with --brokers %d, node N listens on %s: choose %s up to %d%s)",
+					id, base+id, brokers, rule, choice(from), 65535-(last-anchor), orFree(from)))
+			}
+			if l.listen != 0 && base <= l.listen && l.listen < base+brokers {
+				return l, refusePort(cfg, "node-port-base", fmt.Sprintf("puts node %d on the --listen port, %d (node N listens on --node-port-base + N)", l.listen-base, l.listen))
+			}
+		}
+	}
+	if cfg.AdminListen != "" {
+		ahost, aport, _ := net.SplitHostPort(cfg.AdminListen)
+		if a, _ := strconv.Atoi(aport); a != 0 && sameInterface(host, ahost) {
+			taken := map[int]string{}
+			if l.listen != 0 {
+				taken[l.listen] = "the --listen port"
+			}
+			for id, p := range l.nodes {
+				taken[p] = fmt.Sprintf("node %d's port", id)
+			}
+			if what, ok := taken[a]; ok {
+				return l, refusePort(cfg, "admin-listen", fmt.Sprintf("is on %s (choose another port, or 0 for a free one)", what))
+			}
+		}
+	}
+	return l, nil
+}
+
+// refusePort is the error for setting key of cfg (listen, node-port-base
+// or admin-listen), which config.Resolve words as the setting was given.
+func refusePort(cfg config.Config, key, reason string) error {
+	value := map[string]string{"listen": cfg.Listen, "node-port-base": strconv.Itoa(cfg.NodePortBase), "admin-listen": cfg.AdminListen}[key]
+	return &config.FieldError{Field: key, Value: value, Reason: reason}
+}
+
+// choice names what to choose instead of the value of flag from.
+func choice(from string) string {
+	if from == "listen" {
+		return "a port"
+	}
+	return "a base"
+}
+
+// orFree is the other way out for flag from: --listen port 0 fixes no port.
+func orFree(from string) string {
+	if from == "listen" {
+		return ", or 0 for free ports"
+	}
+	return ""
+}
+
+// sameInterface reports whether listeners on hosts a and b can share a
+// port number's fate: the same host, or either on every interface.
+func sameInterface(a, b string) bool {
+	unspecified := func(h string) bool {
+		ip := net.ParseIP(h)
+		return h == "" || ip != nil && ip.IsUnspecified()
+	}
+	loopback := func(h string) bool {
+		ip := net.ParseIP(h)
+		return h == "localhost" || ip != nil && ip.IsLoopback()
+	}
+	return a == b || unspecified(a) || unspecified(b) || loopback(a) && loopback(b)
 }

@@ -292,3 +292,46 @@ func TestDevRefusesBadCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestDevRefusesPortsThatCannotWorkBeforeStarting checks that a port
+// layout that cannot work is refused as asked wrongly (exit 2) before
+// anything starts: nothing printed, nothing logged, the data directory
+// not created.
+func TestDevRefusesPortsThatCannotWorkBeforeStarting(t *testing.T) {
+	dir := t.TempDir()
+	listenFile := filepath.Join(dir, "dev.yaml")
+	os.WriteFile(listenFile, []byte("brokers: 2\nlisten: 127.0.0.1:65534\n"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "127.0.0.1:65534"},
+			`--listen: "127.0.0.1:65534" puts node 1 on port 65536, past 65535 (with --brokers 3, node N listens on the --listen port + 1 + N: choose a port up to 65532, or 0 for free ports)`},
+		{[]string{"--config", listenFile},
+			"config file " + listenFile + `:2: listen: "127.0.0.1:65534" puts node 1 on port 65536, past 65535 (with --brokers 2, node N listens on the --listen port + 1 + N: choose a port up to 65533, or 0 for free ports)`},
+		{[]string{"--listen", "127.0.0.1:0", "--node-port-base", "65534"},
+			`--node-port-base: "65534" puts node 2 on port 65536, past 65535 (with --brokers 3, node N listens on --node-port-base + N: choose a base up to 65533)`},
+		{[]string{"--listen", "127.0.0.1:40000", "--node-port-base", "39999"},
+			`--node-port-base: "39999" puts node 1 on the --listen port, 40000 (node N listens on --node-port-base + N)`},
+		{[]string{"--listen", "127.0.0.1:40000", "--admin-listen", "127.0.0.1:40002"},
+			`--admin-listen: "127.0.0.1:40002" is on node 1's port (choose another port, or 0 for a free one)`},
+		{[]string{"--listen", "0.0.0.0:40000", "--admin-listen", "localhost:40000"},
+			`--admin-listen: "localhost:40000" is on the --listen port (choose another port, or 0 for a free one)`},
+		{[]string{"--listen", "127.0.0.1:0", "--node-port-base", "40000", "--admin-listen", ":40000"},
+			`--admin-listen: ":40000" is on node 0's port (choose another port, or 0 for a free one)`},
+		{[]string{"--admin-listen", "127.0.0.1:99999"},
+			`--admin-listen: "127.0.0.1:99999" has no port between 0 and 65535 (0 picks a free one; empty: no admin endpoint)`},
+	} {
+		data := filepath.Join(dir, "data")
+		code, stdout, stderr := runCLI(t, append([]string{"dev", "--data-dir", data}, tc.args...)...)
+		if code != exitUsage || stderr != "inorder: "+tc.want+"\n" {
+			t.Errorf("%v: exit %d, stderr\n\t%s\nwant exit %d and\n\tinorder: %s", tc.args, code, stderr, exitUsage, tc.want)
+		}
+		if stdout != "" {
+			t.Errorf("%v: printed before refusing:\n%s", tc.args, stdout)
+		}
+		if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%v: the data directory was touched (%v)", tc.args, err)
+		}
+	}
+}

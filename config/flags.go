@@ -83,10 +83,11 @@ func refused(fs *pflag.FlagSet, name string) string {
 // by the --config flag if set, then every flag set on the command line.
 // Keys in the file carry the flag names; an unknown key or a bad value is an
 // error naming the file, the key, the value and what was expected. The
-// result is validated, and a validation error names the setting as it was
-// given (`--flag`, or the file and its key) with its value as it was
-// written.
-func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
+// result is validated, then given to checks, a command's own rules for the
+// settings; an error of either that is a *FieldError naming a setting by
+// its key is worded with the setting as it was given (`--flag`, or the
+// file, its line and its key) and its value as it was written.
+func Resolve(fs *pflag.FlagSet, base Config, checks ...func(*Config) error) (Config, error) {
 	cfg := base
 	file := ""
 	if f := fs.Lookup(FlagConfig); f != nil {
@@ -129,7 +130,14 @@ func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	if err := cfg.Validate(); err != nil {
+	err = cfg.Validate()
+	for _, check := range checks {
+		if err != nil {
+			break
+		}
+		err = check(&cfg)
+	}
+	if err != nil {
 		var fe *FieldError
 		if !errors.As(err, &fe) {
 			return Config{}, err
