@@ -225,8 +225,9 @@ func devPorts(cfg config.Config, brokers int) (portLayout, error) {
 	var l portLayout
 	host, port, _ := net.SplitHostPort(cfg.Listen) // Validate checked it
 	l.listen, _ = strconv.Atoi(port)
-	// from is the setting the first fixed port above --listen follows,
-	// value its port, and rule how the ports that follow it are laid out.
+	// from names the setting the highest fixed ports follow, value is its
+	// port and rule how they follow it, for the error about a port past
+	// 65535, which says what to set and the most it can be.
 	from, value, rule := "listen", l.listen, fmt.Sprintf("the embedded brokers take the %d ports above it", brokers)
 	top := l.listen
 	if cfg.Topology == "" || cfg.Topology == config.TopologyPorts {
@@ -250,13 +251,12 @@ func devPorts(cfg config.Config, brokers int) (portLayout, error) {
 			top = max(top, base+brokers-1)
 		}
 	}
-	if l.listen != 0 {
+	if l.listen == 0 {
+		rule = fmt.Sprintf("the nodes take the %d ports from it", brokers)
+	} else {
 		for id := range brokers {
 			l.direct = append(l.direct, top+1+id)
 		}
-	}
-	if l.listen == 0 {
-		rule = fmt.Sprintf("the nodes take the %d ports from it", brokers)
 	}
 	names := l.names()
 	for _, s := range names {
