@@ -410,6 +410,7 @@ func TestFileErrorsNameTheLine(t *testing.T) {
 		{"listen: 127.0.0.1:9092\nmax-inflight: 4\n", `:2: unknown key "max-inflight" (did you mean "max-in-flight"?)`},
 		{"listen: 127.0.0.1:9092\n\nupstrem: [a:1]\n", `:3: unknown key "upstrem" (did you mean "upstream"?)`},
 		{"listen: 127.0.0.1:9092\nbogus: 1\n", `:2: unknown key "bogus"`},
+		{"upstream-ordering: sideways\nmax-in-flight: lots\n", `:1: upstream-ordering: "sideways" must be none or connection`}, // the first mistake in the file
 	} {
 		file := writeFile(t, tc.yaml)
 		c := Default()

@@ -186,7 +186,13 @@ func loadFile(path string, into, cmdFlags *pflag.FlagSet) (map[string]fileValue,
 	for k := range doc {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	// In the file's order, so that of two mistakes the first is reported.
+	sort.Slice(keys, func(i, j int) bool {
+		if keyLine[keys[i]] != keyLine[keys[j]] {
+			return keyLine[keys[i]] < keyLine[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
 	set := make(map[string]fileValue, len(keys))
 	for _, k := range keys {
 		node := doc[k]
