@@ -40,9 +40,10 @@ can be measured against the broker it fronts on the same machine.
 
 Addresses may be named. To measure what the proxy costs in front of
 inorder dev, compare it with the embedded broker's own address, which dev
-prints next to the one clients use ("embedded broker at ..."):
+prints next to the one clients use ("embedded broker at ...") and which
+follows dev's --listen, the same at every start (with dev's defaults):
 
-  inorder bench --bootstrap inorder=127.0.0.1:9092 --compare direct=<embedded broker address>
+  inorder bench --bootstrap inorder=127.0.0.1:9092 --compare direct=127.0.0.1:9096
 
 A topic the run creates is deleted at the end (--keep-topic keeps it), so
 repeated runs do not fill the broker's disk.`,

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +45,13 @@ proxy in front of it, and prints the address clients should use, and the
 embedded broker's own addresses for comparisons that bypass the proxy
 (inorder bench --compare direct=ADDRESS).
 
+The ports follow --listen, so that every start gives the same addresses:
+the proxy's node N listens on the --listen port + 1 + N (or on
+--node-port-base + N), and the embedded brokers on 127.0.0.1 at the ports
+just above the proxy's highest. With the defaults: clients connect to
+127.0.0.1:9092, the nodes are at 9093-9095 and the embedded brokers at
+127.0.0.1:9096-9098. A --listen port of 0 picks free ports for all of them.
+
 Like an Apache Kafka broker with its defaults, it creates a topic the first
 time a client names it, with --default-partitions partitions.
 
@@ -73,7 +81,10 @@ partition keeps at most --retention-bytes and nothing older than
 	retentionTime := fs.Duration("retention-time", 7*24*time.Hour, "age past which records are deleted (0: no bound)")
 	reset := fs.Bool("reset", false, "delete the data in --data-dir before starting")
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		cfg, err := config.Resolve(fs, devDefault())
+		cfg, err := config.Resolve(fs, devDefault(), func(cfg *config.Config) error {
+			_, err := devPorts(*cfg, *brokers)
+			return err
+		})
 		if err != nil {
 			return usage(err)
 		}
@@ -86,6 +97,7 @@ partition keeps at most --retention-bytes and nothing older than
 		if *retentionTime < 0 {
 			return config.InvalidFlag(fs, "retention-time", "must not be negative (0: no bound)")
 		}
+		ports, _ := devPorts(cfg, *brokers) // Resolve refused a layout that cannot work
 		log, level := newLogger(c.ErrOrStderr(), cfg)
 		// Nothing starts before the data directory and the port are ours:
 		// a second dev on the same directory would corrupt it, and one
@@ -120,13 +132,14 @@ partition keeps at most --retention-bytes and nothing older than
 		kc, err := devcluster.Start(ctx, devcluster.Options{
 			Brokers: *brokers, DataDir: *dataDir, Partitions: *partitions,
 			RetentionBytes: retentionBytes, RetentionTime: *retentionTime,
+			Ports: ports.direct,
 		})
 		if err != nil {
 			if ctx.Err() != nil {
 				log.Info("stopped during start-up", "data_dir", *dataDir)
 				return nil
 			}
-			return err
+			return directPortError(err)
 		}
 		stopBroker := func(s stopped) {
 			kc.Close()
@@ -163,6 +176,17 @@ partition keeps at most --retention-bytes and nothing older than
 	return c
 }
 
+// directPortError explains an embedded broker's port that could not be
+// listened on; other errors pass through.
+func directPortError(err error) error {
+	var pe *devcluster.PortError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	return config.Explain(err, fmt.Sprintf("embedded broker %d at %s: %s (the embedded brokers listen just above the proxy's ports: free the port, or choose another --listen; --listen port 0 picks free ports)",
+		pe.Node, pe.Addr, config.ListenReason(pe.Err)))
+}
+
 // dataDirError explains a data directory that could not be taken: another
 // dev holding it, named by its process id, and the way out.
 func dataDirError(dir string, reset bool, err error) error {
@@ -178,4 +202,130 @@ func dataDirError(dir string, reset bool, err error) error {
 		return config.Explain(err, fmt.Sprintf("--reset: --data-dir %s is in use by %s (stop it first; its data was not touched)", dir, holder))
 	}
 	return config.Explain(err, fmt.Sprintf("--data-dir %s: in use by %s (stop it, or choose another --data-dir; --data-dir \"\" keeps the data in memory)", dir, holder))
+}
+
+// portLayout is where dev's fixed ports go: the --listen port, the
+// proxy's node listeners (--topology ports only; the other topologies open
+// none), node N on the port after --listen's plus N or on --node-port-base
+// plus N, and the embedded brokers' own ports (their direct addresses, on
+// 127.0.0.1) just above the highest of those, so that a restart gives the
+// same direct addresses and they can never take a port of the proxy's.
+type portLayout struct {
+	listen int   // 0: every port is picked free, none is fixed but --node-port-base's
+	nodes  []int // by node id; nil when none is fixed
+	direct []int // by node id; nil: free ports, with --listen port 0
+}
+
+// devPorts works out the ports dev will open at fixed numbers and refuses,
+// as asked wrongly, a layout that cannot work: a port past 65535, a node
+// on the --listen port, an admin endpoint on one of them. config.Resolve
+// runs it, before anything starts, so that such a start prints nothing;
+// found later, the proxy would have printed its addresses and then failed.
+func devPorts(cfg config.Config, brokers int) (portLayout, error) {
+	var l portLayout
+	host, port, _ := net.SplitHostPort(cfg.Listen) // Validate checked it
+	l.listen, _ = strconv.Atoi(port)
+	// from names the setting the highest fixed ports follow, value is its
+	// port and rule how they follow it, for the error about a port past
+	// 65535, which says what to set and the most it can be.
+	from, value, rule := "listen", l.listen, fmt.Sprintf("the embedded brokers take the %d ports above it", brokers)
+	top := l.listen
+	if cfg.Topology == "" || cfg.Topology == config.TopologyPorts {
+		base := cfg.NodePortBase
+		switch {
+		case base != 0:
+			if l.listen != 0 && base <= l.listen && l.listen < base+brokers {
+				return l, refusePort(cfg, "node-port-base", fmt.Sprintf("puts node %d on the --listen port, %d (node N listens on --node-port-base + N)", l.listen-base, l.listen))
+			}
+			if base+brokers-1 > l.listen {
+				from, value, rule = "node-port-base", base, fmt.Sprintf("the nodes take the %d ports from it and the embedded brokers the next %d", brokers, brokers)
+			}
+		case l.listen != 0:
+			base = l.listen + 1
+			rule = fmt.Sprintf("the nodes take the %d ports above it and the embedded brokers the next %d", brokers, brokers)
+		}
+		if base != 0 {
+			for id := range brokers {
+				l.nodes = append(l.nodes, base+id)
+			}
+			top = max(top, base+brokers-1)
+		}
+	}
+	if l.listen == 0 {
+		rule = fmt.Sprintf("the nodes take the %d ports from it", brokers)
+	} else {
+		for id := range brokers {
+			l.direct = append(l.direct, top+1+id)
+		}
+	}
+	names := l.names()
+	for _, s := range names {
+		if s.port > 65535 {
+			last := names[len(names)-1].port
+			way := fmt.Sprintf("choose a base up to %d", 65535-(last-value))
+			if from == "listen" {
+				way = fmt.Sprintf("choose a port up to %d, or 0 for free ports", 65535-(last-value))
+			}
+			return l, refusePort(cfg, from, fmt.Sprintf("puts %s on port %d, past 65535 (with --brokers %d, %s: %s)", s.name, s.port, brokers, rule, way))
+		}
+	}
+	if cfg.AdminListen != "" {
+		ahost, aport, _ := net.SplitHostPort(cfg.AdminListen)
+		a, _ := strconv.Atoi(aport)
+		for _, s := range names {
+			on := host
+			if s.direct {
+				on = "127.0.0.1"
+			}
+			if a != 0 && s.port == a && sameInterface(on, ahost) {
+				return l, refusePort(cfg, "admin-listen", fmt.Sprintf("is on %s (choose another port, or 0 for a free one)", s.what))
+			}
+		}
+	}
+	return l, nil
+}
+
+// portName is a fixed port of a portLayout and what listens on it.
+type portName struct {
+	port   int
+	name   string // "node 1"
+	what   string // "node 1's port"
+	direct bool   // an embedded broker's, on 127.0.0.1
+}
+
+// names lists l's fixed ports, the --listen port first, then the nodes'
+// and the embedded brokers', each in node id order.
+func (l portLayout) names() []portName {
+	var out []portName
+	if l.listen != 0 {
+		out = append(out, portName{port: l.listen, name: "the --listen port", what: "the --listen port"})
+	}
+	for id, p := range l.nodes {
+		out = append(out, portName{port: p, name: fmt.Sprintf("node %d", id), what: fmt.Sprintf("node %d's port", id)})
+	}
+	for id, p := range l.direct {
+		out = append(out, portName{port: p, name: fmt.Sprintf("embedded broker %d", id), what: fmt.Sprintf("embedded broker %d's port", id), direct: true})
+	}
+	return out
+}
+
+// refusePort is the error for setting key of cfg (listen, node-port-base
+// or admin-listen), which config.Resolve words as the setting was given.
+func refusePort(cfg config.Config, key, reason string) error {
+	value := map[string]string{"listen": cfg.Listen, "node-port-base": strconv.Itoa(cfg.NodePortBase), "admin-listen": cfg.AdminListen}[key]
+	return &config.FieldError{Field: key, Value: value, Reason: reason}
+}
+
+// sameInterface reports whether listeners on hosts a and b can share a
+// port number's fate: the same host, or either on every interface.
+func sameInterface(a, b string) bool {
+	unspecified := func(h string) bool {
+		ip := net.ParseIP(h)
+		return h == "" || ip != nil && ip.IsUnspecified()
+	}
+	loopback := func(h string) bool {
+		ip := net.ParseIP(h)
+		return h == "localhost" || ip != nil && ip.IsLoopback()
+	}
+	return a == b || unspecified(a) || unspecified(b) || loopback(a) && loopback(b)
 }

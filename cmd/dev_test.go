@@ -3,6 +3,8 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -290,5 +292,128 @@ func TestDevRefusesBadCounts(t *testing.T) {
 		if strings.Contains(stderr, "embedded broker started") {
 			t.Errorf("%v: the broker started:\n%s", tc.args, stderr)
 		}
+	}
+}
+
+// TestDevRefusesPortsThatCannotWorkBeforeStarting checks that a port
+// layout that cannot work is refused as asked wrongly (exit 2) before
+// anything starts: nothing printed, nothing logged, the data directory
+// not created.
+func TestDevRefusesPortsThatCannotWorkBeforeStarting(t *testing.T) {
+	dir := t.TempDir()
+	listenFile := filepath.Join(dir, "dev.yaml")
+	os.WriteFile(listenFile, []byte("brokers: 2\nlisten: 127.0.0.1:65534\n"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "127.0.0.1:65534"},
+			`--listen: "127.0.0.1:65534" puts node 1 on port 65536, past 65535 (with --brokers 3, the nodes take the 3 ports above it and the embedded brokers the next 3: choose a port up to 65529, or 0 for free ports)`},
+		{[]string{"--listen", "127.0.0.1:65531"},
+			`--listen: "127.0.0.1:65531" puts embedded broker 1 on port 65536, past 65535 (with --brokers 3, the nodes take the 3 ports above it and the embedded brokers the next 3: choose a port up to 65529, or 0 for free ports)`},
+		{[]string{"--listen", "127.0.0.1:65533", "--topology", "single"},
+			`--listen: "127.0.0.1:65533" puts embedded broker 2 on port 65536, past 65535 (with --brokers 3, the embedded brokers take the 3 ports above it: choose a port up to 65532, or 0 for free ports)`},
+		{[]string{"--listen", "127.0.0.1:40000", "--node-port-base", "65531"},
+			`--node-port-base: "65531" puts embedded broker 2 on port 65536, past 65535 (with --brokers 3, the nodes take the 3 ports from it and the embedded brokers the next 3: choose a base up to 65530)`},
+		{[]string{"--listen", "127.0.0.1:65533", "--node-port-base", "40000"},
+			`--listen: "127.0.0.1:65533" puts embedded broker 2 on port 65536, past 65535 (with --brokers 3, the embedded brokers take the 3 ports above it: choose a port up to 65532, or 0 for free ports)`},
+		{[]string{"--config", listenFile},
+			"config file " + listenFile + `:2: listen: "127.0.0.1:65534" puts node 1 on port 65536, past 65535 (with --brokers 2, the nodes take the 2 ports above it and the embedded brokers the next 2: choose a port up to 65531, or 0 for free ports)`},
+		{[]string{"--listen", "127.0.0.1:0", "--node-port-base", "65534"},
+			`--node-port-base: "65534" puts node 2 on port 65536, past 65535 (with --brokers 3, the nodes take the 3 ports from it: choose a base up to 65533)`},
+		{[]string{"--listen", "127.0.0.1:40000", "--node-port-base", "39999"},
+			`--node-port-base: "39999" puts node 1 on the --listen port, 40000 (node N listens on --node-port-base + N)`},
+		{[]string{"--listen", "127.0.0.1:40000", "--admin-listen", "127.0.0.1:40002"},
+			`--admin-listen: "127.0.0.1:40002" is on node 1's port (choose another port, or 0 for a free one)`},
+		{[]string{"--listen", "127.0.0.1:40000", "--admin-listen", "127.0.0.1:40004"},
+			`--admin-listen: "127.0.0.1:40004" is on embedded broker 0's port (choose another port, or 0 for a free one)`},
+		{[]string{"--listen", "0.0.0.0:40000", "--admin-listen", "localhost:40000"},
+			`--admin-listen: "localhost:40000" is on the --listen port (choose another port, or 0 for a free one)`},
+		{[]string{"--listen", "127.0.0.1:0", "--node-port-base", "40000", "--admin-listen", ":40000"},
+			`--admin-listen: ":40000" is on node 0's port (choose another port, or 0 for a free one)`},
+		{[]string{"--admin-listen", "127.0.0.1:99999"},
+			`--admin-listen: "127.0.0.1:99999" has no port between 0 and 65535 (0 picks a free one; empty: no admin endpoint)`},
+	} {
+		data := filepath.Join(dir, "data")
+		code, stdout, stderr := runCLI(t, append([]string{"dev", "--data-dir", data}, tc.args...)...)
+		if code != exitUsage || stderr != "inorder: "+tc.want+"\n" {
+			t.Errorf("%v: exit %d, stderr\n\t%s\nwant exit %d and\n\tinorder: %s", tc.args, code, stderr, exitUsage, tc.want)
+		}
+		if stdout != "" {
+			t.Errorf("%v: printed before refusing:\n%s", tc.args, stdout)
+		}
+		if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%v: the data directory was touched (%v)", tc.args, err)
+		}
+	}
+}
+
+// freePorts returns a port p such that p to p+n-1 are free on loopback.
+func freePorts(t *testing.T, n int) int {
+	t.Helper()
+	for range 20 {
+		p, _ := strconv.Atoi(strings.TrimPrefix(freeAddr(t), "127.0.0.1:"))
+		if p+n > 65536 {
+			continue
+		}
+		var held []net.Listener
+		for i := range n {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+i))
+			if err != nil {
+				break
+			}
+			held = append(held, ln)
+		}
+		for _, ln := range held {
+			ln.Close()
+		}
+		if len(held) == n {
+			return p
+		}
+	}
+	t.Fatalf("no %d free ports in a row on loopback", n)
+	return 0
+}
+
+// TestDevDirectAddressesFollowListen checks that the embedded brokers'
+// direct addresses are the same at every start, just above the proxy's
+// node ports, so that a --compare direct=... line can be reused.
+func TestDevDirectAddressesFollowListen(t *testing.T) {
+	p := freePorts(t, 5)
+	listen := "127.0.0.1:" + strconv.Itoa(p)
+	want := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", p+3, p+4)
+	brokerRe := regexp.MustCompile(`embedded broker at (\S+) \(direct`)
+	for i := range 2 {
+		addr, out, stop := startOutput(t, "dev", "--listen", listen, "--data-dir", "", "--brokers", "2", "--shutdown-grace", "2s")
+		m := brokerRe.FindStringSubmatch(out.String())
+		if addr != listen || m == nil || m[1] != want {
+			t.Errorf("start %d: clients at %s, direct at %v; want %s and %s:\n%s", i+1, addr, m, listen, want, out.String())
+		}
+		if i == 0 && m != nil {
+			produce(t, strings.Split(m[1], ",")[0], "direct", "bypasses the proxy")
+			if !topicExists(t, addr, "direct") {
+				t.Error("a topic written to the first direct address is not seen through the proxy")
+			}
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDevDirectPortTaken checks that an embedded broker's port in use
+// fails the start (exit 1) with the broker, its address and the way out,
+// before any address is printed.
+func TestDevDirectPortTaken(t *testing.T) {
+	p := freePorts(t, 3)
+	taken, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	code, stdout, stderr := runCLI(t, "dev", "--listen", "127.0.0.1:"+strconv.Itoa(p), "--data-dir", "", "--brokers", "1")
+	want := fmt.Sprintf("inorder: embedded broker 0 at 127.0.0.1:%d: address already in use (the embedded brokers listen just above the proxy's ports: free the port, or choose another --listen; --listen port 0 picks free ports)\n", p+2)
+	if code != exitFailed || !strings.HasSuffix(stderr, want) || stdout != "" {
+		t.Errorf("exit %d, stdout %q, stderr\n%s\nwant exit %d, nothing printed, and\n%s", code, stdout, stderr, exitFailed, want)
 	}
 }

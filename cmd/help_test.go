@@ -64,7 +64,7 @@ func TestHelpShowsWhatEachCommandTakes(t *testing.T) {
 	file := t.TempDir() + "/dev.yaml"
 	os.WriteFile(file, []byte("upstream-sasl-mechanism: PLAIN\n"), 0o600)
 	if code, _, stderr := runCLI(t, "dev", "--data-dir", "", "--config", file); code != exitUsage ||
-		!strings.Contains(stderr, "config file "+file+`: upstream-sasl-mechanism: "PLAIN" does not apply to dev`) {
+		!strings.Contains(stderr, "config file "+file+`:1: upstream-sasl-mechanism: "PLAIN" does not apply to dev`) {
 		t.Errorf("a refused key in the file: exit %d, %s", code, stderr)
 	}
 	if got := dev["admin-listen"]; !strings.Contains(got, `(default "127.0.0.1:0")`) {

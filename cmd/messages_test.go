@@ -40,6 +40,8 @@ func TestErrorMessages(t *testing.T) {
 	busy := taken.Addr().String()
 	memFile := file("upstream: 127.0.0.1:1\nmax-memory: 8MiB\n")
 	brokersFile := file("brokers: 0\n")
+	typoFile := file("upstream: 127.0.0.1:1\nmax-inflight: 4\n")
+	lotsFile := file("upstream: 127.0.0.1:1\nlisten: 127.0.0.1:0\nmax-in-flight: lots\n")
 	up := []string{"serve", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1"}
 
 	for _, tc := range []struct {
@@ -51,7 +53,7 @@ func TestErrorMessages(t *testing.T) {
 		{append(up, "--max-memory", "8388608"), `--max-memory: "8388608" `, true},
 		{append(up, "--max-memory", "8MiB"), `--max-memory: "8MiB" `, true},
 		{[]string{"serve", "--config", absent}, `--config: "` + absent + `" cannot be read: no such file or directory`, false},
-		{[]string{"serve", "--config", memFile}, "config file " + memFile + `: max-memory: "8MiB" `, true},
+		{[]string{"serve", "--config", memFile}, "config file " + memFile + `:2: max-memory: "8MiB" `, true},
 		{append(up, "--max-memory", "16383KiB"), `--max-memory: "16383KiB" must be at least 16MiB`, false},
 		{append(up, "--max-memory", "64MB"), `--max-memory: "64MB" is ambiguous: write 64MiB (powers of 1024) or the number of bytes`, false},
 		// Other values as typed.
@@ -72,7 +74,7 @@ func TestErrorMessages(t *testing.T) {
 		{append(up, "--admin-listen", busy), "--admin-listen " + busy + ": address already in use (choose another --admin-listen)", false},
 		// A command's own flags, from the command line and from the file.
 		{[]string{"dev", "--brokers", "00", "--data-dir", ""}, `--brokers: "00" must be at least 1`, false},
-		{[]string{"dev", "--config", brokersFile, "--data-dir", ""}, "config file " + brokersFile + `: brokers: "0" must be at least 1`, false},
+		{[]string{"dev", "--config", brokersFile, "--data-dir", ""}, "config file " + brokersFile + `:1: brokers: "0" must be at least 1`, false},
 		{[]string{"check", "--window", "-0x1"}, `--window: "-0x1" must be at least 1`, false},
 		{[]string{"check", "--format", "xml"}, `--format: "xml" must be text, json or junit`, false},
 		{[]string{"bench", "--compression", "brotli"}, `--compression: "brotli" must be none, gzip, snappy, lz4 or zstd`, false},
@@ -82,6 +84,15 @@ func TestErrorMessages(t *testing.T) {
 		{[]string{"bench", "relay"}, "--to is required: the HOST:PORT to relay to", false},
 		// What cobra refuses points at the help.
 		{[]string{"serve", "--bogus"}, "unknown flag: --bogus (inorder serve --help lists the flags)", false},
+		// A typo of a flag the command takes names it.
+		{[]string{"serve", "--upstrem", "127.0.0.1:1"}, "unknown flag: --upstrem (did you mean --upstream?)", false},
+		{[]string{"serve", "--max-inflight=4"}, "unknown flag: --max-inflight (did you mean --max-in-flight?)", false},
+		{[]string{"dev", "--data-dri", ""}, "unknown flag: --data-dri (did you mean --data-dir?)", false},
+		{[]string{"dev", "--upstrem", "127.0.0.1:1"}, "unknown flag: --upstrem (inorder dev --help lists the flags)", false},
+		{[]string{"serve", "-Z"}, "unknown shorthand flag: 'Z' in -Z (inorder serve --help lists the flags)", false},
+		// A misspelt file key names its line and the key meant.
+		{[]string{"serve", "--config", typoFile}, "config file " + typoFile + `:2: unknown key "max-inflight" (did you mean "max-in-flight"?)`, false},
+		{[]string{"serve", "--config", lotsFile}, "config file " + lotsFile + `:3: max-in-flight: "lots" is not a whole number`, false},
 		{[]string{"check", "extra"}, `"extra": inorder check takes flags only, no arguments (inorder check --help lists them)`, false},
 	} {
 		code, _, stderr := runCLI(t, tc.args...)
@@ -100,7 +111,7 @@ func TestErrorMessages(t *testing.T) {
 // their --, outside a config file's key. Only names of two words or more
 // are looked for; one-word names (listen, upstream) are ordinary words.
 func bareFlagNames(msg string) []string {
-	msg = regexp.MustCompile(`^config file \S+: [a-z-]+:`).ReplaceAllString(msg, "")
+	msg = regexp.MustCompile(`^config file \S+:\d+: ([a-z-]+:|unknown key "[a-z-]+" \(did you mean "[a-z-]+"\?\))`).ReplaceAllString(msg, "")
 	var bare []string
 	seen := map[string]bool{}
 	eachCommand(newRootCommand(), func(c *cobra.Command) {

@@ -71,11 +71,24 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // flagError words what pflag refused on a command line: a bad value
 // reads like a bad file value (the flag, the value and what was expected);
-// an unknown flag or one missing its value points at the command's help.
+// an unknown flag close to one the command takes names it, and any other
+// unknown flag or one missing its value points at the command's help.
 func flagError(c *cobra.Command, err error) error {
 	var iv *pflag.InvalidValueError
 	if errors.As(err, &iv) {
 		return config.FlagError(err)
+	}
+	var ne *pflag.NotExistError
+	if errors.As(err, &ne) && ne.GetSpecifiedShortnames() == "" {
+		var known []string
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden {
+				known = append(known, f.Name)
+			}
+		})
+		if near := config.Suggest(ne.GetSpecifiedName(), known); near != "" {
+			return fmt.Errorf("%w (did you mean --%s?)", err, near)
+		}
 	}
 	return fmt.Errorf("%w (%s --help lists the flags)", err, c.CommandPath())
 }

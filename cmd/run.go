@@ -22,11 +22,22 @@ func newLogger(w io.Writer, cfg config.Config) (*slog.Logger, *slog.LevelVar) {
 	if l, err := cfg.SlogLevel(); err == nil {
 		level.Set(l)
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationText}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts)), level
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), level
+}
+
+// durationText writes a duration the way its flag is written ("8ms",
+// "168h0m0s"), in both formats: slog's JSON handler would write integer
+// nanoseconds, beside sizes written as text ("256MiB"). slog calls it for
+// the attributes inside groups too.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // reloadSource is where a command's configuration came from, so that a

@@ -271,6 +271,8 @@ func (c *Config) Validate() error {
 	if c.AdminListen != "" {
 		if _, p, err := net.SplitHostPort(c.AdminListen); err != nil || p == "" {
 			return invalid("admin-listen", c.AdminListen, "is not HOST:PORT (like 127.0.0.1:9644; empty: no admin endpoint)")
+		} else if n, err := strconv.Atoi(p); err != nil || n < 0 || n > 65535 {
+			return invalid("admin-listen", c.AdminListen, "has no port between 0 and 65535 (0 picks a free one; empty: no admin endpoint)")
 		}
 	}
 	if c.Report != "" && !c.Verify {

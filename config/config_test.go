@@ -243,12 +243,12 @@ func TestFileValueErrors(t *testing.T) {
 		{"a-size: 1GB", `a-size: "1GB" is ambiguous: write 1GiB (powers of 1024) or the number of bytes`},
 		{"a-size32: 3GiB", `a-size32: "3GiB" is too large`},
 		{"a-mode: conection", `a-mode: "conection" must be none or connection`},
-		{"a-list: {a: 1}", `a-list: line 1: expected a value or a list`},
-		{"a-list: [a, [b]]", `a-list: line 1: list items must be plain values`},
+		{"a-list: {a: 1}", `a-list: expected a value or a list`},
+		{"a-list: [a, [b]]", `a-list: list items must be plain values`},
 	} {
 		file := writeFile(t, tc.yaml+"\n")
 		_, err := loadFile(file, fs, nil)
-		want := "config file " + file + ": " + tc.want
+		want := "config file " + file + ":1: " + tc.want
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s:\n got %v\nwant %s", tc.yaml, err, want)
 			continue
@@ -267,7 +267,7 @@ func TestResolveErrorsSayWhereTheValueCameFrom(t *testing.T) {
 	fs := flags(&c)
 	fs.Parse([]string{"--config", file})
 	_, err := Resolve(fs, Default())
-	if want := "config file " + file + `: max-in-flight: "lots" is not a whole number`; err == nil || err.Error() != want {
+	if want := "config file " + file + `:1: max-in-flight: "lots" is not a whole number`; err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
 
@@ -276,7 +276,7 @@ func TestResolveErrorsSayWhereTheValueCameFrom(t *testing.T) {
 	fs = flags(&c)
 	fs.Parse([]string{"--config", file})
 	_, err = Resolve(fs, Default())
-	if want := "config file " + file + `: max-in-flight: "0" must be between 1 and 1048576`; err == nil || err.Error() != want {
+	if want := "config file " + file + `:1: max-in-flight: "0" must be between 1 and 1048576`; err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
 	if !errors.Is(err, ErrInvalid) {
@@ -321,17 +321,17 @@ func TestYAMLSyntaxErrorLine(t *testing.T) {
 		yaml string
 		line string
 	}{
-		{"listen: 127.0.0.1:9092\nupstream:\n  - a:1\n - b:2\nmax-in-flight: 4\n", `line 4 (" - b:2")`},
-		{"listen: 127.0.0.1:9092\nupstream: a:1\n  max-in-flight: 4\n", `line 3 ("  max-in-flight: 4")`},
-		{"listen: 127.0.0.1:9092\n  upstream: a:1\nmax-in-flight: 4\n", `line 2 ("  upstream: a:1")`},
-		{"listen: 127.0.0.1:9092\nmax-in-flight: 4\n\tlog-level: debug\n", `line 3 ("\tlog-level: debug")`},
+		{"listen: 127.0.0.1:9092\nupstream:\n  - a:1\n - b:2\nmax-in-flight: 4\n", `:4 (" - b:2")`},
+		{"listen: 127.0.0.1:9092\nupstream: a:1\n  max-in-flight: 4\n", `:3 ("  max-in-flight: 4")`},
+		{"listen: 127.0.0.1:9092\n  upstream: a:1\nmax-in-flight: 4\n", `:2 ("  upstream: a:1")`},
+		{"listen: 127.0.0.1:9092\nmax-in-flight: 4\n\tlog-level: debug\n", `:3 ("\tlog-level: debug")`},
 	} {
 		file := writeFile(t, tc.yaml)
 		c := Default()
 		fs := flags(&c)
 		fs.Parse([]string{"--config", file})
 		_, err := Resolve(fs, Default())
-		if want := "config file " + file + ": " + tc.line + ": "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		if want := "config file " + file + tc.line + ": "; err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%q:\n got %v\nwant %s...", tc.yaml, err, want)
 		}
 	}
@@ -382,7 +382,7 @@ func TestFileSetsCommandFlags(t *testing.T) {
 	fs = flags(&c)
 	fs.Int("brokers", 3, "")
 	fs.Parse([]string{"--config", file})
-	if _, err := Resolve(fs, Default()); err == nil || err.Error() != "config file "+file+`: brokers: "many" is not a whole number` {
+	if _, err := Resolve(fs, Default()); err == nil || err.Error() != "config file "+file+`:1: brokers: "many" is not a whole number` {
 		t.Errorf("bad command flag value in the file: %v", err)
 	}
 
@@ -392,5 +392,54 @@ func TestFileSetsCommandFlags(t *testing.T) {
 	fs.Parse([]string{"--config", file})
 	if _, err := Resolve(fs, Default()); err == nil || !strings.Contains(err.Error(), `unknown key "config"`) {
 		t.Errorf("a file naming another file: %v", err)
+	}
+}
+
+// TestFileErrorsNameTheLine checks that every error about a key of the
+// config file names the file and the key's line as path:line, the line
+// of the item at fault in a list, and that an unknown key close to a
+// known one says which.
+func TestFileErrorsNameTheLine(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want string // after "config file PATH"
+	}{
+		{"# limits\nlisten: 127.0.0.1:9092\nmax-in-flight: lots\n", `:3: max-in-flight: "lots" is not a whole number`},
+		{"listen: 127.0.0.1:9092\nmax-in-flight: 0\n", `:2: max-in-flight: "0" must be between 1 and 1048576`},
+		{"listen: 127.0.0.1:9092\nupstream:\n  - a:1\n  - [b, c]\n", `:4: upstream: list items must be plain values`},
+		{"listen: 127.0.0.1:9092\nmax-inflight: 4\n", `:2: unknown key "max-inflight" (did you mean "max-in-flight"?)`},
+		{"listen: 127.0.0.1:9092\n\nupstrem: [a:1]\n", `:3: unknown key "upstrem" (did you mean "upstream"?)`},
+		{"listen: 127.0.0.1:9092\nbogus: 1\n", `:2: unknown key "bogus"`},
+		{"upstream-ordering: sideways\nmax-in-flight: lots\n", `:1: upstream-ordering: "sideways" must be none or connection`}, // the first mistake in the file
+	} {
+		file := writeFile(t, tc.yaml)
+		c := Default()
+		fs := flags(&c)
+		fs.Parse([]string{"--config", file})
+		_, err := Resolve(fs, Default())
+		if want := "config file " + file + tc.want; err == nil || err.Error() != want {
+			t.Errorf("%q:\n got %v\nwant %s", tc.yaml, err, want)
+		}
+	}
+}
+
+// TestUnknownKeySuggestsOnlyWhatTheCommandTakes checks that a misspelt
+// key is matched against the command's own flags too, and never against
+// a setting the command refuses.
+func TestUnknownKeySuggestsOnlyWhatTheCommandTakes(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"data-dri: /tmp/x\n", `:1: unknown key "data-dri" (did you mean "data-dir"?)`},
+		{"upstrem: a:1\n", `:1: unknown key "upstrem"`},
+	} {
+		file := writeFile(t, tc.yaml)
+		c := Default()
+		fs := flags(&c)
+		fs.String("data-dir", "", "")
+		Refuse(fs, "is not used here", "upstream")
+		fs.Parse([]string{"--config", file})
+		_, err := Resolve(fs, Default())
+		if want := "config file " + file + tc.want; err == nil || err.Error() != want {
+			t.Errorf("%q:\n got %v\nwant %s", tc.yaml, err, want)
+		}
 	}
 }

@@ -80,15 +80,16 @@ func expected(f *pflag.Flag, err error) string {
 // yamlLine finds the line number in yaml.v3's messages ("yaml: line 3: ...").
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// yamlError rewrites a YAML syntax error to name the line where the
-// mistake is. yaml.v3 reports the line where the enclosing block starts
-// (a misindented list item on line 4 is reported on line 3), so the first
+// yamlError rewrites a YAML syntax error in the file at path to name the
+// line where the mistake is, as `config file path:line ("text"): what`.
+// yaml.v3 reports the line where the enclosing block starts (a
+// misindented list item on line 4 is reported on line 3), so the first
 // prefix of the document that fails with the same complaint gives the
 // offending line. Long documents and other errors are reported as they are.
-func yamlError(raw []byte, err error) error {
+func yamlError(path string, raw []byte, err error) error {
 	m := yamlLine.FindStringSubmatch(err.Error())
 	if m == nil {
-		return errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
+		return fmt.Errorf("config file %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	reported, _ := strconv.Atoi(m[1])
 	line := reported
@@ -107,7 +108,7 @@ func yamlError(raw []byte, err error) error {
 	if line >= 1 && line <= len(lines) {
 		text = fmt.Sprintf(" (%q)", strings.TrimRight(lines[line-1], "\r\n"))
 	}
-	return fmt.Errorf("line %d%s: %s", line, text, m[2])
+	return fmt.Errorf("config file %s:%d%s: %s", path, line, text, m[2])
 }
 
 // FileReason says why a file could not be opened or created, without the

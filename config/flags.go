@@ -83,10 +83,11 @@ func refused(fs *pflag.FlagSet, name string) string {
 // by the --config flag if set, then every flag set on the command line.
 // Keys in the file carry the flag names; an unknown key or a bad value is an
 // error naming the file, the key, the value and what was expected. The
-// result is validated, and a validation error names the setting as it was
-// given (`--flag`, or the file and its key) with its value as it was
-// written.
-func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
+// result is validated, then given to checks, a command's own rules for the
+// settings; an error of either that is a *FieldError naming a setting by
+// its key is worded with the setting as it was given (`--flag`, or the
+// file, its line and its key) and its value as it was written.
+func Resolve(fs *pflag.FlagSet, base Config, checks ...func(*Config) error) (Config, error) {
 	cfg := base
 	file := ""
 	if f := fs.Lookup(FlagConfig); f != nil {
@@ -96,15 +97,16 @@ func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
 	// ones whose value the file gave.
 	typed := map[string]string{}
 	fromFile := map[string]bool{}
+	var keys map[string]fileValue
 	into := pflag.NewFlagSet("resolve", pflag.ContinueOnError)
 	BindFlags(into, &cfg)
 	if file != "" {
-		keys, err := loadFile(file, into, fs)
-		if err != nil {
+		var err error
+		if keys, err = loadFile(file, into, fs); err != nil {
 			return Config{}, err
 		}
 		for k, v := range keys {
-			typed[k], fromFile[k] = v, true
+			typed[k], fromFile[k] = v.text, true
 		}
 	}
 	var err error
@@ -128,7 +130,14 @@ func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	if err := cfg.Validate(); err != nil {
+	err = cfg.Validate()
+	for _, check := range checks {
+		if err != nil {
+			break
+		}
+		err = check(&cfg)
+	}
+	if err != nil {
 		var fe *FieldError
 		if !errors.As(err, &fe) {
 			return Config{}, err
@@ -142,7 +151,7 @@ func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
 			}
 		}
 		if fromFile[fe.Field] {
-			return Config{}, fmt.Errorf("config file %s: %w", file, err)
+			return Config{}, fmt.Errorf("config file %s:%d: %w", file, keys[fe.Field].line, err)
 		}
 		fe.Field = "--" + fe.Field
 		return Config{}, err
@@ -150,72 +159,136 @@ func Resolve(fs *pflag.FlagSet, base Config) (Config, error) {
 	return cfg, nil
 }
 
+// fileValue is a key's value in the config file as written, and the
+// line of its key.
+type fileValue struct {
+	text string
+	line int
+}
+
 // loadFile sets the flags of into from the YAML file at path and returns
 // the keys it set with their values as written. A key that is none of
 // into's flags may name one of the command's own flags in cmdFlags (dev's
 // data-dir, say), which it sets unless the command line already did, so
-// that every flag has its key.
-func loadFile(path string, into, cmdFlags *pflag.FlagSet) (map[string]string, error) {
+// that every flag has its key. Every error names the file and the line,
+// as `path:line`, the way compilers and editors read a place in a file.
+func loadFile(path string, into, cmdFlags *pflag.FlagSet) (map[string]fileValue, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &FieldError{Field: "--" + FlagConfig, Value: path, Reason: "cannot be read: " + FileReason(err)}
 	}
 	var doc map[string]yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, yamlError(raw, err))
+		return nil, yamlError(path, raw, err)
 	}
+	keyLine := keyLines(raw)
 	keys := make([]string, 0, len(doc))
 	for k := range doc {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
-	set := make(map[string]string, len(keys))
+	// In the file's order, so that of two mistakes the first is reported.
+	sort.Slice(keys, func(i, j int) bool {
+		if keyLine[keys[i]] != keyLine[keys[j]] {
+			return keyLine[keys[i]] < keyLine[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	set := make(map[string]fileValue, len(keys))
 	for _, k := range keys {
 		node := doc[k]
+		line, ok := keyLine[k]
+		if !ok {
+			line = node.Line
+		}
+		place := fmt.Sprintf("%s:%d", path, line)
+		at := "config file " + place
 		dst := into
 		f := into.Lookup(k)
 		if f == nil && cmdFlags != nil && k != FlagConfig {
 			dst, f = cmdFlags, cmdFlags.Lookup(k)
 		}
 		if f == nil {
-			return nil, fmt.Errorf("config file %s: line %d: unknown key %q", path, node.Line, k)
+			if near := Suggest(k, fileKeys(into, cmdFlags)); near != "" {
+				return nil, fmt.Errorf("%s: unknown key %q (did you mean %q?)", at, k, near)
+			}
+			return nil, fmt.Errorf("%s: unknown key %q", at, k)
 		}
-		val, err := scalarOrList(&node)
+		val, bad, err := scalarOrList(&node)
 		if err != nil {
-			return nil, fmt.Errorf("config file %s: %s: %w", path, k, err)
+			return nil, fmt.Errorf("config file %s:%d: %s: %w", path, bad, k, err)
 		}
 		if why := refused(cmdFlags, k); why != "" {
-			return nil, fmt.Errorf("config file %s: %w", path, &FieldError{Field: k, Value: val, Reason: why})
+			return nil, fmt.Errorf("%s: %w", at, &FieldError{Field: k, Value: val, Reason: why})
 		}
 		if dst == cmdFlags && f.Changed {
 			continue // the command line wins
 		}
 		if err := dst.Set(k, val); err != nil {
-			return nil, fmt.Errorf("config file %s: %w", path, valueError(f, k, val, err))
+			return nil, fmt.Errorf("%s: %w", at, valueError(f, k, val, err))
 		}
 		if dst == cmdFlags {
-			markSource(f, path)
+			markSource(f, place)
 		}
-		set[k] = val
+		set[k] = fileValue{text: val, line: line}
 	}
 	return set, nil
 }
 
-func scalarOrList(n *yaml.Node) (string, error) {
+// keyLines returns the line of each top-level key of a YAML mapping: the
+// values' nodes give their own lines, which for a list on the lines below
+// its key is not where the key is.
+func keyLines(raw []byte) map[string]int {
+	lines := map[string]int{}
+	var root yaml.Node
+	if yaml.Unmarshal(raw, &root) != nil || len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {
+		return lines
+	}
+	m := root.Content[0].Content
+	for i := 0; i+1 < len(m); i += 2 {
+		if _, dup := lines[m[i].Value]; !dup {
+			lines[m[i].Value] = m[i].Line
+		}
+	}
+	return lines
+}
+
+// fileKeys are the keys a config file may hold for the command of
+// cmdFlags: every setting into binds and the command's own flags, less
+// those the command refuses or hides and the file's own flag.
+func fileKeys(into, cmdFlags *pflag.FlagSet) []string {
+	var names []string
+	into.VisitAll(func(f *pflag.Flag) {
+		if refused(cmdFlags, f.Name) == "" {
+			names = append(names, f.Name)
+		}
+	})
+	if cmdFlags != nil {
+		cmdFlags.VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden && f.Name != FlagConfig && into.Lookup(f.Name) == nil {
+				names = append(names, f.Name)
+			}
+		})
+	}
+	return names
+}
+
+// scalarOrList returns a plain value, or a list's items joined by commas;
+// else the line of the node at fault and what is wrong with it.
+func scalarOrList(n *yaml.Node) (string, int, error) {
 	switch n.Kind {
 	case yaml.ScalarNode:
-		return n.Value, nil
+		return n.Value, 0, nil
 	case yaml.SequenceNode:
 		parts := make([]string, 0, len(n.Content))
 		for _, c := range n.Content {
 			if c.Kind != yaml.ScalarNode {
-				return "", fmt.Errorf("line %d: list items must be plain values", c.Line)
+				return "", c.Line, errors.New("list items must be plain values")
 			}
 			parts = append(parts, c.Value)
 		}
-		return strings.Join(parts, ","), nil
+		return strings.Join(parts, ","), 0, nil
 	default:
-		return "", fmt.Errorf("line %d: expected a value or a list", n.Line)
+		return "", n.Line, errors.New("expected a value or a list")
 	}
 }
 

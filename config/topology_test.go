@@ -121,7 +121,7 @@ func TestTopologyFromFile(t *testing.T) {
 		t.Fatalf("single from a file: %+v, %v", got, err)
 	}
 	os.WriteFile(file, []byte("topology: single\nnode-port-base: 9100\n"), 0o600)
-	if _, err := resolveArgs(t, "--config", file); err == nil || !strings.Contains(err.Error(), "config file "+file+": node-port-base: \"9100\" applies only with --topology ports") {
+	if _, err := resolveArgs(t, "--config", file); err == nil || !strings.Contains(err.Error(), "config file "+file+":2: node-port-base: \"9100\" applies only with --topology ports") {
 		t.Fatalf("single with node-port-base from a file: %v", err)
 	}
 }

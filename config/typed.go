@@ -10,7 +10,7 @@ import (
 // Every error a user reads names a setting the way it was given, with its
 // value as it was written (64MiB stays 64MiB, 67108864 stays 67108864,
 // 90s stays 90s): a flag `--name: "value" reason`, a config file key
-// `config file x.yaml: name: "value" reason`. pflag keeps only parsed
+// `config file x.yaml:3: name: "value" reason`. pflag keeps only parsed
 // values, so KeepTyped wraps each flag's value to remember the text it
 // was set from and where that text came from; Resolve (for Config's
 // settings) and InvalidFlag (for a command's own flags) read it back.
@@ -19,7 +19,7 @@ import (
 type typedValue struct {
 	pflag.Value
 	text   string // what Set last accepted; the default's rendering until then
-	source string // where text came from: "" for the command line, else "config file NAME"
+	source string // where text came from: "" for the command line, else "config file NAME:LINE"
 }
 
 func (v *typedValue) Set(s string) error {
@@ -76,19 +76,20 @@ func typedOf(f *pflag.Flag) (text, source string) {
 	return f.Value.String(), ""
 }
 
-// markSource records that flag f was just set from the config file path.
-func markSource(f *pflag.Flag, path string) {
+// markSource records that flag f was just set from the config file at
+// place, the file's path and the key's line (x.yaml:3).
+func markSource(f *pflag.Flag, place string) {
 	switch v := f.Value.(type) {
 	case *typedValue:
-		v.source = "config file " + path
+		v.source = "config file " + place
 	case *typedBool:
-		v.source = "config file " + path
+		v.source = "config file " + place
 	}
 }
 
 // InvalidFlag is the error for the value of a command's own flag name on fs
 // that cannot work: `--name: "value as written" reason`, or, for a value
-// from the --config file, `config file x.yaml: name: "value" reason`. It
+// from the --config file, `config file x.yaml:3: name: "value" reason`. It
 // wraps ErrInvalid.
 func InvalidFlag(fs *pflag.FlagSet, name, reason string) error {
 	f := fs.Lookup(name)

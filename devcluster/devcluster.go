@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -39,6 +40,10 @@ type Options struct {
 	// RetentionTime deletes records older than it, as Kafka's
 	// log.retention.ms. Zero means no bound.
 	RetentionTime time.Duration
+	// Ports are the brokers' ports on 127.0.0.1, one per broker in node id
+	// order, so that their addresses are the same at every start. Nil
+	// picks free ports.
+	Ports []int
 	// Extra options passed to kfake after ours.
 	Extra []kfake.Opt
 }
@@ -47,8 +52,23 @@ type Options struct {
 // something other than an embedded cluster's data.
 var ErrNotDataDir = errors.New("not an embedded cluster's data directory")
 
-// ErrCount is returned by Start for a negative broker or partition count.
+// ErrCount is returned by Start for a negative broker or partition count,
+// or ports that are not one per broker.
 var ErrCount = errors.New("embedded cluster: counts must not be negative")
+
+// PortError is returned by Start for a broker whose port could not be
+// listened on; errors.Is sees the system's reason (syscall.EADDRINUSE).
+type PortError struct {
+	Node int    // the broker's node id
+	Addr string // where it was to listen
+	Err  error
+}
+
+func (e *PortError) Error() string {
+	return fmt.Sprintf("embedded broker %d at %s: %v", e.Node, e.Addr, e.Err)
+}
+
+func (e *PortError) Unwrap() error { return e.Err }
 
 // Cluster is a running embedded backend.
 type Cluster struct {
@@ -99,6 +119,21 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if o.DataDir != "" {
 		opts = append(opts, kfake.DataDir(o.DataDir))
+	}
+	if o.Ports != nil {
+		if len(o.Ports) != n {
+			return nil, fmt.Errorf("%w: %d ports for %d brokers", ErrCount, len(o.Ports), n)
+		}
+		// kfake opens the brokers' listeners in node id order.
+		node := 0
+		opts = append(opts, kfake.Ports(o.Ports...), kfake.ListenFn(func(network, addr string) (net.Listener, error) {
+			ln, err := net.Listen(network, addr)
+			if err != nil {
+				return nil, &PortError{Node: node, Addr: addr, Err: err}
+			}
+			node++
+			return ln, nil
+		}))
 	}
 	opts = append(opts, o.Extra...)
 	kc, err := kfake.NewCluster(opts...)

@@ -3,6 +3,10 @@ package devcluster
 import (
 	"context"
 	"errors"
+	"net"
+	"slices"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,5 +202,38 @@ func TestStartRefusesNegativeCounts(t *testing.T) {
 			}
 			t.Errorf("%+v: %v, want ErrCount", o, err)
 		}
+	}
+}
+
+// TestPorts checks that the brokers listen on the ports asked for, and
+// that one taken is reported with its broker and address.
+func TestPorts(t *testing.T) {
+	var ports []int
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		ln.Close()
+	}
+	c := start(t, Options{Brokers: 2, Ports: ports})
+	want := []string{"127.0.0.1:" + strconv.Itoa(ports[0]), "127.0.0.1:" + strconv.Itoa(ports[1])}
+	if got := c.ListenAddrs(); !slices.Equal(got, want) {
+		t.Fatalf("listening at %v, want %v", got, want)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	busy := taken.Addr().(*net.TCPAddr).Port
+	_, err = Start(testContext(t), Options{Brokers: 2, Ports: []int{0, busy}})
+	var pe *PortError
+	if !errors.As(err, &pe) || pe.Node != 1 || pe.Addr != "127.0.0.1:"+strconv.Itoa(busy) || !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("broker 1 on a port in use: %v", err)
+	}
+	if _, err := Start(testContext(t), Options{Brokers: 2, Ports: []int{0}}); !errors.Is(err, ErrCount) {
+		t.Fatalf("one port for two brokers: %v", err)
 	}
 }
