@@ -39,6 +39,12 @@ func (p Principal) String() string {
 // secret, and it does not tell an unknown user from a wrong password.
 var ErrAuthentication = errors.New("authentication failed: invalid credentials")
 
+// FailureDelay is how long the proxy waits after a refused authentication
+// before it answers (and closes): Kafka's connection.failed.authentication.delay.ms
+// default (KIP-306), which slows a client guessing passwords without
+// holding a good one back.
+const FailureDelay = 100 * time.Millisecond
+
 // Exchange is one SASL authentication in progress, server side. Step takes
 // the client's next token and returns the server's reply; done reports that
 // the exchange ended with success. An error ends the exchange; it wraps
