@@ -98,8 +98,8 @@ func (x *plainExchange) Step(token []byte) ([]byte, bool, error) {
 		}
 	}
 	h := scramHash(mech)
-	got := storedKey(h, saltedPassword(h, password, cred.Salt, cred.Iterations))
-	if subtle.ConstantTimeCompare(got, cred.StoredKey) != 1 || !known {
+	salted, err := saltedPassword(h, password, cred.Salt, cred.Iterations)
+	if err != nil || subtle.ConstantTimeCompare(storedKey(h, salted), cred.StoredKey) != 1 || !known {
 		return nil, false, ErrAuthentication
 	}
 	x.user = user

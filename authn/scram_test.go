@@ -66,7 +66,10 @@ func vectorMechanism(t testing.TB, v scramVector) *scramMechanism {
 		}
 	} else {
 		name = "SCRAM-SHA-1"
-		salted := saltedPassword(v.h, []byte("pencil"), salt, 4096)
+		salted, err := saltedPassword(v.h, []byte("pencil"), salt, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
 		cred = Credential{Salt: salt, Iterations: 4096, StoredKey: storedKey(v.h, salted), ServerKey: scramHMAC(v.h, salted, []byte("Server Key"))}
 	}
 	c := &Credentials{users: map[string]map[string]Credential{"user": {name: cred}}}

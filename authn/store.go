@@ -11,7 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io/fs"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,7 +96,10 @@ func DeriveCredential(mechanism string, password, salt []byte, iterations int) (
 	case len(salt) == 0:
 		return Credential{}, errors.New("empty salt")
 	}
-	salted := saltedPassword(h, password, salt, iterations)
+	salted, err := saltedPassword(h, password, salt, iterations)
+	if err != nil {
+		return Credential{}, err
+	}
 	return Credential{
 		Salt:       bytes.Clone(salt),
 		Iterations: iterations,
@@ -105,15 +108,10 @@ func DeriveCredential(mechanism string, password, salt []byte, iterations int) (
 	}, nil
 }
 
-func saltedPassword(h func() hash.Hash, password, salt []byte, iterations int) []byte {
-	// pbkdf2.Key fails only for a key length it cannot produce or, in
-	// FIPS mode, for inputs FIPS refuses; neither is a password's fault to
-	// report, and a zero key verifies no proof.
-	k, err := pbkdf2.Key(h, string(password), salt, iterations, h().Size())
-	if err != nil {
-		return make([]byte, h().Size())
-	}
-	return k
+// saltedPassword is Hi(password, salt, i), which is PBKDF2 with HMAC. It
+// fails only in FIPS 140-only mode, for a salt or key FIPS finds short.
+func saltedPassword(h func() hash.Hash, password, salt []byte, iterations int) ([]byte, error) {
+	return pbkdf2.Key(h, string(password), salt, iterations, h().Size())
 }
 
 func storedKey(h func() hash.Hash, salted []byte) []byte {
@@ -245,7 +243,8 @@ func Parse(data []byte) (*Credentials, error) {
 	var fc fileContent
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(&fc); err != nil && !errors.Is(err, errEOF) {
+	// An empty document (no user yet, or only comments) is io.EOF.
+	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, yamlError(err)
 	}
 	c := &Credentials{}
@@ -265,13 +264,6 @@ func Parse(data []byte) (*Credentials, error) {
 	}
 	return c, nil
 }
-
-// errEOF is what the decoder returns for an empty document: a file with
-// no user yet.
-var errEOF = func() error {
-	var v any
-	return yaml.NewDecoder(bytes.NewReader(nil)).Decode(&v)
-}()
 
 // yamlError keeps the line yaml.v3 reports and drops the text it quotes:
 // a misplaced line of the file may be a key.
@@ -327,23 +319,6 @@ func (c *Credentials) Marshal() ([]byte, error) {
 		return nil, err
 	}
 	return append([]byte(fileHeader), body...), nil
-}
-
-// ReadFile reads a credential file; a file that does not exist holds no
-// user, so that the first `credentials add` creates it.
-func ReadFile(path string) (*Credentials, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &Credentials{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	c, err := Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, nil
 }
 
 // WriteFile writes c to path atomically with mode 0600: a temporary file
@@ -408,7 +383,7 @@ func NewStore(c *Credentials) *Store {
 // Load reads the credential file at path and swaps it in. On an error the
 // store keeps what it held.
 func (s *Store) Load(path string) error {
-	c, err := ReadFileStrict(path)
+	c, err := ReadFile(path)
 	if err != nil {
 		return err
 	}
@@ -416,10 +391,10 @@ func (s *Store) Load(path string) error {
 	return nil
 }
 
-// ReadFileStrict reads a credential file that must exist: a proxy told to
-// check credentials against a file that is not there is misconfigured, not
-// empty.
-func ReadFileStrict(path string) (*Credentials, error) {
+// ReadFile reads a credential file. One that does not exist is an error
+// (fs.ErrNotExist): a proxy told to check clients against a file that is
+// not there is misconfigured, not one without users.
+func ReadFile(path string) (*Credentials, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

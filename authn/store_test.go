@@ -47,13 +47,10 @@ func TestDeriveCredentialRFC7677(t *testing.T) {
 
 func TestCredentialFileRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "clients.yaml")
-	c, err := ReadFile(path)
-	if err != nil || len(c.Users()) != 0 {
-		t.Fatalf("a missing file: %v, %v", c.Users(), err)
+	if _, err := ReadFile(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v", err)
 	}
-	if _, err := ReadFileStrict(path); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("strict read of a missing file: %v", err)
-	}
+	c := &Credentials{}
 	for _, u := range []string{"bob", "alice", "a,b=c"} {
 		for _, m := range ScramMechanisms() {
 			cred, err := NewCredential(m, []byte("hunter2-"+u), 4096)

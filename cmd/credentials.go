@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -54,8 +55,7 @@ standard input; one trailing newline is dropped. It is never a flag's
 value, which other users of the machine could read.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			fs := c.Flags()
-			bad := func(name, reason string) error { return usage(config.InvalidFlag(fs, name, reason)) }
+			bad := func(name, reason string) error { return usage(config.InvalidFlag(c.Flags(), name, reason)) }
 			if err := authn.ValidUser(user); err != nil {
 				return bad("user", err.Error())
 			}
@@ -72,7 +72,11 @@ value, which other users of the machine could read.`,
 			if err != nil {
 				return err
 			}
+			// The first add creates the file.
 			creds, err := authn.ReadFile(file)
+			if errors.Is(err, fs.ErrNotExist) {
+				creds, err = &authn.Credentials{}, nil
+			}
 			if err != nil {
 				return err
 			}
@@ -144,7 +148,7 @@ func newCredentialsListCommand() *cobra.Command {
 		Short: "List the users of a credential file and their mechanisms, never a secret",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			creds, err := authn.ReadFileStrict(file)
+			creds, err := authn.ReadFile(file)
 			if err != nil {
 				return err
 			}
