@@ -39,10 +39,10 @@ func (p Principal) String() string {
 // secret, and it does not tell an unknown user from a wrong password.
 var ErrAuthentication = errors.New("authentication failed: invalid credentials")
 
-// FailureDelay is how long the proxy waits after a refused authentication
-// before it answers (and closes): Kafka's connection.failed.authentication.delay.ms
-// default (KIP-306), which slows a client guessing passwords without
-// holding a good one back.
+// FailureDelay is how long the proxy holds a connection whose
+// authentication it refused before closing it: the default of Kafka's
+// connection.failed.authentication.delay.ms (KIP-306), which slows a
+// client guessing passwords and never delays a good one.
 const FailureDelay = 100 * time.Millisecond
 
 // Exchange is one SASL authentication in progress, server side. Step takes
