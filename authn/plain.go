@@ -10,9 +10,9 @@ import (
 const MechanismPLAIN = "PLAIN"
 
 var (
-	errPlainTLS       = refuse("PLAIN is refused on a connection without TLS")
-	errPlainMalformed = refuse("invalid SASL/PLAIN message: want authzid NUL user NUL password")
-	errPlainEmpty     = refuse("SASL/PLAIN user name or password not specified")
+	errPlainTLS       = credRefuse("PLAIN is refused on a connection without TLS")
+	errPlainMalformed = credRefuse("invalid SASL/PLAIN message: want authzid NUL user NUL password")
+	errPlainEmpty     = credRefuse("SASL/PLAIN user name or password not specified")
 )
 
 // PlainOptions configure NewPlain.

@@ -65,7 +65,7 @@ func TestPlainWithFranzGo(t *testing.T) {
 }
 
 func TestPlainNeedsTLS(t *testing.T) {
-	store := testStore(t, 4096, "alice")
+	store := credTestStore(t, 4096, "alice")
 	a := plain.Auth{User: "alice", Pass: "alice-secret"}
 	if _, err := plainRun(t, NewPlain(store, PlainOptions{}), false, a); !errors.Is(err, errPlainTLS) || !errors.Is(err, ErrAuthentication) {
 		t.Errorf("without TLS: %v", err)
@@ -76,7 +76,7 @@ func TestPlainNeedsTLS(t *testing.T) {
 }
 
 func TestPlainMalformed(t *testing.T) {
-	m := NewPlain(testStore(t, 4096, "alice"), PlainOptions{})
+	m := NewPlain(credTestStore(t, 4096, "alice"), PlainOptions{})
 	for token, want := range map[string]error{
 		"alice\x00alice-secret":             errPlainMalformed,
 		"\x00alice\x00alice-secret\x00":     errPlainMalformed,
@@ -95,7 +95,7 @@ func TestPlainMalformed(t *testing.T) {
 // BenchmarkPlain shows that an unknown user costs what a known one does:
 // one key derivation at the default iterations.
 func BenchmarkPlain(b *testing.B) {
-	m := NewPlain(testStore(b, DefaultIterations, "alice"), PlainOptions{})
+	m := NewPlain(credTestStore(b, DefaultIterations, "alice"), PlainOptions{})
 	for _, user := range []string{"alice", "nobody"} {
 		b.Run(user, func(b *testing.B) {
 			token := []byte("\x00" + user + "\x00wrong")

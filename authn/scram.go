@@ -21,20 +21,20 @@ type credRefusal struct{ msg string }
 func (r *credRefusal) Error() string        { return "authentication failed: " + r.msg }
 func (r *credRefusal) Is(target error) bool { return target == ErrAuthentication }
 
-func refuse(msg string) error { return &credRefusal{msg: msg} }
+func credRefuse(msg string) error { return &credRefusal{msg: msg} }
 
 // The refusals of the store's mechanisms. A wrong password and an unknown
 // user are both ErrAuthentication itself, so that neither the client nor a
 // log tells them apart.
 var (
-	errMalformed       = refuse("malformed SCRAM message")
-	errAuthzid         = refuse("client requested an authorization id that is different from the user name")
-	errTokenAuth       = refuse("delegation tokens are not supported")
-	errChannelBinding  = refuse("channel binding is not supported")
-	errMandatoryExt    = refuse("mandatory SCRAM extensions are not supported")
-	errNonce           = refuse("invalid nonce in the SCRAM client-final-message")
-	errBindingMismatch = refuse("channel binding data differ from the SCRAM gs2 header")
-	errExchangeOver    = refuse("the SASL exchange is over")
+	errMalformed       = credRefuse("malformed SCRAM message")
+	errAuthzid         = credRefuse("client requested an authorization id that is different from the user name")
+	errTokenAuth       = credRefuse("delegation tokens are not supported")
+	errChannelBinding  = credRefuse("channel binding is not supported")
+	errMandatoryExt    = credRefuse("mandatory SCRAM extensions are not supported")
+	errNonce           = credRefuse("invalid nonce in the SCRAM client-final-message")
+	errBindingMismatch = credRefuse("channel binding data differ from the SCRAM gs2 header")
+	errExchangeOver    = credRefuse("the SASL exchange is over")
 )
 
 // scramNonceSize is the random part the server adds to the client's nonce.
@@ -216,7 +216,7 @@ func (x *scramExchange) first(msg string) ([]byte, error) {
 	}
 	for _, ext := range fields[2:] {
 		k, v, ok := strings.Cut(ext, "=")
-		if !ok || !alpha(k) {
+		if !ok || !scramAlpha(k) {
 			return nil, errMalformed
 		}
 		// KIP-48: the user name is a delegation token's id and the
@@ -250,7 +250,7 @@ func (x *scramExchange) first(msg string) ([]byte, error) {
 // and answers "v=" base64(ServerSignature), or a server-error ("e=...")
 // with the refusal.
 func (x *scramExchange) final(msg string) ([]byte, error) {
-	withoutProof, rawProof, ok := cutLast(msg, ",p=")
+	withoutProof, rawProof, ok := scramCutLast(msg, ",p=")
 	if !ok {
 		return []byte("e=invalid-encoding"), errMalformed
 	}
@@ -271,7 +271,7 @@ func (x *scramExchange) final(msg string) ([]byte, error) {
 		return []byte("e=invalid-encoding"), errMalformed
 	}
 	for _, ext := range fields[2:] {
-		if k, _, ok := strings.Cut(ext, "="); !ok || !alpha(k) {
+		if k, _, ok := strings.Cut(ext, "="); !ok || !scramAlpha(k) {
 			return []byte("e=invalid-encoding"), errMalformed
 		}
 	}
@@ -351,7 +351,7 @@ func printableNonce(s string) bool {
 	return true
 }
 
-func alpha(s string) bool {
+func scramAlpha(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -363,8 +363,8 @@ func alpha(s string) bool {
 	return true
 }
 
-// cutLast cuts s around the last sep.
-func cutLast(s, sep string) (before, after string, found bool) {
+// scramCutLast cuts s around the last sep.
+func scramCutLast(s, sep string) (before, after string, found bool) {
 	i := strings.LastIndex(s, sep)
 	if i < 0 {
 		return s, "", false

@@ -150,11 +150,11 @@ func scramRun(t *testing.T, client sasl.Mechanism, x Exchange) error {
 	return nil
 }
 
-func testStore(t testing.TB, iterations int, users ...string) *Store {
+func credTestStore(t testing.TB, iterations int, users ...string) *Store {
 	t.Helper()
 	c := &Credentials{}
 	for _, u := range users {
-		for _, m := range ScramMechanisms() {
+		for _, m := range SCRAMMechanisms() {
 			cred, err := NewCredential(m, []byte(u+"-secret"), iterations)
 			if err != nil {
 				t.Fatal(err)
@@ -170,8 +170,8 @@ func testStore(t testing.TB, iterations int, users ...string) *Store {
 // TestScramWithFranzGo runs the franz-go client, which kgo uses, against
 // the server over both hashes.
 func TestScramWithFranzGo(t *testing.T) {
-	store := testStore(t, 4096, "alice", "a,b=c")
-	for _, name := range ScramMechanisms() {
+	store := credTestStore(t, 4096, "alice", "a,b=c")
+	for _, name := range SCRAMMechanisms() {
 		mech, err := NewSCRAM(name, store)
 		if err != nil {
 			t.Fatal(err)
@@ -219,7 +219,7 @@ func TestScramWithFranzGo(t *testing.T) {
 // iterations, the same salt on every attempt, and fail only at the proof
 // with the same answer as a wrong password.
 func TestScramUnknownUserLooksKnown(t *testing.T) {
-	mech, _ := NewSCRAM(MechanismSCRAMSHA256, testStore(t, 4096, "alice"))
+	mech, _ := NewSCRAM(MechanismSCRAMSHA256, credTestStore(t, 4096, "alice"))
 	first := func(user string) string {
 		reply, _, err := mech.Start(false).Step([]byte("n,,n=" + user + ",r=abc"))
 		if err != nil {
@@ -294,7 +294,7 @@ func FuzzScramServer(f *testing.F) {
 	f.Add([]byte(v.clientFirst), []byte(v.clientFinal))
 	f.Add([]byte("y,a=user,n=user,r=x,tokenauth=false,ext=1"), []byte("c=eSxhPXVzZXIs,r=x,e=1,p=AAAA"))
 	f.Add([]byte("n,,n=nobody,r=abc"), []byte("c=biws,r=abc,p="))
-	store := testStore(f, 4096, "user")
+	store := credTestStore(f, 4096, "user")
 	mech, err := NewSCRAM(MechanismSCRAMSHA256, store)
 	if err != nil {
 		f.Fatal(err)

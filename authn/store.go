@@ -68,8 +68,8 @@ func scramHash(mechanism string) func() hash.Hash {
 	return nil
 }
 
-// ScramMechanisms lists the mechanisms a credential can be made for.
-func ScramMechanisms() []string { return []string{MechanismSCRAMSHA256, MechanismSCRAMSHA512} }
+// SCRAMMechanisms lists the mechanisms a credential can be made for.
+func SCRAMMechanisms() []string { return []string{MechanismSCRAMSHA256, MechanismSCRAMSHA512} }
 
 // NewCredential derives the credential of password for mechanism with a
 // fresh random salt, as `kafka-configs --add-config
@@ -134,7 +134,7 @@ type Credentials struct {
 
 // Set adds or replaces user's credential for mechanism.
 func (c *Credentials) Set(user, mechanism string, cred Credential) error {
-	if err := ValidUser(user); err != nil {
+	if err := ValidUserName(user); err != nil {
 		return err
 	}
 	if err := checkCredential(mechanism, cred); err != nil {
@@ -185,9 +185,9 @@ func (c *Credentials) Mechanisms(user string) []string {
 	return ms
 }
 
-// ValidUser refuses a user name no client could send: empty, not UTF-8,
+// ValidUserName refuses a user name no client could send: empty, not UTF-8,
 // or holding a control character (PLAIN separates its fields with NUL).
-func ValidUser(user string) error {
+func ValidUserName(user string) error {
 	switch {
 	case user == "":
 		return errors.New("empty user name")
@@ -237,9 +237,9 @@ const fileHeader = `# inorder client credentials: salted SCRAM credentials (RFC 
 # keep this file private. Written by "inorder credentials add".
 `
 
-// Parse reads the content of a credential file. Its errors name the user,
+// ParseCredentials reads the content of a credential file. Its errors name the user,
 // mechanism and field at fault, never a value.
-func Parse(data []byte) (*Credentials, error) {
+func ParseCredentials(data []byte) (*Credentials, error) {
 	var fc fileContent
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -383,7 +383,7 @@ func NewStore(c *Credentials) *Store {
 // Load reads the credential file at path and swaps it in. On an error the
 // store keeps what it held.
 func (s *Store) Load(path string) error {
-	c, err := ReadFile(path)
+	c, err := ReadCredentials(path)
 	if err != nil {
 		return err
 	}
@@ -391,25 +391,27 @@ func (s *Store) Load(path string) error {
 	return nil
 }
 
-// ReadFile reads a credential file. One that does not exist is an error
+// ReadCredentials reads a credential file. One that does not exist is an error
 // (fs.ErrNotExist): a proxy told to check clients against a file that is
 // not there is misconfigured, not one without users.
-func ReadFile(path string) (*Credentials, error) {
+func ReadCredentials(path string) (*Credentials, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	c, err := Parse(data)
+	c, err := ParseCredentials(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
 }
 
-// Swap replaces the credentials the store holds.
+// Swap replaces the credentials the store holds. c must not change
+// afterwards: lookups read it without a lock.
 func (s *Store) Swap(c *Credentials) { s.creds.Store(c) }
 
-// Lookup gives user's credential for mechanism.
+// Lookup gives user's credential for mechanism. The credential shares
+// the store's memory: read it, never change it.
 func (s *Store) Lookup(user, mechanism string) (Credential, bool) {
 	if s == nil {
 		return Credential{}, false

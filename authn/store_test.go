@@ -47,12 +47,12 @@ func TestDeriveCredentialRFC7677(t *testing.T) {
 
 func TestCredentialFileRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "clients.yaml")
-	if _, err := ReadFile(path); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := ReadCredentials(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing file: %v", err)
 	}
 	c := &Credentials{}
 	for _, u := range []string{"bob", "alice", "a,b=c"} {
-		for _, m := range ScramMechanisms() {
+		for _, m := range SCRAMMechanisms() {
 			cred, err := NewCredential(m, []byte("hunter2-"+u), 4096)
 			if err != nil {
 				t.Fatal(err)
@@ -81,7 +81,7 @@ func TestCredentialFileRoundTrip(t *testing.T) {
 	if bytes.Index(raw, []byte("alice:")) > bytes.Index(raw, []byte("bob:")) {
 		t.Errorf("users not sorted:\n%s", raw)
 	}
-	back, err := ReadFile(path)
+	back, err := ReadCredentials(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestCredentialFileRoundTrip(t *testing.T) {
 		t.Errorf("read back %v, %v", back.Users(), back.Mechanisms("bob"))
 	}
 	for _, u := range c.Users() {
-		for _, m := range ScramMechanisms() {
+		for _, m := range SCRAMMechanisms() {
 			a, _ := c.Lookup(u, m)
 			b, ok := back.Lookup(u, m)
 			if !ok || !bytes.Equal(a.Salt, b.Salt) || !bytes.Equal(a.StoredKey, b.StoredKey) || !bytes.Equal(a.ServerKey, b.ServerKey) || a.Iterations != b.Iterations {
@@ -156,7 +156,7 @@ func TestParseErrorsShowNoSecret(t *testing.T) {
 		{"duplicate user", "users:\n  alice:\n    SCRAM-SHA-256:\n      " + g + "\n  alice:\n    SCRAM-SHA-256:\n      " + g, "malformed"},
 		{"no credential", "users:\n  alice: {}\n", `user "alice": no credential`},
 	} {
-		_, err := Parse([]byte(c.body))
+		_, err := ParseCredentials([]byte(c.body))
 		if err == nil {
 			t.Errorf("%s: accepted", c.what)
 			continue
@@ -168,7 +168,7 @@ func TestParseErrorsShowNoSecret(t *testing.T) {
 			t.Errorf("%s: the error shows a key: %v", c.what, err)
 		}
 	}
-	if c, err := Parse([]byte("# nothing yet\n")); err != nil || len(c.Users()) != 0 {
+	if c, err := ParseCredentials([]byte("# nothing yet\n")); err != nil || len(c.Users()) != 0 {
 		t.Errorf("an empty file: %v, %v", c.Users(), err)
 	}
 }
@@ -219,12 +219,12 @@ func TestStoreLoadAndSwap(t *testing.T) {
 
 func TestValidUser(t *testing.T) {
 	for _, u := range []string{"", "a\x00b", "tab\there", "\xff"} {
-		if ValidUser(u) == nil {
+		if ValidUserName(u) == nil {
 			t.Errorf("%q accepted", u)
 		}
 	}
 	for _, u := range []string{"alice", "a,b=c", "Zoë", "User:x"} {
-		if err := ValidUser(u); err != nil {
+		if err := ValidUserName(u); err != nil {
 			t.Errorf("%q: %v", u, err)
 		}
 	}

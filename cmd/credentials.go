@@ -56,13 +56,13 @@ value, which other users of the machine could read.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			bad := func(name, reason string) error { return usage(config.InvalidFlag(c.Flags(), name, reason)) }
-			if err := authn.ValidUser(user); err != nil {
+			if err := authn.ValidUserName(user); err != nil {
 				return bad("user", err.Error())
 			}
 			for _, m := range mechanisms {
-				if !slices.Contains(authn.ScramMechanisms(), m) {
+				if !slices.Contains(authn.SCRAMMechanisms(), m) {
 					// The flag repeats: name the one value at fault.
-					return usage(&config.FieldError{Field: "--mechanism", Value: m, Reason: "must be " + strings.Join(authn.ScramMechanisms(), " or ")})
+					return usage(&config.FieldError{Field: "--mechanism", Value: m, Reason: "must be " + strings.Join(authn.SCRAMMechanisms(), " or ")})
 				}
 			}
 			if iterations < authn.MinIterations || iterations > authn.MaxIterations {
@@ -73,7 +73,7 @@ value, which other users of the machine could read.`,
 				return err
 			}
 			// The first add creates the file.
-			creds, err := authn.ReadFile(file)
+			creds, err := authn.ReadCredentials(file)
 			if errors.Is(err, fs.ErrNotExist) {
 				creds, err = &authn.Credentials{}, nil
 			}
@@ -148,7 +148,7 @@ func newCredentialsListCommand() *cobra.Command {
 		Short: "List the users of a credential file and their mechanisms, never a secret",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			creds, err := authn.ReadFile(file)
+			creds, err := authn.ReadCredentials(file)
 			if err != nil {
 				return err
 			}
