@@ -315,3 +315,19 @@ func FuzzScramServer(f *testing.F) {
 		}
 	})
 }
+
+// TestSaslName decodes the user names of Kafka's ScramFormatterTest as
+// its clients escape them, and refuses an "=" that escapes nothing.
+func TestSaslName(t *testing.T) {
+	escape := strings.NewReplacer("=", "=3D", ",", "=2C")
+	for _, u := range []string{"user1", "123", "1,2", "user=A", "user==B", "user,1", "user 1", ",", "=", ",=", "==", "Zoë"} {
+		if got, ok := saslName(escape.Replace(u)); !ok || got != u {
+			t.Errorf("%q: %q, %v", u, got, ok)
+		}
+	}
+	for _, bad := range []string{"", "a=", "a=2", "a=2c", "a=41", "a\x00b", "\xff"} {
+		if got, ok := saslName(bad); ok {
+			t.Errorf("%q accepted as %q", bad, got)
+		}
+	}
+}
