@@ -39,6 +39,12 @@ func (p Principal) String() string {
 // secret, and it does not tell an unknown user from a wrong password.
 var ErrAuthentication = errors.New("authentication failed: invalid credentials")
 
+// FailureDelay is how long the proxy holds a connection whose
+// authentication it refused before closing it: the default of Kafka's
+// connection.failed.authentication.delay.ms (KIP-306), which slows a
+// client guessing passwords and never delays a good one.
+const FailureDelay = 100 * time.Millisecond
+
 // Exchange is one SASL authentication in progress, server side. Step takes
 // the client's next token and returns the server's reply; done reports that
 // the exchange ended with success. An error ends the exchange; it wraps

@@ -156,6 +156,7 @@ func newRootCommand() *cobra.Command {
 		newDevCommand(),
 		newBenchCommand(),
 		newCheckCommand(),
+		newCredentialsCommand(),
 	)
 	eachCommand(root, func(c *cobra.Command) {
 		markRun(c)
