@@ -43,7 +43,9 @@
 // The SNI listener: r := m.SNIRoute(metrics.SNINode, id) once per
 // connection, then r.Connected(), r.Received(n), r.Sent(n);
 // m.SNIRefused(metrics.SNIUnknownName).
-// SASL: m.SASLAuthentication("SCRAM-SHA-256", metrics.ResultSuccess).
+// SASL: m.SASLAuthentication("SCRAM-SHA-256", metrics.ResultSuccess) for
+// the proxy's own upstream authentication; the clients it authenticates
+// itself: m.ClientAuthentication("SCRAM-SHA-256", metrics.ResultFailure).
 // Reload: m.ConfigReload(metrics.ReloadSuccess).
 //
 // Names lists every inorder_* family, for checks of dashboards and alerts

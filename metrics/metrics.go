@@ -39,6 +39,7 @@ const (
 	NameConfigReloadTimestamp  = "inorder_config_last_reload_success_timestamp_seconds"
 	NameTLSHandshakeFailures   = "inorder_tls_handshake_failures_total"
 	NameSASLAuthentications    = "inorder_sasl_authentications_total"
+	NameClientAuthentications  = "inorder_client_authentications_total"
 	NameStreamed               = "inorder_streamed_total"
 	NameFramesRefused          = "inorder_frames_refused_total"
 	NameSNIConnections         = "inorder_sni_connections_total"
@@ -56,7 +57,7 @@ func Names() []string {
 		NameReadPaused, NameReadPauses, NameUpstreamOutOfOrder, NameViolations,
 		NameUpstreamDialErrors, NameUpstreamProtocolErrors, NameListenersOpen,
 		NameConfigReloads, NameConfigReloadTimestamp, NameTLSHandshakeFailures,
-		NameSASLAuthentications, NameStreamed, NameFramesRefused, NameSNIConnections, NameSNIBytes, NameSNIRefusals,
+		NameSASLAuthentications, NameClientAuthentications, NameStreamed, NameFramesRefused, NameSNIConnections, NameSNIBytes, NameSNIRefusals,
 	}
 }
 
@@ -116,6 +117,7 @@ type Metrics struct {
 	reloadTime     prometheus.Gauge
 	tlsFailures    map[Side]closedSet[TLSFailure]
 	sasl           map[Result]closedSet[string]
+	clientAuth     map[Result]closedSet[string]
 	sni            sniSet
 
 	source atomic.Pointer[func(*Gauges)]
@@ -158,6 +160,11 @@ func New() *Metrics {
 	m.sasl = make(map[Result]closedSet[string], len(results))
 	for _, r := range results {
 		m.sasl[r] = newClosedSet(sasl.MustCurryWith(prometheus.Labels{"result": string(r)}), saslMechanisms, "other")
+	}
+	ca := f.counterVec(NameClientAuthentications, "Client SASL authentications the proxy answered itself (re-authentications included), by mechanism and result.", "mechanism", "result")
+	m.clientAuth = make(map[Result]closedSet[string], len(results))
+	for _, r := range results {
+		m.clientAuth[r] = newClosedSet(ca.MustCurryWith(prometheus.Labels{"result": string(r)}), saslMechanisms, "other")
 	}
 	m.sni = newSNISet(f)
 	m.reg.MustRegister(newGaugeCollector(m), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -373,6 +380,20 @@ func (m *Metrics) TLSHandshakeFailure(s Side, r TLSFailure) {
 		set = m.tlsFailures[SideClient]
 	}
 	set.get(r).Inc()
+}
+
+// ClientAuthentication counts a client's SASL authentication that the
+// proxy answered itself, by mechanism (names outside the closed set count
+// as "other") and result.
+func (m *Metrics) ClientAuthentication(mechanism string, r Result) {
+	if m == nil {
+		return
+	}
+	set, ok := m.clientAuth[r]
+	if !ok {
+		set = m.clientAuth[ResultFailure]
+	}
+	set.get(mechanism).Inc()
 }
 
 // SASLAuthentication counts a SASL authentication with the named mechanism

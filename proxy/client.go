@@ -36,6 +36,12 @@ func (c *conn) readClient() error {
 			c.finishInFlight()
 			return err
 		}
+		if err := c.screen(r); err != nil {
+			putRequest(r)
+			c.endFrame()
+			c.finishInFlight()
+			return err
+		}
 		if err := c.beforeSubmit(); err != nil {
 			putRequest(r)
 			return err

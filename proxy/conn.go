@@ -149,6 +149,7 @@ type conn struct {
 	// sequenced, constant after.
 	corrBase uint32
 	sasl     saslState
+	auth     connAuth // client authentication at the proxy (clientauth.go)
 
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).
@@ -370,9 +371,13 @@ func (c *conn) release() {
 func (c *conn) logClose() {
 	reason := c.cause()
 	attrs := []any{"client", c.client.RemoteAddr().String(), "node", c.node}
+	if p := c.principal(); p != "" {
+		attrs = append(attrs, "principal", p)
+	}
 	switch {
 	case reason == nil, errors.Is(reason, errClientClosed), errors.Is(reason, ErrShutdown),
-		errors.Is(reason, ErrTLSHandshake), errors.Is(reason, ErrServerName), errors.Is(reason, ErrUpstreamAuth): // logged, rate-limited, where they happen
+		errors.Is(reason, ErrTLSHandshake), errors.Is(reason, ErrServerName), errors.Is(reason, ErrUpstreamAuth),
+		errors.Is(reason, ErrClientAuth): // logged, rate-limited, where they happen
 		c.p.log.Debug("connection closed", append(attrs, "reason", reason)...)
 	case errors.Is(reason, ErrBadRequest), errors.Is(reason, ErrUpstreamProtocol), errors.Is(reason, ErrClientSASL), errors.Is(reason, ErrMemory):
 		c.p.log.Warn("connection closed", append(attrs, "reason", reason.Error())...)

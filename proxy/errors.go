@@ -45,6 +45,10 @@ var (
 	// ErrClientSASL closes a client whose SASL exchange the proxy cannot
 	// relay.
 	ErrClientSASL = errors.New("client SASL not relayed")
+	// ErrClientAuth closes a client that the proxy's client
+	// authentication refused: bad credentials, a request before
+	// authentication, a session that expired.
+	ErrClientAuth = errors.New("client authentication")
 	// ErrShutdown closes a client when the proxy shuts down.
 	ErrShutdown = errors.New("proxy shutting down")
 

@@ -223,7 +223,7 @@ func closeReason(err error) metrics.CloseReason {
 		return metrics.CloseReadTimeout
 	case errors.Is(err, ErrTLSHandshake), errors.Is(err, ErrServerName):
 		return metrics.CloseTLS
-	case errors.Is(err, ErrUpstreamAuth):
+	case errors.Is(err, ErrUpstreamAuth), errors.Is(err, ErrClientAuth):
 		return metrics.CloseSASL
 	case errors.Is(err, ErrBadRequest), errors.Is(err, ErrClientSASL):
 		return metrics.CloseBadRequest

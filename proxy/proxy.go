@@ -78,6 +78,8 @@ type Proxy struct {
 	noSplice bool
 	metrics  *metrics.Metrics // nil records nothing
 	single   *singleView      // the single topology's view; nil in the others
+	// clientAuth authenticates clients at the proxy; nil: none.
+	clientAuth ClientAuth
 
 	listenHost string
 	advHost    string

@@ -77,6 +77,9 @@ func (c *conn) startSession(addr string, s upauth.Session) {
 // parse time: answered with an error when the proxy authenticates for the
 // client; otherwise forwarded, remembering a v0 handshake's mechanism.
 func (c *conn) prepareSASL(r *request) error {
+	if c.p.clientSASL() {
+		return nil // answered by the client authentication (screen)
+	}
 	if c.p.sec.auth != nil {
 		c.refuseClientSASL(r)
 		return nil
@@ -157,6 +160,9 @@ func (c *conn) beforeSubmit() error {
 // afterSubmit relays the raw tokens of a legacy SASL exchange, when the
 // request just submitted was a SaslHandshake v0.
 func (c *conn) afterSubmit() error {
+	if err := c.afterScreen(); err != nil {
+		return err
+	}
 	mech := c.sasl.v0Mech
 	if mech == "" {
 		return nil
