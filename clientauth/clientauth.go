@@ -386,14 +386,13 @@ func (s *session) succeed(lifetime bool) error {
 	}
 	s.principal, s.authed, s.reauth = p, true, false
 	s.state = stateDone
-	s.x = nil
 	s.expires = time.Time{}
 	if lifetime {
-		life := s.mechLifetime()
-		if life > 0 {
+		if life := s.mechLifetime(); life > 0 {
 			s.expires = s.g.cfg.Now().Add(life)
 		}
 	}
+	s.x = nil
 	s.g.cfg.Metrics.ClientAuthentication(s.mech.Name(), metrics.ResultSuccess)
 	return nil
 }

@@ -11,7 +11,10 @@ package proxy
 import (
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/clientauth"
 	"github.com/inorder-proxy/inorder/ordering"
@@ -53,6 +56,27 @@ func (c *conn) principal() string {
 
 // clientSASL reports whether the proxy answers the client's SASL itself.
 func (p *Proxy) clientSASL() bool { return p.clientAuth != nil && p.clientAuth.SASL() }
+
+// advertiseClientSASL makes an ApiVersions answer list the SaslHandshake
+// and SaslAuthenticate versions the client authentication serves, when it
+// answers them, whatever the upstream serves: clients choose the SASL flow
+// by them (no SaslHandshake v1 or no SaslAuthenticate means the raw v0
+// tokens), and the upstream never sees those requests.
+func (p *Proxy) advertiseClientSASL(av *kmsg.ApiVersionsResponse) {
+	if !p.clientSASL() || av.ErrorCode != 0 {
+		return
+	}
+	for _, key := range []int16{keySaslHandshake, keySaslAuthenticate} {
+		max, _ := wire.MaxVersion(key)
+		i := slices.IndexFunc(av.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == key })
+		if i < 0 {
+			av.ApiKeys = append(av.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: key})
+			i = len(av.ApiKeys) - 1
+		}
+		av.ApiKeys[i].MinVersion, av.ApiKeys[i].MaxVersion = 0, max
+	}
+	slices.SortFunc(av.ApiKeys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
+}
 
 // screen hands r to the client authentication. An error closes the
 // connection without an answer to r.

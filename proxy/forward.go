@@ -77,23 +77,31 @@ func (c *conn) dispatchLocked() (local bool) {
 		// processes nothing after it: what is queued stays queued.
 		return false
 	}
-	start := len(c.outq)
-	c.outq = c.seq.Dispatch(c.outq)
-	kept := c.outq[:start]
-	for _, r := range c.outq[start:] {
-		if r.local != nil {
-			r.resp = r.local
-			r.local = nil
-			c.seq.Hold(len(r.resp.B))
-			c.seq.Complete(r.seq)
-			local = true
-			continue
+	for {
+		start := len(c.outq)
+		c.outq = c.seq.Dispatch(c.outq)
+		kept := c.outq[:start]
+		completed := false
+		for _, r := range c.outq[start:] {
+			if r.local != nil {
+				r.resp = r.local
+				r.local = nil
+				c.seq.Hold(len(r.resp.B))
+				c.seq.Complete(r.seq)
+				local, completed = true, true
+				continue
+			}
+			kept = append(kept, r)
 		}
-		kept = append(kept, r)
+		clear(c.outq[len(kept):])
+		c.outq = kept
+		if !completed {
+			return local
+		}
+		// A completed barrier releases what waited behind it, which
+		// may be answered locally too (a SaslHandshake, then its
+		// SaslAuthenticate).
 	}
-	clear(c.outq[len(kept):])
-	c.outq = kept
-	return local
 }
 
 // flush writes the upstream queue until it is empty, or, unless byReader,

@@ -117,6 +117,7 @@ func (c *conn) apiVersionsResponse(r *request, buf *wire.Buf) (*wire.Buf, error)
 			}
 		}
 	}
+	c.p.advertiseClientSASL(resp)
 	out := wire.AppendResponse(make([]byte, 0, len(buf.B)), r.hdr.Correlation, false, resp.AppendTo)
 	wire.Put(buf)
 	return &wire.Buf{B: out}, nil

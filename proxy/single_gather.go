@@ -259,6 +259,7 @@ func (s *singleConn) finish(st *splitState) {
 // limits a broker's in the other topologies: to what it may forward and
 // to --api-version-cap.
 func (c *conn) clampSingleVersions(av *kmsg.ApiVersionsResponse) {
+	defer c.p.advertiseClientSASL(av)
 	rewrite.CapVersions(av, c.cfg.APIVersionCap)
 	if c.p.versions == nil {
 		return
