@@ -152,16 +152,23 @@ partition keeps at most --retention-bytes and nothing older than
 		log.Info("embedded broker started", "took", time.Since(began).Round(time.Millisecond), "brokers", *brokers, "data_dir", *dataDir,
 			"retention_bytes", config.FormatSize(retentionBytes), "retention_time", *retentionTime, "default_partitions", *partitions)
 		cfg.Upstreams = kc.ListenAddrs()
-		p, err := proxy.New(cfg, log, proxy.WithListener(ln), proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(newMetrics(cfg)))
+		m := newMetrics(cfg)
+		auth, err := newClientAuth(cfg, m, log)
 		if err != nil {
 			kc.Close()
 			return err
 		}
+		p, err := proxy.New(cfg, log, append(auth.options(), proxy.WithListener(ln), proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(m))...)
+		if err != nil {
+			kc.Close()
+			return err
+		}
+		defer auth.watch(ctx)()
 		served = true
 		fmt.Fprintf(c.OutOrStdout(), "inorder: embedded broker at %s (direct, bypassing the proxy: for comparisons only)\n",
 			strings.Join(kc.ListenAddrs(), ","))
 		adminListen := cfg.AdminListen
-		s, err := runProxy(ctx, p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: devDefault(), level: level,
+		s, err := runProxy(ctx, p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: devDefault(), level: level, hooks: auth.hooks(),
 			adjust: func(next *config.Config) {
 				next.Upstreams = kc.ListenAddrs()
 				next.AdminListen = adminListen

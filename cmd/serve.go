@@ -29,11 +29,17 @@ rewritten to those listeners.`,
 		}
 		setMemoryLimit(cfg)
 		log, level := newLogger(c.ErrOrStderr(), cfg)
-		p, err := proxy.New(cfg, log, proxy.WithMetrics(newMetrics(cfg)))
+		m := newMetrics(cfg)
+		auth, err := newClientAuth(cfg, m, log)
 		if err != nil {
 			return err
 		}
-		s, err := runProxy(c.Context(), p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: config.Default(), level: level})
+		p, err := proxy.New(cfg, log, append(auth.options(), proxy.WithMetrics(m))...)
+		if err != nil {
+			return err
+		}
+		defer auth.watch(c.Context())()
+		s, err := runProxy(c.Context(), p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: config.Default(), level: level, hooks: auth.hooks()})
 		if err == nil {
 			logStopped(log, s)
 		}

@@ -69,6 +69,8 @@ type Security struct {
 	// clients it has not authenticated itself while listening on a
 	// non-loopback address. False refuses that unless TLSClientCA is set.
 	AllowUnauthenticatedClients bool
+
+	ClientAuth
 }
 
 // ListenerTLS reports whether the listeners speak TLS.
@@ -94,7 +96,8 @@ func bindSecurityFlags(fs *pflag.FlagSet, s *Security) {
 	fs.StringVar(&s.UpstreamSASLUsername, "upstream-sasl-username", s.UpstreamSASLUsername, "user for PLAIN and SCRAM")
 	fs.StringVar(&s.UpstreamSASLPasswordFile, "upstream-sasl-password-file", s.UpstreamSASLPasswordFile, "file holding the password, re-read at each authentication (default: $"+EnvUpstreamSASLPassword+")")
 	fs.StringVar(&s.UpstreamSASLTokenFile, "upstream-sasl-token-file", s.UpstreamSASLTokenFile, "file holding the OAUTHBEARER token, re-read at each authentication")
-	fs.BoolVar(&s.AllowUnauthenticatedClients, "allow-unauthenticated-clients", s.AllowUnauthenticatedClients, "with --upstream-sasl-mechanism on a non-loopback listener, serve clients without client certificates")
+	fs.BoolVar(&s.AllowUnauthenticatedClients, "allow-unauthenticated-clients", s.AllowUnauthenticatedClients, "with --upstream-sasl-mechanism on a non-loopback listener, serve clients that neither present a client certificate nor authenticate with --client-sasl-mechanisms")
+	bindClientAuthFlags(fs, &s.ClientAuth)
 }
 
 func (c *Config) validateSecurity() error {
@@ -133,9 +136,12 @@ func (c *Config) validateSecurity() error {
 	default:
 		return invalid("upstream-sasl-mechanism", s.UpstreamSASLMechanism, "must be PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
 	}
-	if s.UpstreamSASLMechanism != "" && s.TLSClientCA == "" && !s.AllowUnauthenticatedClients && !loopbackListen(c.Listen) {
+	if err := c.validateClientAuth(); err != nil {
+		return err
+	}
+	if s.UpstreamSASLMechanism != "" && s.TLSClientCA == "" && !s.ClientSASL() && !s.AllowUnauthenticatedClients && !loopbackListen(c.Listen) {
 		return invalid("listen", c.Listen, "is not a loopback address, and with --upstream-sasl-mechanism every client would act with the proxy's identity: "+
-			"require client certificates with --tls-client-ca, or accept this with --allow-unauthenticated-clients")
+			"authenticate clients with --client-sasl-mechanisms or --tls-client-ca, or accept this with --allow-unauthenticated-clients")
 	}
 	// In the order --help lists them, so that a certificate and its key
 	// both missing are reported certificate first.
