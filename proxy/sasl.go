@@ -20,6 +20,10 @@ package proxy
 // responses the proxy consumes, so nothing is reordered or lost in either
 // ordering mode. A client's own SaslHandshake or SaslAuthenticate is
 // answered by the proxy with an error.
+//
+// Terminated at the proxy (client-sasl-mechanisms): the client
+// authentication answers the client's SASL itself (clientauth.go), and
+// none of it reaches the upstream.
 
 import (
 	"context"
