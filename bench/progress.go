@@ -145,23 +145,26 @@ func secs(d time.Duration) string {
 }
 
 // progress writes a line for the target every second until the function
-// it returns is called, which writes the round's last line once it has
-// been measured.
+// it returns is called, which writes the measured round's line if the
+// ticker has not.
 func progress(o Options, t Target, round int, c *counters, rc *roundClock) func() {
 	if o.Progress == nil {
 		return func() {}
 	}
-	line := func() string {
+	line := func() (string, phase) {
 		s := rc.state(time.Now())
 		select {
 		case <-c.flowing:
 			s.Flowing = true
 		default:
 		}
-		return progressLine(o, t.label(), round, s, c.figures())
+		return progressLine(o, t.label(), round, s, c.figures()), s.Phase
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
+	// doneShown is the ticker's until done closes: whether it has
+	// already written a line of the measured round.
+	doneShown := false
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(time.Second)
@@ -172,14 +175,16 @@ func progress(o Options, t Target, round int, c *counters, rc *roundClock) func(
 				return
 			case <-tick.C:
 			}
-			fmt.Fprintln(o.Progress, line())
+			l, ph := line()
+			fmt.Fprintln(o.Progress, l)
+			doneShown = doneShown || ph == phaseDone
 		}
 	}()
 	return func() {
 		close(stop)
 		<-done
-		if rc.state(time.Now()).Phase == phaseDone {
-			fmt.Fprintln(o.Progress, line())
+		if l, ph := line(); ph == phaseDone && !doneShown {
+			fmt.Fprintln(o.Progress, l)
 		}
 	}
 }
