@@ -79,10 +79,10 @@ type BrokerConfig struct {
 type Broker struct {
 	Cluster *kfake.Cluster
 	addrs   []string
-	// close and misbehaved are a misbehaving broker's: its backend's
+	// closeBackend and misbehaved are a misbehaving broker's: its backend's
 	// close and count of responses written out of order.
-	close      func()
-	misbehaved func() int64
+	closeBackend func()
+	misbehaved   func() int64
 }
 
 // advertisedListener reports the address clients should dial instead of its
@@ -194,13 +194,13 @@ func newMisbehaving(cfg BrokerConfig) (*Broker, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Broker{Cluster: r.Cluster(), addrs: []string{r.Addr()}, close: func() { r.Close() }, misbehaved: r.Reordered}, nil
+		return &Broker{Cluster: r.Cluster(), addrs: []string{r.Addr()}, closeBackend: func() { r.Close() }, misbehaved: r.Reordered}, nil
 	case Swap:
 		s, err := hostile.NewSwapper(hostile.SwapperConfig{Listen: listen, KfakeOpts: opts})
 		if err != nil {
 			return nil, err
 		}
-		return &Broker{Cluster: s.Cluster(), addrs: []string{s.Addr()}, close: func() { s.Close() }, misbehaved: s.Swapped}, nil
+		return &Broker{Cluster: s.Cluster(), addrs: []string{s.Addr()}, closeBackend: func() { s.Close() }, misbehaved: s.Swapped}, nil
 	}
 	return nil, badOption("Misbehave", cfg.Misbehave, fmt.Sprintf("must be %s or %s", Reorder, Swap))
 }
@@ -221,8 +221,8 @@ func (b *Broker) Misbehaved() int64 {
 
 // Close stops the broker.
 func (b *Broker) Close() {
-	if b.close != nil {
-		b.close()
+	if b.closeBackend != nil {
+		b.closeBackend()
 		return
 	}
 	b.Cluster.Close()
