@@ -88,6 +88,8 @@ func checkFlags(fs *pflag.FlagSet, o check.Options, format string) error {
 		return bad("format", "must be text, json or junit")
 	case o.Bootstrap == "":
 		return bad("bootstrap", "is required: HOST:PORT of the broker or proxy to probe")
+	case !check.IsHostPort(o.Bootstrap):
+		return bad("bootstrap", "is not HOST:PORT (for example 127.0.0.1:9092)")
 	case o.Requests < check.MinRequests || o.Requests > check.MaxRequests:
 		return bad("requests", fmt.Sprintf("must be between %d and %d", check.MinRequests, check.MaxRequests))
 	case o.Window < 1:

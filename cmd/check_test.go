@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/inorder-proxy/inorder/check"
 	"github.com/inorder-proxy/inorder/internal/hostile"
 	"github.com/inorder-proxy/inorder/internal/junit"
 	"github.com/inorder-proxy/inorder/internal/pipeprobe"
@@ -74,6 +76,26 @@ func TestCheckExitStatus(t *testing.T) {
 				t.Fatalf("progress belongs on stderr only; stdout:\n%s\nstderr:\n%s", out, errOut)
 			}
 		})
+	}
+}
+
+// TestCheckBootstrapWithoutPort: an address without a port is a usage
+// error, said once (not in the report on stdout and again on stderr) and
+// before any dial.
+func TestCheckBootstrapWithoutPort(t *testing.T) {
+	for _, format := range []string{"text", "json", "junit"} {
+		code, out, errOut := runCLI(t, "check", "-b", "127.0.0.1", "--format", format)
+		const want = `--bootstrap: "127.0.0.1" is not HOST:PORT (for example 127.0.0.1:9092)`
+		all := out + errOut
+		if code != 2 || strings.Count(all, want) != 1 || strings.Count(all, "127.0.0.1") != 2 {
+			t.Fatalf("%s: exit %d, want 2 and the message %q once; stdout:\n%s\nstderr:\n%s", format, code, want, out, errOut)
+		}
+		if strings.Contains(all, "unreachable") || strings.Contains(all, "missing port") {
+			t.Fatalf("%s: reported as a dial failure; stdout:\n%s\nstderr:\n%s", format, out, errOut)
+		}
+	}
+	if _, err := check.Run(context.Background(), check.Options{Bootstrap: "127.0.0.1"}); !errors.Is(err, check.ErrOptions) {
+		t.Fatalf("check.Run without a port: %v, want ErrOptions", err)
 	}
 }
 
