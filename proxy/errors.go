@@ -3,6 +3,8 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Errors returned by the Proxy and recorded as the reason a connection
@@ -86,3 +88,31 @@ var (
 	// write, a failed acks=0 write); the client stream is mid-frame.
 	errStranded = fmt.Errorf("%w: a request body could not follow its head", ErrUpstreamFailed)
 )
+
+// oneLine joins errs as errors.Join does for errors.Is and errors.As, but
+// renders them on one line: a reason becomes a log attribute and a close
+// reason, and a newline there splits one event over several lines. The
+// same message from several addresses (every broker refusing alike) is
+// said once. Nil errors are skipped; it returns nil if all are.
+func oneLine(errs ...error) error {
+	errs = slices.DeleteFunc(slices.Clone(errs), func(e error) bool { return e == nil })
+	if len(errs) == 0 {
+		return nil
+	}
+	return joined(errs)
+}
+
+type joined []error
+
+func (j joined) Error() string {
+	var msgs []string
+	for _, e := range j {
+		m := strings.Join(strings.FieldsFunc(e.Error(), func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
+		if !slices.Contains(msgs, m) {
+			msgs = append(msgs, m)
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (j joined) Unwrap() []error { return j }

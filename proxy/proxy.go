@@ -470,7 +470,7 @@ func (p *Proxy) bootstrapUpstream() (net.Conn, string, upauth.Session, error) {
 		}
 		errs = append(errs, err)
 	}
-	err := errors.Join(errs...)
+	err := oneLine(errs...)
 	for _, e := range errs {
 		if !errors.Is(e, ErrUpstreamAuth) {
 			// Not every address refused: the connection failed,
