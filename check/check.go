@@ -144,6 +144,7 @@ const (
 	ReasonUnauthorized Reason = "not authorised"
 	ReasonPermission   Reason = "missing permissions"
 	ReasonUnsupported  Reason = "unsupported"
+	ReasonNotKafka     Reason = "not Kafka"
 	ReasonFailed       Reason = "failed"
 )
 

@@ -37,7 +37,7 @@ Metadata and ApiVersions. It creates and deletes its own topic and group.
 The result goes to standard output (--format text, json or junit), progress
 to standard error. Exit status: 0 every property holds, 1 a violation was
 seen, 2 the check could not run (unreachable, not authorised, missing
-permissions), with the reason.`,
+permissions, not Kafka), with the reason.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkFlags(c.Flags(), o, format); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/inorder-proxy/inorder/admin"
 	"github.com/inorder-proxy/inorder/check"
 	"github.com/inorder-proxy/inorder/internal/hostile"
 	"github.com/inorder-proxy/inorder/internal/junit"
@@ -96,6 +97,27 @@ func TestCheckBootstrapWithoutPort(t *testing.T) {
 	}
 	if _, err := check.Run(context.Background(), check.Options{Bootstrap: "127.0.0.1"}); !errors.Is(err, check.ErrOptions) {
 		t.Fatalf("check.Run without a port: %v, want ErrOptions", err)
+	}
+}
+
+// TestCheckAdminEndpoint: pointed at the admin endpoint, an HTTP port,
+// check says so at once and exits 2, rather than reading "HTTP" as a
+// frame length after the endpoint's header timeout.
+func TestCheckAdminEndpoint(t *testing.T) {
+	adm, err := admin.Listen(admin.Options{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go adm.Serve()
+	defer adm.Shutdown(context.Background())
+	start := time.Now()
+	code, out, errOut := runCLI(t, "check", "-b", adm.Addr())
+	const want = "the address answered HTTP: it is not a Kafka port (an HTTP endpoint, such as inorder's --admin-listen); give --bootstrap a Kafka listener"
+	if code != 2 || !strings.Contains(out, "error: check could not run (not Kafka): ") || !strings.Contains(errOut, want) {
+		t.Fatalf("exit %d, want 2 saying %q; stdout:\n%s\nstderr:\n%s", code, want, out, errOut)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v to say so", d)
 	}
 }
 
