@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -53,6 +54,12 @@ func TestSCRAMClosedByBrokerSaysWhy(t *testing.T) {
 	}
 	// The client's close reason says it once, however many addresses
 	// failed alike.
+	// So does the start-up discovery, where kgo would otherwise read the
+	// closed connection as a TLS mismatch.
+	err := p.Discover(testContext(t, 20*time.Second))
+	if plain := strings.ReplaceAll(why, `\"`, `"`); err == nil || !strings.Contains(err.Error(), plain) || strings.Contains(err.Error(), "TLS") || strings.ContainsAny(err.Error(), "\r\n") {
+		t.Errorf("discovery: %v\nwant it to say\n\t%s", err, plain)
+	}
 	reason := regexp.MustCompile(`msg="connection closed" .* reason=("(?:[^"\\]|\\.)*")`).FindStringSubmatch(log)
 	if reason == nil || reason[1] != `"upstream failed: `+why+`"` {
 		t.Errorf("close reason %q, want\n\t%q\nlog:\n%s", reason, `"upstream failed: `+why+`"`, log)
