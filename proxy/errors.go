@@ -142,7 +142,7 @@ func strangerOnListener(err error) error {
 	case nk.Protocol == wire.TLSHandshake:
 		return &stranger{err, "a TLS ClientHello on a plaintext listener: the client uses TLS; enable --tls-cert and --tls-key, or connect without TLS"}
 	}
-	return &stranger{err, nk.Error() + " on the Kafka port"}
+	return &stranger{err, "the client sent " + nk.Error()}
 }
 
 func httpOnKafkaPort(nk *wire.NotKafkaError) string {
