@@ -486,7 +486,9 @@ func TestOAuthFileReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	claims := func() map[string]any { return with(goodClaims(), "exp", clock().Add(time.Hour).Unix(), "iat", nil, "nbf", nil) }
+	claims := func() map[string]any {
+		return with(goodClaims(), "exp", clock().Add(time.Hour).Unix(), "iat", nil, "nbf", nil)
+	}
 
 	// A new key: its first token makes the file be read again at once.
 	writeFile(t, path, jwksOf(t, "rsa1", "rsa2"))
