@@ -335,6 +335,11 @@ func tlsmapCheckPattern(p string) (string, error) {
 				if strings.HasPrefix(flags, "P") {
 					return "", errors.New("(?P<name>...) is not Java syntax; use (?<name>...)")
 				}
+				for _, la := range []string{"=", "!", "<=", "<!", ">"} {
+					if strings.HasPrefix(flags, la) {
+						return "", fmt.Errorf("(?%s...): lookaround and atomic groups are not supported", la)
+					}
+				}
 				end := strings.IndexAny(flags, ":)")
 				if end > 0 && strings.Trim(flags[:end], "imsUxdu-") == "" {
 					on, _, _ := strings.Cut(flags[:end], "-")
