@@ -37,8 +37,8 @@ type OAuthConfig struct {
 	// Audience, if not empty, must be one of the token's "aud" values.
 	// Empty means the audience is not checked.
 	Audience string
-	// PrincipalClaim names the claim whose value, a non-empty string, is
-	// the principal's name. Empty means "sub", as Kafka's
+	// PrincipalClaim names the claim whose value, a string not blank, is
+	// the principal's name, trimmed. Empty means "sub", as Kafka's
 	// sasl.oauthbearer.sub.claim.name.
 	PrincipalClaim string
 	// ClockSkew is the leeway on "exp", "nbf" and "iat". Zero means 30 s,
@@ -463,19 +463,18 @@ func (m *OAuthBearer) validate(raw string) (string, time.Time, error) {
 	h := tok.Headers[0]
 	alg := jose.SignatureAlgorithm(h.Algorithm)
 
-	var std jwt.Claims
-	var all map[string]any
-	verified := false
-	var lastErr error
 	candidates, known := m.keys.candidates(h.KeyID)
 	if !known {
-		return "", time.Time{}, oauthRefuse("no key with id %q in the JWKS", h.KeyID)
+		return "", time.Time{}, oauthRefuse("no key with id %q in the JWKS", oauthShort(h.KeyID))
 	}
+	verified := false
+	var lastErr error
 	for _, k := range candidates {
 		if !oauthKeyFits(k, alg) {
 			continue
 		}
-		if err := tok.Claims(k.Key, &std, &all); err != nil {
+		// Claims with no destination verifies the signature only.
+		if err := tok.Claims(k.Key); err != nil {
 			lastErr = err
 			continue
 		}
@@ -484,19 +483,39 @@ func (m *OAuthBearer) validate(raw string) (string, time.Time, error) {
 	}
 	if !verified {
 		if lastErr == nil {
-			return "", time.Time{}, oauthRefuse("no key with id %q fits algorithm %s", h.KeyID, alg)
+			return "", time.Time{}, oauthRefuse("no key with id %q fits algorithm %s", oauthShort(h.KeyID), alg)
 		}
-		return "", time.Time{}, oauthRefuse("signature or claims not valid: %v", oauthLibError(lastErr))
+		return "", time.Time{}, oauthRefuse("signature not valid: %v", oauthLibError(lastErr))
 	}
 
+	// The signature is good, so the claims can be read. Only the claims
+	// checked are given types, so that another claim of an unexpected type
+	// (a numeric "sub" beside a configured principal claim) is no error, as
+	// in Kafka.
+	var std struct {
+		Issuer    string           `json:"iss"`
+		Audience  jwt.Audience     `json:"aud"`
+		Expiry    *jwt.NumericDate `json:"exp"`
+		NotBefore *jwt.NumericDate `json:"nbf"`
+		IssuedAt  *jwt.NumericDate `json:"iat"`
+	}
+	var all map[string]any
+	if err := tok.UnsafeClaimsWithoutVerification(&std, &all); err != nil {
+		return "", time.Time{}, oauthRefuse("claims not valid: %v", oauthLibError(err))
+	}
+	// Kafka's broker requires both.
 	if std.Expiry == nil {
 		return "", time.Time{}, oauthRefuse("JWT has no exp")
+	}
+	if std.IssuedAt == nil {
+		return "", time.Time{}, oauthRefuse("JWT has no iat")
 	}
 	expect := jwt.Expected{Issuer: m.issuer, Time: m.now()}
 	if m.audience != "" {
 		expect.AnyAudience = jwt.Audience{m.audience}
 	}
-	if err := std.ValidateWithLeeway(expect, m.skew); err != nil {
+	claims := jwt.Claims{Issuer: std.Issuer, Audience: std.Audience, Expiry: std.Expiry, NotBefore: std.NotBefore, IssuedAt: std.IssuedAt}
+	if err := claims.ValidateWithLeeway(expect, m.skew); err != nil {
 		return "", time.Time{}, oauthRefuse("%s", oauthClaimReason(err))
 	}
 	v, ok := all[m.claim]
@@ -504,8 +523,10 @@ func (m *OAuthBearer) validate(raw string) (string, time.Time, error) {
 		return "", time.Time{}, oauthRefuse("JWT has no %q claim", m.claim)
 	}
 	name, ok := v.(string)
+	// Trimmed as Java's String.trim does, as Kafka names the principal.
+	name = strings.TrimFunc(name, func(r rune) bool { return r <= ' ' })
 	if !ok || name == "" {
-		return "", time.Time{}, oauthRefuse("JWT claim %q is not a non-empty string", m.claim)
+		return "", time.Time{}, oauthRefuse("JWT claim %q is not a non-blank string", m.claim)
 	}
 	return name, std.Expiry.Time(), nil
 }
@@ -552,6 +573,14 @@ func oauthClaimReason(err error) string {
 		return "JWT audience does not hold the configured one"
 	}
 	return "JWT claims not valid: " + oauthLibError(err)
+}
+
+// oauthShort bounds what a client wrote (a key id) before it is logged.
+func oauthShort(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }
 
 // oauthLibError shortens the library's messages for the log; none of them

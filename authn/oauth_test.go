@@ -12,6 +12,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -242,7 +244,7 @@ func TestOAuthAccepts(t *testing.T) {
 
 func TestOAuthPrincipalClaim(t *testing.T) {
 	m := newFileMech(t, jwksOf(t, "ec256"), OAuthConfig{PrincipalClaim: "preferred_username"})
-	tok := signJWT(t, "ec256", "ec256", jose.ES256, with(goodClaims(), "preferred_username", "svc-orders"))
+	tok := signJWT(t, "ec256", "ec256", jose.ES256, with(goodClaims(), "preferred_username", " svc-orders\n"))
 	p, _, err := authenticate(t, m, clientFirst("", tok))
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +315,11 @@ func TestOAuthRefuses(t *testing.T) {
 		{"wrong audience", signJWT(t, "rsa1", "rsa1", jose.RS256, with(goodClaims(), "aud", []string{"billing"})), "audience"},
 		{"no audience", signJWT(t, "rsa1", "rsa1", jose.RS256, with(goodClaims(), "aud", nil)), "audience"},
 		{"no sub", signJWT(t, "rsa1", "rsa1", jose.RS256, with(goodClaims(), "sub", nil)), `no "sub"`},
-		{"empty sub", signJWT(t, "rsa1", "rsa1", jose.RS256, with(goodClaims(), "sub", "")), "non-empty string"},
+		{"empty sub", signJWT(t, "rsa1", "rsa1", jose.RS256, with(goodClaims(), "sub", "")), "non-blank string"},
+		{"blank sub", signJWT(t, "rsa1", "rsa1", jose.RS256, with(goodClaims(), "sub", " \t ")), "non-blank string"},
+		{"sub not a string", signJWT(t, "rsa1", "rsa1", jose.RS256, with(goodClaims(), "sub", 42)), "non-blank string"},
+		{"exp not a number", signJWT(t, "rsa1", "rsa1", jose.RS256, with(goodClaims(), "exp", "tomorrow")), "claims not valid"},
+		{"no iat", signJWT(t, "rsa1", "rsa1", jose.RS256, with(goodClaims(), "iat", nil)), "no iat"},
 		{"bad signature", badSig(), "signature"},
 		{"tampered claims", tampered(), "signature"},
 		{"unknown kid", signJWT(t, "rsa2", "rsa2", jose.RS256, goodClaims()), "no key with id"},
@@ -487,7 +493,7 @@ func TestOAuthFileReload(t *testing.T) {
 	}
 	defer m.Close()
 	claims := func() map[string]any {
-		return with(goodClaims(), "exp", clock().Add(time.Hour).Unix(), "iat", nil, "nbf", nil)
+		return with(goodClaims(), "exp", clock().Add(time.Hour).Unix(), "iat", clock().Unix(), "nbf", nil)
 	}
 
 	// A new key: its first token makes the file be read again at once.
@@ -583,6 +589,9 @@ func newJWKSServer(t *testing.T, jwks []byte) *jwksServer {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(*s.body.Load())
 	}))
+	// The test of an untrusted certificate makes the server log the
+	// handshake it refused.
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
 	t.Cleanup(s.Close)
 	return s
 }
