@@ -119,6 +119,8 @@ type OAuthBearer struct {
 	wg     sync.WaitGroup
 }
 
+var _ Mechanism = (*OAuthBearer)(nil)
+
 // NewOAuthBearer reads the JWKS once, so that a wrong path, URL or key set
 // is an error at start, and for a URL starts its refresh.
 func NewOAuthBearer(cfg OAuthConfig) (*OAuthBearer, error) {

@@ -102,7 +102,11 @@ func (m *PrincipalMapper) Name(dn string) (string, error) {
 // Principal is the principal of a client certificate: User and the mapped
 // name of its subject, as Kafka's DefaultKafkaPrincipalBuilder gives it.
 func (m *PrincipalMapper) Principal(cert *x509.Certificate) (Principal, error) {
-	name, err := m.Name(DistinguishedName(cert))
+	dn, err := tlsmapDN(cert.RawSubject)
+	if err != nil {
+		return Principal{}, fmt.Errorf("client certificate subject: %w", err)
+	}
+	name, err := m.Name(dn)
 	if err != nil {
 		return Principal{}, err
 	}
@@ -183,9 +187,14 @@ func tlsmapParseRule(text string) (*tlsmapRule, error) {
 		return nil, fmt.Errorf("principal mapping rule %q: pattern: %w", text, err)
 	}
 	// goPattern compiled alone, so its parentheses balance and it can be
-	// wrapped.
-	r.whole = regexp.MustCompile(`\A(?:` + goPattern + `)\z`)
-	r.after = regexp.MustCompile(`\A(?s:.)(?:` + goPattern + `)`)
+	// wrapped; an error here would be a case this reasoning missed, and
+	// is still an error rather than a panic.
+	if r.whole, err = regexp.Compile(`\A(?:` + goPattern + `)\z`); err != nil {
+		return nil, fmt.Errorf("principal mapping rule %q: pattern: %w", text, err)
+	}
+	if r.after, err = regexp.Compile(`\A(?s:.)(?:` + goPattern + `)`); err != nil {
+		return nil, fmt.Errorf("principal mapping rule %q: pattern: %w", text, err)
+	}
 	if r.template, err = tlsmapTemplate(r.replacement, r.re); err != nil {
 		return nil, fmt.Errorf("principal mapping rule %q: replacement: %w", text, err)
 	}
@@ -577,7 +586,8 @@ func tlsmapUpper(s string) string {
 func DistinguishedName(cert *x509.Certificate) string {
 	dn, err := tlsmapDN(cert.RawSubject)
 	if err != nil {
-		// A parsed certificate's subject always decodes.
+		// A certificate crypto/x509 parsed has a subject that decodes;
+		// Principal reports the error of one built by hand.
 		return ""
 	}
 	return dn

@@ -364,6 +364,10 @@ func TestPrincipalOfCertificate(t *testing.T) {
 	if p, err := d.Principal(cert); err != nil || p.String() != "User:"+dn {
 		t.Fatal(p, err)
 	}
+	// A subject that does not decode is an error, not an empty name.
+	if p, err := d.Principal(&x509.Certificate{RawSubject: []byte{0x30, 0x05}}); err == nil {
+		t.Fatal(p)
+	}
 }
 
 func FuzzMappingRules(f *testing.F) {
