@@ -656,7 +656,7 @@ func tlsmapWriteATV(b *strings.Builder, atv tlsmapATV) {
 	// Java reads the bytes of every string type as UTF-8, a BMPString's
 	// too.
 	var esc []rune
-	for _, r := range string(atv.Value.Bytes) {
+	for _, r := range tlsmapJavaUTF8(atv.Value.Bytes) {
 		switch {
 		case strings.ContainsRune(`,=+<>#;"\`, r):
 			esc = append(esc, '\\', r)
@@ -694,4 +694,56 @@ func tlsmapIsString(v asn1.RawValue) bool {
 		return true
 	}
 	return false
+}
+
+// tlsmapJavaUTF8 decodes UTF-8 as Java's decoder does: one U+FFFD for each
+// maximal ill-formed subpart (Unicode's recommended practice), where Go's
+// range over a string gives one for each byte.
+func tlsmapJavaUTF8(b []byte) []rune {
+	out := make([]rune, 0, len(b))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r != utf8.RuneError || size > 1 {
+			out = append(out, r)
+			b = b[size:]
+			continue
+		}
+		out = append(out, utf8.RuneError)
+		b = b[tlsmapIllFormed(b):]
+	}
+	return out
+}
+
+// tlsmapIllFormed is the length of the maximal subpart at the start of b,
+// which does not begin a well-formed sequence: the lead byte and the
+// continuation bytes that still fit it.
+func tlsmapIllFormed(b []byte) int {
+	lo, hi := byte(0x80), byte(0xbf)
+	var need int
+	switch c := b[0]; {
+	case c >= 0xc2 && c <= 0xdf:
+		need = 1
+	case c == 0xe0:
+		need, lo = 2, 0xa0
+	case c == 0xed:
+		need, hi = 2, 0x9f
+	case c >= 0xe1 && c <= 0xef:
+		need = 2
+	case c == 0xf0:
+		need, lo = 3, 0x90
+	case c == 0xf4:
+		need, hi = 3, 0x8f
+	case c >= 0xf1 && c <= 0xf3:
+		need = 3
+	default:
+		return 1
+	}
+	n := 1
+	for ; n <= need && n < len(b); n++ {
+		if b[n] < lo || b[n] > hi {
+			break
+		}
+		lo, hi = 0x80, 0xbf
+	}
+	return n
 }

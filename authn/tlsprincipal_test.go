@@ -300,6 +300,9 @@ func TestDistinguishedNameJavaForm(t *testing.T) {
 		{"leading spaces, NUL and other characters as is", [][]tlsmapATV{
 			{atv(t, oidCN, utf8Tag, "  é_ü@x*\x00")},
 		}, `CN=\ \ é_ü@x*\00`},
+		{"ill-formed UTF-8: one U+FFFD per maximal subpart, as Java's decoder", [][]tlsmapATV{
+			{atv(t, oidCN, utf8Tag, "a\xe2\x82b\xffc\xf0\x9f\x98d\xc0\xafe\xed\xa0\x80f")},
+		}, "CN=a\ufffdb\ufffdc\ufffdd\ufffd\ufffde\ufffd\ufffd\ufffdf"},
 		{"a BMPString's bytes read as UTF-8, as Java does", [][]tlsmapATV{
 			{atv(t, oidCN, bmp, "\x00A")},
 		}, `CN=\00A`},
