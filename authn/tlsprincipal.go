@@ -556,10 +556,15 @@ func tlsmapFinalSigma(rs []rune, i int) bool {
 	return true
 }
 
+// tlsmapUpperSpecial holds Unicode's unconditional one-to-many upper-case
+// mappings (SpecialCasing.txt) outside the Greek extended block, whose
+// letters with a iota subscript Java upper-cases to two and Go to one.
 var tlsmapUpperSpecial = map[rune]string{
-	'\u00df': "SS", '\ufb00': "FF", '\ufb01': "FI", '\ufb02': "FL",
-	'\ufb03': "FFI", '\ufb04': "FFL", '\ufb05': "ST", '\ufb06': "ST",
-	'\u0149': "\u02bcN",
+	'\u00df': "SS", '\u0149': "\u02bcN", '\u01f0': "J\u030c",
+	'\u0390': "\u0399\u0308\u0301", '\u03b0': "\u03a5\u0308\u0301", '\u0587': "\u0535\u0552",
+	'\u1e96': "H\u0331", '\u1e97': "T\u0308", '\u1e98': "W\u030a", '\u1e99': "Y\u030a", '\u1e9a': "A\u02be",
+	'\ufb00': "FF", '\ufb01': "FI", '\ufb02': "FL", '\ufb03': "FFI", '\ufb04': "FFL", '\ufb05': "ST", '\ufb06': "ST",
+	'\ufb13': "\u0544\u0546", '\ufb14': "\u0544\u0535", '\ufb15': "\u0544\u053b", '\ufb16': "\u054e\u0546", '\ufb17': "\u0544\u053d",
 }
 
 func tlsmapUpper(s string) string {
