@@ -158,7 +158,7 @@ func NewOAuthBearer(cfg OAuthConfig) (*OAuthBearer, error) {
 	if strings.Contains(cfg.JWKS, "://") {
 		u, err := url.Parse(cfg.JWKS)
 		if err != nil {
-			return nil, fmt.Errorf("oauth: JWKS %q: %w", oauthSafeURL(cfg.JWKS), err)
+			return nil, fmt.Errorf("oauth: JWKS %q: %w", oauthSafeURL(cfg.JWKS), oauthStripURL(err))
 		}
 		if u.Scheme != "https" || u.Host == "" {
 			return nil, fmt.Errorf("oauth: JWKS %q: a URL must be https", oauthSafeURL(cfg.JWKS))

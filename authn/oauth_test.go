@@ -537,10 +537,16 @@ func TestOAuthConfigErrors(t *testing.T) {
 		{JWKS: empty},
 		{JWKS: "http://idp.example/jwks"},
 		{JWKS: "https://"},
+		{JWKS: "https://idp.example:xx/jwks?key=s3cr3t"},
 	} {
-		if m, err := NewOAuthBearer(cfg); err == nil {
+		m, err := NewOAuthBearer(cfg)
+		if err == nil {
 			m.Close()
 			t.Errorf("%+v: no error", cfg)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("error holds the URL's query: %v", err)
 		}
 	}
 }
