@@ -352,7 +352,9 @@ func TestByTypeDenyTakesPrecedence(t *testing.T) {
 
 func TestByTypePrefixedDenyDominates(t *testing.T) {
 	h := host1.String()
-	g := func(name string, perm Permission) Binding { return b(Group, name, Prefixed, "User:user1", Read, perm, h) }
+	g := func(name string, perm Permission) Binding {
+		return b(Group, name, Prefixed, "User:user1", Read, perm, h)
+	}
 	bs := []Binding{g("abcde", Allow)}
 	byType(t, authz(t, Options{}, bs...), "User:user1", host1, Read, Group, true)
 	bs = append(bs, g("abcd", Deny))
