@@ -1,0 +1,117 @@
+package acl
+
+import (
+	"net/netip"
+	"reflect"
+	"testing"
+)
+
+// FuzzParse: the file parser never panics, and a set it accepts, written
+// out by Format and parsed again, holds the same bindings and so gives the
+// same decisions.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(sampleFile))
+	f.Add([]byte("acls: []"))
+	f.Add([]byte("acls:\n- {principal: 'User:*', host: '::1', resourceType: topic, resourceName: '*', operation: all, permissionType: deny}\n"))
+	f.Add([]byte("acls:\n- {principal: 'User:a', resourceType: CLUSTER, operation: IDEMPOTENT_WRITE}\n- {principal: 'User:b', resourceType: GROUP, resourceName: 'g-', patternType: PREFIXED, operation: Read}\n"))
+	f.Add([]byte("acls: &x [*x]"))
+	f.Add([]byte("acls:\n- principal: User:a\n  resourceType: TOPIC\n  resourceName: \"caf\\u00e9\"\n  operation: READ\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		for _, x := range s.Bindings() {
+			if err := x.Validate(); err != nil {
+				t.Fatalf("accepted an invalid binding %v: %v", x, err)
+			}
+		}
+		out := Format(s)
+		again, err := Parse("formatted", out)
+		if err != nil {
+			t.Fatalf("formatted set did not parse: %v\n%s", err, out)
+		}
+		if !reflect.DeepEqual(s.Bindings(), again.Bindings()) {
+			t.Fatalf("bindings changed:\n%v\n%v", s.Bindings(), again.Bindings())
+		}
+		a1, _ := New(s, Options{})
+		a2, _ := New(again, Options{})
+		for _, x := range s.Bindings() {
+			for _, p := range []string{x.Principal, "User:other"} {
+				h := parseHost(x.Host)
+				if !h.IsValid() {
+					h = anyHost
+				}
+				if a1.Authorize(p, h, x.Operation, x.ResourceType, x.ResourceName) != a2.Authorize(p, h, x.Operation, x.ResourceType, x.ResourceName) {
+					t.Fatalf("decisions differ for %s on %v", p, x)
+				}
+			}
+		}
+	})
+}
+
+// fuzzReader hands out small choices from the fuzzer's bytes.
+type fuzzReader struct{ data []byte }
+
+func (r *fuzzReader) pick(n int) int {
+	if len(r.data) == 0 {
+		return 0
+	}
+	v := int(r.data[0]) % n
+	r.data = r.data[1:]
+	return v
+}
+
+var (
+	fuzzNames      = []string{"a", "ab", "abc", "abd", "b", "*", "*a", "a*", "hardcode", "h", "hard", "kafka-cluster", "é", "\xff"}
+	fuzzPrincipals = []string{"User:a", "User:b", WildcardPrincipal, "Group:a", "User:A"}
+	fuzzHosts      = []string{Wildcard, "10.0.0.1", "10.0.0.2", "::1", "::ffff:10.0.0.1"}
+	fuzzAddrs      = []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("::1"), {}}
+	fuzzTypes      = []ResourceType{Topic, Group, Cluster, TransactionalID}
+)
+
+// FuzzAuthorize holds the indexed Authorizer to the plain reference over
+// every binding, for random bindings, options and queries: both answers
+// of Authorize and of AuthorizeByResourceType must agree.
+func FuzzAuthorize(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{3, 0, 0, 0, 0, 1, 1, 1, 0, 2, 5, 1, 0, 1, 2, 1, 1, 0, 9, 9, 2, 0, 1, 1, 3, 1})
+	f.Add([]byte("the quick brown fox jumps over the lazy dog, twice: the quick brown fox jumps over the lazy dog"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := &fuzzReader{data: data}
+		opts := Options{AllowIfNoACL: r.pick(2) == 1}
+		if r.pick(3) == 0 {
+			opts.SuperUsers = "User:b"
+		}
+		n := r.pick(12)
+		var bs []Binding
+		for i := 0; i < n; i++ {
+			bs = append(bs, Binding{
+				ResourceType: fuzzTypes[r.pick(len(fuzzTypes))],
+				ResourceName: fuzzNames[r.pick(len(fuzzNames))],
+				PatternType:  Literal + PatternType(r.pick(2)),
+				Principal:    fuzzPrincipals[r.pick(len(fuzzPrincipals))],
+				Host:         fuzzHosts[r.pick(len(fuzzHosts))],
+				Operation:    All + Operation(r.pick(int(DescribeTokens-All+1))),
+				Permission:   Deny + Permission(r.pick(2)),
+			})
+		}
+		a, err := New(newSet(bs), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for len(r.data) > 0 {
+			p := fuzzPrincipals[r.pick(len(fuzzPrincipals))]
+			h := fuzzAddrs[r.pick(len(fuzzAddrs))]
+			op := Read + Operation(r.pick(int(DescribeTokens-Read+1)))
+			rt := fuzzTypes[r.pick(len(fuzzTypes))]
+			name := fuzzNames[r.pick(len(fuzzNames))]
+			if got, want := a.Authorize(p, h, op, rt, name), reference(a, p, h, op, rt, name); got != want {
+				t.Fatalf("%v\n%s from %s: %s on %s %q: got %v, reference %v", bs, p, h, op, rt, name, got, want)
+			}
+			if got, want := a.AuthorizeByResourceType(p, h, op, rt), referenceByType(a, p, h, op, rt); got != want {
+				t.Fatalf("%v\n%s from %s: %s on any %s: got %v, reference %v", bs, p, h, op, rt, got, want)
+			}
+		}
+	})
+}
