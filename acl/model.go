@@ -203,17 +203,20 @@ func clamp(v int8, n int) int {
 }
 
 // supported gives the operations kafka-acls accepts on each resource type
-// (AclEntry.supportedOperations), All aside.
+// (AclEntry.supportedOperations), All aside, and Delete on the cluster:
+// kafka-acls does not offer it, but Kafka's controller lets it delete any
+// topic (DeleteTopics), and its Admin API creates it.
 var supported = map[ResourceType][]Operation{
 	Topic:           {Read, Write, Create, Describe, Delete, Alter, DescribeConfigs, AlterConfigs},
 	Group:           {Read, Describe, Delete, DescribeConfigs, AlterConfigs},
-	Cluster:         {Create, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, Alter, Describe},
+	Cluster:         {Create, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, Alter, Describe, Delete},
 	TransactionalID: {Describe, Write},
 	DelegationToken: {Describe},
 	User:            {CreateTokens, DescribeTokens},
 }
 
-// Supported reports whether kafka-acls accepts op on resources of type rt.
+// Supported reports whether a binding may name op on resources of type
+// rt: the operations Kafka checks on that type.
 func Supported(rt ResourceType, op Operation) bool {
 	if op == All {
 		_, ok := supported[rt]
