@@ -10,11 +10,11 @@ import (
 // Kafka's error codes for a denial, and for a topic id no name is known
 // for.
 const (
-	TopicAuthorizationFailed         int16 = 29
-	GroupAuthorizationFailed         int16 = 30
-	ClusterAuthorizationFailed       int16 = 31
-	TransactionalIDAuthorizationFail int16 = 53
-	UnknownTopicID                   int16 = 100
+	TopicAuthorizationFailed           int16 = 29
+	GroupAuthorizationFailed           int16 = 30
+	ClusterAuthorizationFailed         int16 = 31
+	TransactionalIDAuthorizationFailed int16 = 53
+	UnknownTopicID                     int16 = 100
 )
 
 // Client is who sends a request, as a decision needs it.
@@ -170,10 +170,10 @@ func (a *Authorizer) Check(c Client, req kmsg.Request) Verdict {
 	case *kmsg.ProduceRequest:
 		if transactional(r) {
 			if r.TransactionID == nil {
-				k.v.Code = TransactionalIDAuthorizationFail
+				k.v.Code = TransactionalIDAuthorizationFailed
 				break
 			}
-			if !k.whole(Write, TransactionalID, *r.TransactionID, TransactionalIDAuthorizationFail) {
+			if !k.whole(Write, TransactionalID, *r.TransactionID, TransactionalIDAuthorizationFailed) {
 				break
 			}
 		}
@@ -250,7 +250,7 @@ func (a *Authorizer) Check(c Client, req kmsg.Request) Verdict {
 				}
 			case 1:
 				if !k.allowed(Describe, TransactionalID, key) {
-					code = TransactionalIDAuthorizationFail
+					code = TransactionalIDAuthorizationFailed
 				}
 			default:
 				// A share coordinator: Kafka checks the cluster and
@@ -298,7 +298,7 @@ func (a *Authorizer) Check(c Client, req kmsg.Request) Verdict {
 		}
 	case *kmsg.InitProducerIDRequest:
 		if r.TransactionalID != nil {
-			k.whole(Write, TransactionalID, *r.TransactionalID, TransactionalIDAuthorizationFail)
+			k.whole(Write, TransactionalID, *r.TransactionalID, TransactionalIDAuthorizationFailed)
 		} else if !k.allowed(IdempotentWrite, Cluster, ClusterName) && !a.AuthorizeByResourceType(c.Principal, c.Host, Write, Topic) {
 			k.v.Code = ClusterAuthorizationFailed
 		}
@@ -307,19 +307,19 @@ func (a *Authorizer) Check(c Client, req kmsg.Request) Verdict {
 			k.whole(ClusterAction, Cluster, ClusterName, ClusterAuthorizationFailed)
 			break
 		}
-		if k.whole(Write, TransactionalID, r.TransactionalID, TransactionalIDAuthorizationFail) {
+		if k.whole(Write, TransactionalID, r.TransactionalID, TransactionalIDAuthorizationFailed) {
 			for _, t := range r.Topics {
 				k.topic(Write, t.Topic, [16]byte{})
 			}
 		}
 	case *kmsg.AddOffsetsToTxnRequest:
-		if k.whole(Write, TransactionalID, r.TransactionalID, TransactionalIDAuthorizationFail) {
+		if k.whole(Write, TransactionalID, r.TransactionalID, TransactionalIDAuthorizationFailed) {
 			k.whole(Read, Group, r.Group, GroupAuthorizationFailed)
 		}
 	case *kmsg.EndTxnRequest:
-		k.whole(Write, TransactionalID, r.TransactionalID, TransactionalIDAuthorizationFail)
+		k.whole(Write, TransactionalID, r.TransactionalID, TransactionalIDAuthorizationFailed)
 	case *kmsg.TxnOffsetCommitRequest:
-		if k.whole(Write, TransactionalID, r.TransactionalID, TransactionalIDAuthorizationFail) &&
+		if k.whole(Write, TransactionalID, r.TransactionalID, TransactionalIDAuthorizationFailed) &&
 			k.whole(Read, Group, r.Group, GroupAuthorizationFailed) {
 			for _, t := range r.Topics {
 				k.topic(Read, t.Topic, [16]byte{})
@@ -386,7 +386,7 @@ func (a *Authorizer) Check(c Client, req kmsg.Request) Verdict {
 		}
 	case *kmsg.DescribeTransactionsRequest:
 		for _, id := range r.TransactionalIDs {
-			k.each(Describe, TransactionalID, id, TransactionalIDAuthorizationFail)
+			k.each(Describe, TransactionalID, id, TransactionalIDAuthorizationFailed)
 		}
 		k.v.Listed = append(k.v.Listed, need(Describe, Topic, Listed))
 	case *kmsg.ListTransactionsRequest:

@@ -50,8 +50,8 @@ func TestCheckProduce(t *testing.T) {
 	tx, other := "tx-1", "other"
 	wantVerdict(t, "plain", a.Check(client("User:p"), produce(nil, batch(0), "orders", "audit")), 0, topicDenied("audit"))
 	wantVerdict(t, "transactional", a.Check(client("User:p"), produce(&tx, batch(0x10), "orders")), 0)
-	wantVerdict(t, "transactional id denied", a.Check(client("User:p"), produce(&other, batch(0x10), "orders")), TransactionalIDAuthorizationFail)
-	wantVerdict(t, "transactional records without an id", a.Check(client("User:p"), produce(nil, batch(0x10), "orders")), TransactionalIDAuthorizationFail)
+	wantVerdict(t, "transactional id denied", a.Check(client("User:p"), produce(&other, batch(0x10), "orders")), TransactionalIDAuthorizationFailed)
+	wantVerdict(t, "transactional records without an id", a.Check(client("User:p"), produce(nil, batch(0x10), "orders")), TransactionalIDAuthorizationFailed)
 	// An id on records that are not transactional is not checked, as Kafka does not.
 	wantVerdict(t, "id without transactional records", a.Check(client("User:p"), produce(&other, batch(0), "orders")), 0)
 	if v := a.Check(client("User:p"), produce(nil, batch(0), "orders")); !v.Allowed() {
@@ -156,7 +156,7 @@ func TestCheckTransactions(t *testing.T) {
 	wantVerdict(t, "idempotent, nothing", a.Check(client("User:x"), ip), ClusterAuthorizationFailed)
 	ip.TransactionalID = kmsg.StringPtr("tx")
 	wantVerdict(t, "transactional", a.Check(client("User:p"), ip), 0)
-	wantVerdict(t, "transactional, denied", a.Check(client("User:i"), ip), TransactionalIDAuthorizationFail)
+	wantVerdict(t, "transactional, denied", a.Check(client("User:i"), ip), TransactionalIDAuthorizationFailed)
 
 	ap := kmsg.NewPtrAddPartitionsToTxnRequest()
 	ap.Version = 3
@@ -181,7 +181,7 @@ func TestCheckTransactions(t *testing.T) {
 	to.Topics = append(to.Topics, tt)
 	wantVerdict(t, "txn offset commit", a.Check(client("User:p"), to), 0, topicDenied("audit"))
 	to.TransactionalID = "nope"
-	wantVerdict(t, "txn offset commit, id denied", a.Check(client("User:p"), to), TransactionalIDAuthorizationFail)
+	wantVerdict(t, "txn offset commit, id denied", a.Check(client("User:p"), to), TransactionalIDAuthorizationFailed)
 
 	et := kmsg.NewPtrEndTxnRequest()
 	et.TransactionalID = "tx"

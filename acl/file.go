@@ -1,8 +1,10 @@
 package acl
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -40,8 +42,18 @@ func Load(path string) (*Set, error) {
 // caught half written never denies everyone: `acls: []` says that.
 func Parse(name string, data []byte) (*Set, error) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrInvalid, err)
+	}
+	// A second document would be ignored; say so instead.
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		line := 0
+		if err == nil {
+			line = extra.Line
+		}
+		return nil, fmt.Errorf("%s:%d: %w: a second YAML document; an ACL file holds one", name, line, ErrInvalid)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("%s: %w: empty file; an ACL file holds a list under acls: (acls: [] denies everyone)", name, ErrInvalid)

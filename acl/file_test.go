@@ -84,6 +84,7 @@ func TestParseNames(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	for _, c := range []struct{ data, want string }{
 		{"", "acls.yaml: invalid ACL: empty file"},
+		{"acls: []\n---\nacls: []\n", "acls.yaml:2: invalid ACL: a second YAML document"},
 		{"acl: []", "acls.yaml:1: invalid ACL: unknown key \"acl\""},
 		{"acls: {}", "acls.yaml:1: invalid ACL: acls: expected a list"},
 		{"acls: [1]", "acls.yaml:1: invalid ACL: expected a binding"},
