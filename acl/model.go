@@ -202,18 +202,30 @@ func clamp(v int8, n int) int {
 	return int(v)
 }
 
-// supported gives the operations kafka-acls accepts on each resource type
-// (AclEntry.supportedOperations), All aside, and Delete on the cluster:
-// kafka-acls does not offer it, but Kafka's controller lets it delete any
-// topic (DeleteTopics), and its Admin API creates it.
-var supported = map[ResourceType][]Operation{
+// toolOperations gives the operations kafka-acls accepts on each resource
+// type (AclEntry.supportedOperations), All aside: the operations a broker
+// reports in a resource's authorized operations.
+var toolOperations = map[ResourceType][]Operation{
 	Topic:           {Read, Write, Create, Describe, Delete, Alter, DescribeConfigs, AlterConfigs},
 	Group:           {Read, Describe, Delete, DescribeConfigs, AlterConfigs},
-	Cluster:         {Create, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, Alter, Describe, Delete},
+	Cluster:         {Create, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, Alter, Describe},
 	TransactionalID: {Describe, Write},
 	DelegationToken: {Describe},
 	User:            {CreateTokens, DescribeTokens},
 }
+
+// supported gives the operations a binding may name on each type: those
+// of kafka-acls, and Delete on the cluster, which kafka-acls does not
+// offer but Kafka's controller honours (DeleteTopics of any topic) and its
+// Admin API creates.
+var supported = func() map[ResourceType][]Operation {
+	m := make(map[ResourceType][]Operation, len(toolOperations))
+	for rt, ops := range toolOperations {
+		m[rt] = ops
+	}
+	m[Cluster] = append(append([]Operation(nil), toolOperations[Cluster]...), Delete)
+	return m
+}()
 
 // Supported reports whether a binding may name op on resources of type
 // rt: the operations Kafka checks on that type.
