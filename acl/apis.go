@@ -72,7 +72,7 @@ var (
 
 // rules lists every key kmsg knows, in key order.
 var rules = []Rule{
-	clientRule(kmsg.Produce, "a denied transactional id refuses the request (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); a denied topic's partitions answer TOPIC_AUTHORIZATION_FAILED",
+	clientRule(kmsg.Produce, "a denied transactional id refuses the request (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); a denied topic's partitions answer TOPIC_AUTHORIZATION_FAILED; docs/security lists IdempotentWrite on the cluster for an idempotent producer, which the broker checks at InitProducerId only",
 		need(Write, Topic, Each), need(Write, TransactionalID, The).when("the records are transactional")),
 	clientRule(kmsg.Fetch, "a follower without ClusterAction gets TOPIC_AUTHORIZATION_FAILED for every partition",
 		need(Read, Topic, Each).when("a consumer's fetch"), cluster(ClusterAction).when("a follower's fetch")),
@@ -122,7 +122,7 @@ var rules = []Rule{
 	clientRule(kmsg.AlterConfigs, "per resource: broker configs on the cluster",
 		need(AlterConfigs, Topic, Each), need(AlterConfigs, Group, Each), cluster(AlterConfigs).when("broker configs")),
 	clientRule(kmsg.AlterReplicaLogDirs, "", cluster(Alter)),
-	clientRule(kmsg.DescribeLogDirs, "", cluster(Describe)),
+	clientRule(kmsg.DescribeLogDirs, "a denial answers CLUSTER_AUTHORIZATION_FAILED with no results", cluster(Describe)),
 	clientRule(kmsg.SASLAuthenticate, ""),
 	clientRule(kmsg.CreatePartitions, "", need(Alter, Topic, Each)),
 	clientRule(kmsg.CreateDelegationToken, "a token for oneself needs nothing", need(CreateTokens, User, The).when("a token for another owner")),
@@ -131,7 +131,7 @@ var rules = []Rule{
 	clientRule(kmsg.DescribeDelegationToken, "a client's own tokens are always listed",
 		need(Describe, DelegationToken, Listed).or(need(DescribeTokens, User, Each))),
 	clientRule(kmsg.DeleteGroups, "", need(Delete, Group, Each)),
-	clientRule(kmsg.ElectLeaders, "", cluster(Alter)),
+	clientRule(kmsg.ElectLeaders, "every partition answers CLUSTER_AUTHORIZATION_FAILED; docs/security says ClusterAction, the broker checks Alter", cluster(Alter)),
 	clientRule(kmsg.IncrementalAlterConfigs, "per resource: broker configs on the cluster",
 		need(AlterConfigs, Topic, Each), need(AlterConfigs, Group, Each), cluster(AlterConfigs).when("broker configs")),
 	clientRule(kmsg.AlterPartitionAssignments, "", cluster(Alter)),
@@ -149,7 +149,7 @@ var rules = []Rule{
 	clientRule(kmsg.UpdateFeatures, "", cluster(Alter)),
 	brokerRule(kmsg.Envelope, cluster(ClusterAction)),
 	brokerRule(kmsg.FetchSnapshot, cluster(ClusterAction)),
-	clientRule(kmsg.DescribeCluster, "its authorized operations are filled only when asked, with Describe on the cluster"),
+	clientRule(kmsg.DescribeCluster, "docs/security lists Describe on the cluster; the broker answers anyone and needs it only to fill the cluster's authorized operations when asked"),
 	clientRule(kmsg.DescribeProducers, "", need(Read, Topic, Each)),
 	brokerRule(kmsg.BrokerRegistration, cluster(ClusterAction)),
 	brokerRule(kmsg.BrokerHeartbeat, cluster(ClusterAction)),
