@@ -46,7 +46,7 @@ func TestWriteMarkdown(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"| Produce (0) | Write on each Topic; Write on the TransactionalId (the records are transactional) |",
-		"| InitProducerID (22) | Write on the TransactionalId (a transactional producer); IdempotentWrite on the cluster (an idempotent producer), or Write on any Topic |",
+		"| InitProducerID (22) | Write on the TransactionalId (a transactional producer); TwoPhaseCommit on the TransactionalId (a transactional producer enabling two-phase commit, v6+); IdempotentWrite on the cluster (an idempotent producer), or Write on any Topic |",
 		"| CreateTopics (19) | Create on each Topic, or Create on the cluster;",
 		"| ApiVersions (18) | nothing |",
 		"LeaderAndISR (4)",

@@ -131,6 +131,18 @@ func (k *checker) topic(op Operation, name string, id [16]byte) {
 	k.each(op, Topic, name, TopicAuthorizationFailed)
 }
 
+// allOrNothing refuses the whole request with TOPIC_AUTHORIZATION_FAILED
+// unless op is allowed on every topic named, as Kafka checks a consumer's
+// subscription and a streams topology.
+func (k *checker) allOrNothing(op Operation, topics []string) {
+	for _, t := range topics {
+		if !k.allowed(op, Topic, t) {
+			k.v.Code = TopicAuthorizationFailed
+			return
+		}
+	}
+}
+
 // allTopics denies every topic the request names, as Kafka answers a
 // follower's fetch without ClusterAction.
 func (k *checker) allTopics(name string, id [16]byte) {
@@ -279,7 +291,9 @@ func (a *Authorizer) Check(c Client, req kmsg.Request) Verdict {
 	case *kmsg.SyncGroupRequest:
 		k.whole(Read, Group, r.Group, GroupAuthorizationFailed)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
-		k.whole(Read, Group, r.Group, GroupAuthorizationFailed)
+		if k.whole(Read, Group, r.Group, GroupAuthorizationFailed) {
+			k.allOrNothing(Describe, r.SubscribedTopicNames)
+		}
 	case *kmsg.DescribeGroupsRequest:
 		for _, g := range r.Groups {
 			k.each(Describe, Group, g, GroupAuthorizationFailed)
@@ -414,6 +428,43 @@ func (a *Authorizer) Check(c Client, req kmsg.Request) Verdict {
 			}
 		}
 	case *kmsg.StreamsGroupHeartbeatRequest:
+		if k.whole(Read, Group, r.Group, GroupAuthorizationFailed) && r.Topology != nil {
+			var names []string
+			for _, st := range r.Topology.Subtopologies {
+				names = append(names, st.SourceTopics...)
+				names = append(names, st.RepartitionSinkTopics...)
+				for _, t := range st.RepartitionSourceTopics {
+					names = append(names, t.Topic)
+				}
+				for _, t := range st.StateChangelogTopics {
+					names = append(names, t.Topic)
+				}
+			}
+			k.allOrNothing(Describe, names)
+		}
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		for _, g := range r.Groups {
+			if !k.allowed(Describe, Group, g.GroupID) {
+				k.deny(Denial{Resource: Group, Name: g.GroupID, Code: GroupAuthorizationFailed}, true)
+				continue
+			}
+			for _, t := range g.Topics {
+				k.topic(Describe, t.Topic, [16]byte{})
+			}
+		}
+	case *kmsg.AlterShareGroupOffsetsRequest:
+		if k.whole(Read, Group, r.GroupID, GroupAuthorizationFailed) {
+			for _, t := range r.Topics {
+				k.topic(Read, t.Topic, [16]byte{})
+			}
+		}
+	case *kmsg.DeleteShareGroupOffsetsRequest:
+		if k.whole(Delete, Group, r.GroupID, GroupAuthorizationFailed) {
+			for _, t := range r.Topics {
+				k.topic(Read, t.Topic, [16]byte{})
+			}
+		}
+	case *kmsg.StreamsGroupTopologyDescriptionUpdateRequest:
 		k.whole(Read, Group, r.Group, GroupAuthorizationFailed)
 	case *kmsg.StreamsGroupDescribeRequest:
 		for _, g := range r.Groups {

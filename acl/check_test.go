@@ -137,6 +137,23 @@ func TestCheckMetadataAndGroups(t *testing.T) {
 	j.Group = "x"
 	wantVerdict(t, "join denied", a.Check(client("User:c"), j), GroupAuthorizationFailed)
 
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group = "app"
+	hb.SubscribedTopicNames = []string{"orders"}
+	wantVerdict(t, "consumer heartbeat", a.Check(client("User:c"), hb), 0)
+	hb.SubscribedTopicNames = append(hb.SubscribedTopicNames, "secret")
+	wantVerdict(t, "consumer heartbeat, a subscribed topic denied", a.Check(client("User:c"), hb), TopicAuthorizationFailed)
+
+	sh := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	sh.Group = "app"
+	sh.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{}
+	st := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	st.SourceTopics = []string{"orders"}
+	sh.Topology.Subtopologies = append(sh.Topology.Subtopologies, st)
+	wantVerdict(t, "streams heartbeat", a.Check(client("User:c"), sh), 0)
+	sh.Topology.Subtopologies[0].StateChangelogTopics = []kmsg.TopicInfo{{Topic: "app-store-changelog"}}
+	wantVerdict(t, "streams heartbeat, a changelog denied", a.Check(client("User:c"), sh), TopicAuthorizationFailed)
+
 	lg := kmsg.NewPtrListGroupsRequest()
 	if v := a.Check(client("User:c"), lg); len(v.Listed) != 1 || v.Listed[0].Resource != Group || v.Code != 0 {
 		t.Errorf("list groups: %+v", v)

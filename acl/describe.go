@@ -32,7 +32,7 @@ func (f Filter) Validate() error {
 		return invalid("resourceType", "%s: unknown in a filter", f.ResourceType)
 	case f.PatternType < AnyPattern || f.PatternType > Prefixed:
 		return invalid("patternType", "%s: unknown in a filter", f.PatternType)
-	case f.Operation < AnyOperation || f.Operation > DescribeTokens:
+	case f.Operation < AnyOperation || f.Operation > TwoPhaseCommit:
 		return invalid("operation", "%s: unknown in a filter", f.Operation)
 	case f.Permission < AnyPermission || f.Permission > Allow:
 		return invalid("permissionType", "%s: unknown in a filter", f.Permission)

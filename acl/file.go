@@ -179,7 +179,7 @@ func parseBinding(name string, n *yaml.Node) (Binding, error) {
 
 func allOperations() string {
 	var s []string
-	for o := All; o <= DescribeTokens; o++ {
+	for o := All; o <= TwoPhaseCommit; o++ {
 		s = append(s, strings.ToUpper(operationNames[o]))
 	}
 	return strings.Join(s, ", ")

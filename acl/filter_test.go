@@ -23,7 +23,7 @@ func TestAuthorizedOperations(t *testing.T) {
 		t.Errorf("cluster: %b, want %b", got, want)
 	}
 	var none *Authorizer
-	if got := none.AuthorizedOperations(client("User:c"), TransactionalID, "x"); got != 1<<Describe|1<<Write {
+	if got := none.AuthorizedOperations(client("User:c"), TransactionalID, "x"); got != 1<<Describe|1<<Write|1<<TwoPhaseCommit {
 		t.Errorf("no authorizer: %b", got)
 	}
 }

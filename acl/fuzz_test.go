@@ -92,7 +92,7 @@ func FuzzAuthorize(f *testing.F) {
 				PatternType:  Literal + PatternType(r.pick(2)),
 				Principal:    fuzzPrincipals[r.pick(len(fuzzPrincipals))],
 				Host:         fuzzHosts[r.pick(len(fuzzHosts))],
-				Operation:    All + Operation(r.pick(int(DescribeTokens-All+1))),
+				Operation:    All + Operation(r.pick(int(TwoPhaseCommit-All+1))),
 				Permission:   Deny + Permission(r.pick(2)),
 			})
 		}
@@ -103,7 +103,7 @@ func FuzzAuthorize(f *testing.F) {
 		for len(r.data) > 0 {
 			p := fuzzPrincipals[r.pick(len(fuzzPrincipals))]
 			h := fuzzAddrs[r.pick(len(fuzzAddrs))]
-			op := Read + Operation(r.pick(int(DescribeTokens-Read+1)))
+			op := Read + Operation(r.pick(int(TwoPhaseCommit-Read+1)))
 			rt := fuzzTypes[r.pick(len(fuzzTypes))]
 			name := fuzzNames[r.pick(len(fuzzNames))]
 			if got, want := a.Authorize(p, h, op, rt, name), reference(a, p, h, op, rt, name); got != want {

@@ -36,6 +36,9 @@ const (
 	IdempotentWrite  Operation = 12
 	CreateTokens     Operation = 13
 	DescribeTokens   Operation = 14
+	// TwoPhaseCommit, on a transactional id, lets a producer take part in
+	// a two-phase commit (KIP-939, Kafka 4.1).
+	TwoPhaseCommit Operation = 15
 )
 
 // ResourceType is the kind of resource a binding names, with Kafka's
@@ -84,7 +87,7 @@ const (
 // and the Pascal case its tools print (IdempotentWrite).
 var (
 	operationNames = [...]string{"UNKNOWN", "ANY", "ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
-		"CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS"}
+		"CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS", "TWO_PHASE_COMMIT"}
 	resourceNames   = [...]string{"UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID", "DELEGATION_TOKEN", "USER"}
 	patternNames    = [...]string{"UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED"}
 	permissionNames = [...]string{"UNKNOWN", "ANY", "DENY", "ALLOW"}
@@ -209,7 +212,7 @@ var toolOperations = map[ResourceType][]Operation{
 	Topic:           {Read, Write, Create, Describe, Delete, Alter, DescribeConfigs, AlterConfigs},
 	Group:           {Read, Describe, Delete, DescribeConfigs, AlterConfigs},
 	Cluster:         {Create, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, Alter, Describe},
-	TransactionalID: {Describe, Write},
+	TransactionalID: {Describe, Write, TwoPhaseCommit},
 	DelegationToken: {Describe},
 	User:            {CreateTokens, DescribeTokens},
 }

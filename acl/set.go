@@ -178,7 +178,7 @@ func (b Binding) Validate() error {
 		return invalid("resourceType", "%s: must be one of TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER", b.ResourceType)
 	case b.PatternType != Literal && b.PatternType != Prefixed:
 		return invalid("patternType", "%s: must be LITERAL or PREFIXED", b.PatternType)
-	case b.Operation < All || b.Operation > DescribeTokens:
+	case b.Operation < All || b.Operation > TwoPhaseCommit:
 		return invalid("operation", "%s: not an operation a binding can name", b.Operation)
 	case b.Permission != Allow && b.Permission != Deny:
 		return invalid("permissionType", "%s: must be ALLOW or DENY", b.Permission)
