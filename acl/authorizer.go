@@ -1,9 +1,6 @@
 package acl
 
-import (
-	"net/netip"
-	"strings"
-)
+import "net/netip"
 
 // Authorizer decides with a Set, the super users and the result when no
 // binding names a resource. It is immutable: a reload builds a new one and
@@ -309,6 +306,6 @@ func (a *Authorizer) IsSuperUser(principal string) bool {
 	if a == nil {
 		return false
 	}
-	_, ok := a.super[strings.TrimSpace(principal)]
+	_, ok := a.super[principal]
 	return ok
 }

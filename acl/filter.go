@@ -85,3 +85,30 @@ func (a *Authorizer) FilterDescribeTransactions(c Client, resp *kmsg.DescribeTra
 		ts.Topics = kept
 	}
 }
+
+// MayCreateTopic reports whether the client may create the topic named,
+// as Kafka asks when a Metadata request would create a missing topic and
+// for CreateTopics: Create on the cluster, or on the topic.
+func (a *Authorizer) MayCreateTopic(c Client, topic string) bool {
+	return a.Authorize(c.Principal, c.Host, Create, Cluster, ClusterName) ||
+		a.Authorize(c.Principal, c.Host, Create, Topic, topic)
+}
+
+// FilterCreateTopics hides, in a CreateTopics answer, the configs,
+// partition count and replication factor of each topic the client may not
+// DescribeConfigs, as Kafka's controller answers: TOPIC_AUTHORIZATION_FAILED
+// in the topic's config error code, the counts at their defaults.
+func (a *Authorizer) FilterCreateTopics(c Client, resp *kmsg.CreateTopicsResponse) {
+	if a == nil {
+		return
+	}
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		if t.ErrorCode != 0 || a.Authorize(c.Principal, c.Host, DescribeConfigs, Topic, t.Topic) {
+			continue
+		}
+		t.ConfigErrorCode = TopicAuthorizationFailed
+		t.Configs = nil
+		t.NumPartitions, t.ReplicationFactor = -1, -1
+	}
+}

@@ -89,3 +89,27 @@ func TestFilters(t *testing.T) {
 		t.Errorf("describe transactions: %+v", ts)
 	}
 }
+
+func TestCreateTopicsAnswer(t *testing.T) {
+	a := authz(t, Options{},
+		b(Topic, "team-", Prefixed, "User:c", Create, Allow),
+		b(Topic, "team-a", Literal, "User:c", DescribeConfigs, Allow),
+		b(Cluster, ClusterName, Literal, "User:admin", Create, Allow))
+	if !a.MayCreateTopic(client("User:c"), "team-x") || a.MayCreateTopic(client("User:c"), "x") || !a.MayCreateTopic(client("User:admin"), "x") {
+		t.Error("MayCreateTopic")
+	}
+	r := kmsg.NewPtrCreateTopicsResponse()
+	for _, n := range []string{"team-a", "team-b"} {
+		x := kmsg.NewCreateTopicsResponseTopic()
+		x.Topic, x.NumPartitions, x.ReplicationFactor = n, 3, 1
+		x.Configs = []kmsg.CreateTopicsResponseTopicConfig{{Name: "retention.ms"}}
+		r.Topics = append(r.Topics, x)
+	}
+	a.FilterCreateTopics(client("User:c"), r)
+	if x := r.Topics[0]; x.ConfigErrorCode != 0 || x.NumPartitions != 3 || len(x.Configs) != 1 {
+		t.Errorf("describable: %+v", x)
+	}
+	if x := r.Topics[1]; x.ConfigErrorCode != TopicAuthorizationFailed || x.NumPartitions != -1 || x.ReplicationFactor != -1 || x.Configs != nil {
+		t.Errorf("not describable: %+v", x)
+	}
+}
