@@ -1,9 +1,12 @@
 package acl
 
 import (
+	"fmt"
 	"net/netip"
 	"reflect"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // FuzzParse: the file parser never panics, and a set it accepts, written
@@ -112,6 +115,62 @@ func FuzzAuthorize(f *testing.F) {
 			if got, want := a.AuthorizeByResourceType(p, h, op, rt), referenceByType(a, p, h, op, rt); got != want {
 				t.Fatalf("%v\n%s from %s: %s on any %s: got %v, reference %v", bs, p, h, op, rt, got, want)
 			}
+		}
+	})
+}
+
+// FuzzCheck decodes any request body of any key and checks it: Check
+// never panics, a super user is refused nothing, a nil Authorizer allows
+// everything, and every topic denied for authorization is one that
+// Authorize denies.
+func FuzzCheck(f *testing.F) {
+	for _, k := range []int16{0, 1, 3, 8, 9, 10, 22, 24, 28, 32, 68, 88} {
+		req := kmsg.RequestForKey(k)
+		req.SetVersion(req.MaxVersion())
+		f.Add(k, req.MaxVersion(), req.AppendTo(nil))
+	}
+	p := produce(kmsg.StringPtr("tx"), batch(0x10), "orders", "audit")
+	f.Add(int16(0), p.Version, p.AppendTo(nil))
+	a, err := New(newSet([]Binding{
+		b(Topic, "ord", Prefixed, "User:c", All, Allow),
+		b(Group, "*", Literal, "User:c", Read, Allow),
+		b(TransactionalID, "tx", Literal, "User:c", Write, Allow),
+	}), Options{SuperUsers: "User:root"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {
+		req := kmsg.RequestForKey(key)
+		if req == nil || version < 0 || version > req.MaxVersion() {
+			return
+		}
+		req.SetVersion(version)
+		if req.ReadFrom(body) != nil {
+			return
+		}
+		c := client("User:c")
+		c.TopicName = func(id [16]byte) (string, bool) { return fmt.Sprintf("ord-%x", id[0]), id[0]%2 == 0 }
+		v := a.Check(c, req)
+		for _, d := range v.Denied {
+			if d.Code == TopicAuthorizationFailed && d.Name != "" && a.Authorize(c.Principal, c.Host, Read, Topic, d.Name) &&
+				a.Authorize(c.Principal, c.Host, Describe, Topic, d.Name) && a.Authorize(c.Principal, c.Host, Write, Topic, d.Name) {
+				t.Fatalf("%s: topic %q denied though every operation is allowed on it: %+v", kmsg.NameForKey(key), d.Name, v)
+			}
+		}
+		if v := a.Check(client("User:root"), req); v.Code != 0 || len(v.Denied) != 0 {
+			// A topic named only by an id nobody resolved is unknown, not refused.
+			for _, d := range v.Denied {
+				if d.Code != UnknownTopicID {
+					t.Fatalf("%s: a super user refused: %+v", kmsg.NameForKey(key), v)
+				}
+			}
+			if v.Code != 0 {
+				t.Fatalf("%s: a super user refused: %+v", kmsg.NameForKey(key), v)
+			}
+		}
+		var none *Authorizer
+		if v := none.Check(c, req); !v.Allowed() {
+			t.Fatalf("nil Authorizer: %+v", v)
 		}
 	})
 }
