@@ -181,8 +181,9 @@ func (m *matcher) entries(rs []rule) bool {
 		m.w.lookups++
 		m.w.rules += len(rs)
 	}
-	for _, r := range rs {
-		if r.host.IsValid() && r.host != m.host {
+	for i := range rs {
+		r := &rs[i]
+		if !r.matchesHost(m.host) {
 			continue
 		}
 		if r.perm == Deny {
@@ -250,7 +251,7 @@ func (a *Authorizer) AuthorizeByResourceType(principal string, host netip.Addr, 
 	for _, p := range ps {
 		for _, i := range a.set.byPrincipal[principalKey{rt, p}] {
 			b := &a.set.bindings[i]
-			if b.Host != Wildcard && parseHost(b.Host) != host {
+			if !hostMatches(b.Host, host) {
 				continue
 			}
 			if b.Operation != op && b.Operation != All {

@@ -436,7 +436,7 @@ func reference(a *Authorizer, principal string, host netip.Addr, op Operation, r
 		}
 		if x.Host != Wildcard {
 			h, err := netip.ParseAddr(x.Host)
-			if err != nil || h.WithZone("").Unmap() != host {
+			if err != nil || !host.IsValid() || h.WithZone("").Unmap() != host {
 				continue
 			}
 		}
@@ -471,7 +471,7 @@ func referenceByType(a *Authorizer, principal string, host netip.Addr, op Operat
 			continue
 		}
 		if x.Host != Wildcard {
-			if h, err := netip.ParseAddr(x.Host); err != nil || h.WithZone("").Unmap() != host {
+			if h, err := netip.ParseAddr(x.Host); err != nil || !host.IsValid() || h.WithZone("").Unmap() != host {
 				continue
 			}
 		}

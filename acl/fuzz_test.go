@@ -68,7 +68,7 @@ func (r *fuzzReader) pick(n int) int {
 var (
 	fuzzNames      = []string{"a", "ab", "abc", "abd", "b", "*", "*a", "a*", "hardcode", "h", "hard", "kafka-cluster", "é", "\xff"}
 	fuzzPrincipals = []string{"User:a", "User:b", WildcardPrincipal, "Group:a", "User:A"}
-	fuzzHosts      = []string{Wildcard, "10.0.0.1", "10.0.0.2", "::1", "::ffff:10.0.0.1"}
+	fuzzHosts      = []string{Wildcard, "10.0.0.1", "10.0.0.2", "::1", "::ffff:10.0.0.1", "not-an-address"}
 	fuzzAddrs      = []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("::1"), {}}
 	fuzzTypes      = []ResourceType{Topic, Group, Cluster, TransactionalID}
 )

@@ -66,13 +66,27 @@ type principalKey struct {
 	principal string
 }
 
-// rule is a binding as a decision reads it: the host parsed (the zero
-// Addr is the wildcard host), and the binding it came from.
+// rule is a binding as a decision reads it: the host parsed, and the
+// binding it came from.
 type rule struct {
-	host netip.Addr
-	op   Operation
-	perm Permission
-	idx  int32
+	anyHost bool
+	host    netip.Addr
+	op      Operation
+	perm    Permission
+	idx     int32
+}
+
+// matchesHost reports whether a rule applies to a client at h: its host
+// is "*", or an address equal to h. A client whose address is unknown
+// matches only "*".
+func (r *rule) matchesHost(h netip.Addr) bool {
+	return r.anyHost || (r.host.IsValid() && r.host == h)
+}
+
+// hostMatches is matchesHost for a binding's host as written.
+func hostMatches(bindingHost string, h netip.Addr) bool {
+	r := rule{anyHost: bindingHost == Wildcard, host: parseHost(bindingHost)}
+	return r.matchesHost(h)
 }
 
 // NewSet checks every binding as Kafka does when it creates ACLs, and as
@@ -110,8 +124,8 @@ func newSet(bindings []Binding) *Set {
 		s.bindings = append(s.bindings, b)
 		pk := patternKey{b.ResourceType, b.PatternType, b.ResourceName}
 		s.patterns[pk] = struct{}{}
-		r := rule{op: b.Operation, perm: b.Permission, idx: int32(idx)}
-		if b.Host != Wildcard {
+		r := rule{anyHost: b.Host == Wildcard, op: b.Operation, perm: b.Permission, idx: int32(idx)}
+		if !r.anyHost {
 			r.host = parseHost(b.Host)
 		}
 		rk := ruleKey{pk, b.Principal}
@@ -140,7 +154,8 @@ func insertSorted(s []int, v int) []int {
 	return s
 }
 
-// parseHost reads a binding's host address; it was validated.
+// parseHost reads a binding's host address; the zero Addr, which matches
+// no client, for one that is not an address.
 func parseHost(h string) netip.Addr {
 	a, err := netip.ParseAddr(h)
 	if err != nil {
