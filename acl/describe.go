@@ -2,7 +2,6 @@ package acl
 
 import (
 	"fmt"
-	"net/netip"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -135,7 +134,7 @@ func DescribeFilter(req *kmsg.DescribeACLsRequest) (Filter, int16, error) {
 // a broker answers from its own: the filter read and checked, Describe on
 // the cluster required, the bindings grouped by resource pattern. A nil
 // Authorizer answers as a broker without an authorizer does.
-func (a *Authorizer) DescribeACLs(principal string, host netip.Addr, req *kmsg.DescribeACLsRequest) *kmsg.DescribeACLsResponse {
+func (a *Authorizer) DescribeACLs(c Client, req *kmsg.DescribeACLsRequest) *kmsg.DescribeACLsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
 	fail := func(code int16, msg string) *kmsg.DescribeACLsResponse {
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
@@ -148,7 +147,7 @@ func (a *Authorizer) DescribeACLs(principal string, host netip.Addr, req *kmsg.D
 	if a == nil {
 		return fail(errSecurityDisabled, msgSecurityDisabled)
 	}
-	if !a.Authorize(principal, host, Describe, Cluster, ClusterName) {
+	if !a.Authorize(c.Principal, c.Host, Describe, Cluster, ClusterName) {
 		return fail(errClusterAuthorizationFailed, msgClusterAuthorizationFailed)
 	}
 	index := map[patternKey]int{}
@@ -184,9 +183,9 @@ func refusal(file string) string {
 // client cannot change them. A client without Alter on the cluster is
 // told so first, as a broker would tell it; the others read a
 // POLICY_VIOLATION whose message names the file.
-func (a *Authorizer) CreateACLs(principal string, host netip.Addr, file string, req *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse {
+func (a *Authorizer) CreateACLs(c Client, file string, req *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse {
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
-	code, msg := a.alterRefusal(principal, host, file)
+	code, msg := a.alterRefusal(c, file)
 	for range req.Creations {
 		r := kmsg.NewCreateACLsResponseResult()
 		r.ErrorCode, r.ErrorMessage = code, &msg
@@ -196,9 +195,9 @@ func (a *Authorizer) CreateACLs(principal string, host netip.Addr, file string, 
 }
 
 // DeleteACLs refuses a DeleteAcls as CreateACLs refuses a CreateAcls.
-func (a *Authorizer) DeleteACLs(principal string, host netip.Addr, file string, req *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse {
+func (a *Authorizer) DeleteACLs(c Client, file string, req *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
-	code, msg := a.alterRefusal(principal, host, file)
+	code, msg := a.alterRefusal(c, file)
 	for range req.Filters {
 		r := kmsg.NewDeleteACLsResponseResult()
 		r.ErrorCode, r.ErrorMessage = code, &msg
@@ -207,11 +206,11 @@ func (a *Authorizer) DeleteACLs(principal string, host netip.Addr, file string, 
 	return resp
 }
 
-func (a *Authorizer) alterRefusal(principal string, host netip.Addr, file string) (int16, string) {
+func (a *Authorizer) alterRefusal(c Client, file string) (int16, string) {
 	switch {
 	case a == nil:
 		return errSecurityDisabled, msgSecurityDisabled
-	case !a.Authorize(principal, host, Alter, Cluster, ClusterName):
+	case !a.Authorize(c.Principal, c.Host, Alter, Cluster, ClusterName):
 		return errClusterAuthorizationFailed, msgClusterAuthorizationFailed
 	default:
 		return errPolicyViolation, refusal(file)

@@ -64,7 +64,7 @@ func TestDescribeACLs(t *testing.T) {
 	req.Operation = kmsg.ACLOperationAny
 	req.PermissionType = kmsg.ACLPermissionTypeAny
 
-	resp := a.DescribeACLs("User:admin", anyHost, req)
+	resp := a.DescribeACLs(client("User:admin"), req)
 	if resp.ErrorCode != 0 || len(resp.Resources) != 3 || len(resp.Resources[0].ACLs) != 2 {
 		t.Fatalf("%+v", resp)
 	}
@@ -78,25 +78,25 @@ func TestDescribeACLs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if resp := a.DescribeACLs("User:a", anyHost, req); resp.ErrorCode != 31 || len(resp.Resources) != 0 {
+	if resp := a.DescribeACLs(client("User:a"), req); resp.ErrorCode != 31 || len(resp.Resources) != 0 {
 		t.Fatalf("without Describe on the cluster: %+v", resp)
 	}
 	v0 := *req
 	v0.Version = 0
-	if resp := a.DescribeACLs("User:admin", anyHost, &v0); resp.ErrorCode != 0 || len(resp.Resources) != 2 {
+	if resp := a.DescribeACLs(client("User:admin"), &v0); resp.ErrorCode != 0 || len(resp.Resources) != 2 {
 		t.Fatalf("version 0 lists literal patterns only: %+v", resp)
 	}
 	v0.ResourcePatternType = kmsg.ACLResourcePatternTypePrefixed
-	if resp := a.DescribeACLs("User:admin", anyHost, &v0); resp.ErrorCode != 35 {
+	if resp := a.DescribeACLs(client("User:admin"), &v0); resp.ErrorCode != 35 {
 		t.Fatalf("version 0 with a prefixed filter: %+v", resp)
 	}
 	bad := *req
 	bad.Operation = 0
-	if resp := a.DescribeACLs("User:admin", anyHost, &bad); resp.ErrorCode != 42 {
+	if resp := a.DescribeACLs(client("User:admin"), &bad); resp.ErrorCode != 42 {
 		t.Fatalf("unknown operation: %+v", resp)
 	}
 	var none *Authorizer
-	if resp := none.DescribeACLs("User:admin", anyHost, req); resp.ErrorCode != 54 {
+	if resp := none.DescribeACLs(client("User:admin"), req); resp.ErrorCode != 54 {
 		t.Fatalf("no authorizer: %+v", resp)
 	}
 }
@@ -105,16 +105,16 @@ func TestCreateAndDeleteACLsRefused(t *testing.T) {
 	a := authz(t, Options{}, b(Cluster, ClusterName, Literal, "User:admin", Alter, Allow))
 	cr := kmsg.NewPtrCreateACLsRequest()
 	cr.Creations = make([]kmsg.CreateACLsRequestCreation, 2)
-	resp := a.CreateACLs("User:admin", anyHost, "/etc/inorder/acls.yaml", cr)
+	resp := a.CreateACLs(client("User:admin"), "/etc/inorder/acls.yaml", cr)
 	if len(resp.Results) != 2 || resp.Results[1].ErrorCode != 44 || !strings.Contains(*resp.Results[1].ErrorMessage, "/etc/inorder/acls.yaml") {
 		t.Fatalf("%+v", resp)
 	}
-	if resp := a.CreateACLs("User:x", anyHost, "f", cr); resp.Results[0].ErrorCode != 31 {
+	if resp := a.CreateACLs(client("User:x"), "f", cr); resp.Results[0].ErrorCode != 31 {
 		t.Fatalf("%+v", resp)
 	}
 	dr := kmsg.NewPtrDeleteACLsRequest()
 	dr.Filters = make([]kmsg.DeleteACLsRequestFilter, 1)
-	d := a.DeleteACLs("User:admin", anyHost, "acls.yaml", dr)
+	d := a.DeleteACLs(client("User:admin"), "acls.yaml", dr)
 	if len(d.Results) != 1 || d.Results[0].ErrorCode != 44 || !strings.Contains(*d.Results[0].ErrorMessage, "acls.yaml") {
 		t.Fatalf("%+v", d)
 	}
