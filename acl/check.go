@@ -131,6 +131,16 @@ func (k *checker) topic(op Operation, name string, id [16]byte) {
 	k.each(op, Topic, name, TopicAuthorizationFailed)
 }
 
+// listed asks for the answer to be filtered by n, once.
+func (k *checker) listed(n Need) {
+	for _, l := range k.v.Listed {
+		if l.Operation == n.Operation && l.Resource == n.Resource {
+			return
+		}
+	}
+	k.v.Listed = append(k.v.Listed, n)
+}
+
 // allOrNothing refuses the whole request with TOPIC_AUTHORIZATION_FAILED
 // unless op is allowed on every topic named, as Kafka checks a consumer's
 // subscription and a streams topology.
@@ -214,7 +224,7 @@ func (a *Authorizer) Check(c Client, req kmsg.Request) Verdict {
 		}
 	case *kmsg.MetadataRequest:
 		if r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0) {
-			k.v.Listed = append(k.v.Listed, need(Describe, Topic, Listed))
+			k.listed(need(Describe, Topic, Listed))
 			break
 		}
 		for _, t := range r.Topics {
@@ -231,8 +241,13 @@ func (a *Authorizer) Check(c Client, req kmsg.Request) Verdict {
 			}
 		}
 	case *kmsg.OffsetFetchRequest:
+		// A group's topics left null ask for all of them: the answer is
+		// filtered instead (FilterOffsetFetch).
 		if r.Version < 8 {
 			if k.whole(Describe, Group, r.Group, GroupAuthorizationFailed) {
+				if r.Topics == nil {
+					k.listed(need(Describe, Topic, Listed))
+				}
 				for _, t := range r.Topics {
 					k.topic(Describe, t.Topic, [16]byte{})
 				}
@@ -243,6 +258,9 @@ func (a *Authorizer) Check(c Client, req kmsg.Request) Verdict {
 			if !k.allowed(Describe, Group, g.Group) {
 				k.deny(Denial{Resource: Group, Name: g.Group, Code: GroupAuthorizationFailed}, true)
 				continue
+			}
+			if g.Topics == nil {
+				k.listed(need(Describe, Topic, Listed))
 			}
 			for _, t := range g.Topics {
 				k.topic(Describe, t.Topic, t.TopicID)
@@ -308,7 +326,7 @@ func (a *Authorizer) Check(c Client, req kmsg.Request) Verdict {
 		}
 	case *kmsg.ListGroupsRequest:
 		if !k.allowed(Describe, Cluster, ClusterName) {
-			k.v.Listed = append(k.v.Listed, need(Describe, Group, Listed))
+			k.listed(need(Describe, Group, Listed))
 		}
 	case *kmsg.InitProducerIDRequest:
 		if r.TransactionalID != nil {
@@ -402,9 +420,9 @@ func (a *Authorizer) Check(c Client, req kmsg.Request) Verdict {
 		for _, id := range r.TransactionalIDs {
 			k.each(Describe, TransactionalID, id, TransactionalIDAuthorizationFailed)
 		}
-		k.v.Listed = append(k.v.Listed, need(Describe, Topic, Listed))
+		k.listed(need(Describe, Topic, Listed))
 	case *kmsg.ListTransactionsRequest:
-		k.v.Listed = append(k.v.Listed, need(Describe, TransactionalID, Listed))
+		k.listed(need(Describe, TransactionalID, Listed))
 	case *kmsg.DescribeTopicPartitionsRequest:
 		for _, t := range r.Topics {
 			k.topic(Describe, t.Topic, [16]byte{})

@@ -112,3 +112,45 @@ func (a *Authorizer) FilterCreateTopics(c Client, resp *kmsg.CreateTopicsRespons
 		t.NumPartitions, t.ReplicationFactor = -1, -1
 	}
 }
+
+// FilterOffsetFetch leaves out of an OffsetFetch answer for all of a
+// group's topics the topics the client may not Describe, as Kafka does:
+// clients are not shown offsets of topics they may not describe. A topic
+// named by id alone is kept only if c.TopicName resolves it to a topic the
+// client may Describe.
+func (a *Authorizer) FilterOffsetFetch(c Client, resp *kmsg.OffsetFetchResponse) {
+	if a == nil {
+		return
+	}
+	describable := func(name string, id [16]byte) bool {
+		if name == "" && id != ([16]byte{}) {
+			var ok bool
+			if c.TopicName != nil {
+				name, ok = c.TopicName(id)
+			}
+			if !ok {
+				return false
+			}
+		}
+		return a.Authorize(c.Principal, c.Host, Describe, Topic, name)
+	}
+	kept := resp.Topics[:0]
+	for _, t := range resp.Topics {
+		if describable(t.Topic, [16]byte{}) {
+			kept = append(kept, t)
+		}
+	}
+	clear(resp.Topics[len(kept):])
+	resp.Topics = kept
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		kept := g.Topics[:0]
+		for _, t := range g.Topics {
+			if describable(t.Topic, t.TopicID) {
+				kept = append(kept, t)
+			}
+		}
+		clear(g.Topics[len(kept):])
+		g.Topics = kept
+	}
+}

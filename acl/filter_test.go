@@ -113,3 +113,35 @@ func TestCreateTopicsAnswer(t *testing.T) {
 		t.Errorf("not describable: %+v", x)
 	}
 }
+
+func TestFilterOffsetFetch(t *testing.T) {
+	a := authz(t, Options{},
+		b(Group, "app", Literal, "User:c", Describe, Allow),
+		b(Topic, "pub-", Prefixed, "User:c", Describe, Allow))
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version = 8
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = "app"
+	req.Groups = append(req.Groups, g)
+	if v := a.Check(client("User:c"), req); len(v.Listed) != 1 || v.Listed[0].Resource != Topic || v.Code != 0 || len(v.Denied) != 0 {
+		t.Fatalf("all topics of a group: %+v", v)
+	}
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	rg := kmsg.NewOffsetFetchResponseGroup()
+	rg.Group = "app"
+	for _, n := range []string{"pub-a", "secret", ""} {
+		x := kmsg.NewOffsetFetchResponseGroupTopic()
+		x.Topic = n
+		if n == "" {
+			x.TopicID = [16]byte{9}
+		}
+		rg.Topics = append(rg.Topics, x)
+	}
+	resp.Groups = append(resp.Groups, rg)
+	c := client("User:c")
+	c.TopicName = func(id [16]byte) (string, bool) { return "pub-by-id", id == [16]byte{9} }
+	a.FilterOffsetFetch(c, resp)
+	if ts := resp.Groups[0].Topics; len(ts) != 2 || ts[0].Topic != "pub-a" || ts[1].TopicID != [16]byte{9} {
+		t.Errorf("%+v", ts)
+	}
+}
