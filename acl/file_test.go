@@ -2,6 +2,7 @@ package acl
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -144,5 +145,34 @@ func TestNewSetValidates(t *testing.T) {
 	}
 	if _, err := NewSet([]Binding{b(Topic, "t", Literal, "User:a", Read, Allow, "fe80::1%eth0")}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestExampleFile(t *testing.T) {
+	s, err := Load("testdata/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(s, Options{SuperUsers: "User:admin;User:ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateway := netip.MustParseAddr("10.20.0.1")
+	check(t, a,
+		q("User:orders-svc", Write, Topic, "orders-eu", true),
+		q("User:orders-svc", Describe, Topic, "orders-eu", true),
+		q("User:orders-svc", Read, Topic, "orders-eu", false),
+		q("User:orders-svc", Write, TransactionalID, "orders-tx-1", true),
+		q("User:billing", Read, Topic, "orders-eu", true),
+		q("User:billing", Read, Group, "billing", true),
+		q("User:billing", Read, Group, "other", false),
+		q("User:billing", Read, Topic, "orders-pii", true),
+		q("User:billing", Read, Topic, "orders-pii", false).at(gateway),
+		q("User:admin", Alter, Cluster, ClusterName, true),
+		q("User:nobody", Describe, Cluster, ClusterName, true),
+		q("User:nobody", Read, Topic, "orders-eu", false),
+	)
+	if !a.AuthorizeByResourceType("User:orders-svc", anyHost, Write, Topic) || a.AuthorizeByResourceType("User:billing", anyHost, Write, Topic) {
+		t.Error("an idempotent producer's InitProducerId")
 	}
 }

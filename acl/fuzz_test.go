@@ -3,6 +3,7 @@ package acl
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"reflect"
 	"testing"
 
@@ -14,6 +15,9 @@ import (
 // same decisions.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(sampleFile))
+	if example, err := os.ReadFile("testdata/example.yaml"); err == nil {
+		f.Add(example)
+	}
 	f.Add([]byte("acls: []"))
 	f.Add([]byte("acls:\n- {principal: 'User:*', host: '::1', resourceType: topic, resourceName: '*', operation: all, permissionType: deny}\n"))
 	f.Add([]byte("acls:\n- {principal: 'User:a', resourceType: CLUSTER, operation: IDEMPOTENT_WRITE}\n- {principal: 'User:b', resourceType: GROUP, resourceName: 'g-', patternType: PREFIXED, operation: Read}\n"))
