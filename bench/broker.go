@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/inorder-proxy/inorder/internal/hostile"
 )
 
 // BrokerKind is what an embedded broker does with the traffic it gets.
@@ -23,6 +25,21 @@ const (
 	// Plain stores records like a broker, for checking end to end that
 	// what was produced can be consumed.
 	Plain BrokerKind = "plain"
+)
+
+// Misbehavior is how a broker breaks Kafka's per-connection ordering, so
+// that a gate meant to catch such a backend (inorder check, serve
+// --verify) can be seen failing before a pass is trusted.
+type Misbehavior string
+
+const (
+	// Reorder answers a connection's pipelined requests concurrently and
+	// in completion order: responses come back out of order and writes to
+	// one partition are appended out of order.
+	Reorder Misbehavior = "reorder"
+	// Swap processes a connection's requests in order, so the log keeps
+	// the order sent, but writes one response in 200 after the next one.
+	Swap Misbehavior = "swap"
 )
 
 // BrokerConfig describes an embedded single-node kfake cluster.
@@ -51,12 +68,21 @@ type BrokerConfig struct {
 	// after it (all free ones when Port is zero). Zero means one. More
 	// than one cannot be given an Advertise address.
 	Brokers int
+	// Misbehave, when set, serves a Plain broker through a backend that
+	// breaks per-connection ordering that way (internal/hostile's), on
+	// Port. It takes neither Advertise, TLS nor more than one broker.
+	// Empty keeps the order, as Kafka does.
+	Misbehave Misbehavior
 }
 
 // Broker is a running embedded broker.
 type Broker struct {
 	Cluster *kfake.Cluster
 	addrs   []string
+	// closeBackend and misbehaved are a misbehaving broker's: its backend's
+	// close and count of responses written out of order.
+	closeBackend func()
+	misbehaved   func() int64
 }
 
 // advertisedListener reports the address clients should dial instead of its
@@ -70,6 +96,9 @@ func (l advertisedListener) Addr() net.Addr { return l.addr }
 
 // NewBroker starts the broker described by cfg.
 func NewBroker(cfg BrokerConfig) (*Broker, error) {
+	if cfg.Misbehave != "" {
+		return newMisbehaving(cfg)
+	}
 	b := &Broker{}
 	n := max(cfg.Brokers, 1)
 	if n > 1 && cfg.Advertise != "" {
@@ -141,12 +170,63 @@ func NewBroker(cfg BrokerConfig) (*Broker, error) {
 	return b, nil
 }
 
+// newMisbehaving starts a Plain broker behind the backend cfg.Misbehave
+// names.
+func newMisbehaving(cfg BrokerConfig) (*Broker, error) {
+	switch {
+	case cfg.Kind != "" && cfg.Kind != Plain:
+		return nil, &OptionError{Field: "Misbehave", Value: string(cfg.Misbehave), Reason: "stores records, as the check reads them back: give %s plain or leave it out", Other: "Kind"}
+	case cfg.Brokers > 1:
+		return nil, &OptionError{Field: "Misbehave", Value: string(cfg.Misbehave), Reason: "runs one broker: leave %s out", Other: "Brokers"}
+	case cfg.Advertise != "":
+		return nil, &OptionError{Field: "Misbehave", Value: string(cfg.Misbehave), Reason: "advertises its own address: leave %s out", Other: "Advertise"}
+	case cfg.TLS != nil:
+		return nil, &OptionError{Field: "Misbehave", Value: string(cfg.Misbehave), Reason: "speaks plaintext: leave %s out", Other: "TLS"}
+	}
+	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
+	var opts []kfake.Opt
+	for t, n := range cfg.Topics {
+		opts = append(opts, kfake.SeedTopics(n, t))
+	}
+	switch cfg.Misbehave {
+	case Reorder:
+		r, err := hostile.NewReorderer(hostile.ReordererConfig{Listen: listen, KfakeOpts: opts})
+		if err != nil {
+			return nil, err
+		}
+		return &Broker{Cluster: r.Cluster(), addrs: []string{r.Addr()}, closeBackend: func() { r.Close() }, misbehaved: r.Reordered}, nil
+	case Swap:
+		s, err := hostile.NewSwapper(hostile.SwapperConfig{Listen: listen, KfakeOpts: opts})
+		if err != nil {
+			return nil, err
+		}
+		return &Broker{Cluster: s.Cluster(), addrs: []string{s.Addr()}, closeBackend: func() { s.Close() }, misbehaved: s.Swapped}, nil
+	}
+	return nil, badOption("Misbehave", cfg.Misbehave, fmt.Sprintf("must be %s or %s", Reorder, Swap))
+}
+
 // Addr is where the broker really listens, whatever it advertises: with
 // several brokers, every one's address, comma separated.
 func (b *Broker) Addr() string { return strings.Join(b.addrs, ",") }
 
+// Misbehaved returns how many responses a misbehaving broker has written
+// before the response to a request sent earlier on the same connection;
+// zero for a broker that keeps the order.
+func (b *Broker) Misbehaved() int64 {
+	if b.misbehaved == nil {
+		return 0
+	}
+	return b.misbehaved()
+}
+
 // Close stops the broker.
-func (b *Broker) Close() { b.Cluster.Close() }
+func (b *Broker) Close() {
+	if b.closeBackend != nil {
+		b.closeBackend()
+		return
+	}
+	b.Cluster.Close()
+}
 
 // RelayedBroker is a broker that advertises the relay in front of it, so that
 // every connection a client makes goes through the relay.

@@ -143,8 +143,10 @@ type Options struct {
 	// follows whatever else runs; CPU per byte does not.
 	CPUPIDs map[string]int
 
-	// Progress receives a line per target every second while it runs. Nil
-	// means silence.
+	// Progress receives a line per target every second while it runs,
+	// with the round's phase (warming up, waiting for the first record,
+	// measuring, done) and the rates over the time measured so far, and
+	// the round's last figures once it is measured. Nil means silence.
 	Progress io.Writer
 	// Format is how Run writes its report: text or markdown. Empty means
 	// text.

@@ -273,11 +273,16 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int, cr
 		}
 	}
 
-	stopProgress := progress(o, t, round, &c)
+	first := phaseWarmup
+	if o.Records > 0 {
+		first = phaseMeasure
+	}
+	rc := newRoundClock(first, time.Now())
+	stopProgress := progress(o, t, round, &c, rc)
 	defer stopProgress()
 
 	if o.Records > 0 {
-		return runCount(runCtx, cl, o, t, p, &c, promise)
+		return runCount(runCtx, cl, o, t, p, &c, promise, rc)
 	}
 
 	c.measuring.Store(o.Warmup == 0)
@@ -296,7 +301,11 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int, cr
 			consumeLoop(runCtx, cl, &c, o.Rate)
 		}()
 	}
-	if !sleepCtx(ctx, o.Warmup) || !c.waitFlowing(ctx) {
+	if !sleepCtx(ctx, o.Warmup) {
+		return Sample{}, ctx.Err()
+	}
+	rc.enter(phaseWaitFlow, time.Now())
+	if !c.waitFlowing(ctx) {
 		return Sample{}, ctx.Err()
 	}
 	pid := o.CPUPIDs[t.label()]
@@ -307,12 +316,15 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int, cr
 	rss := watchRSS(pid)
 	c.measuring.Store(true)
 	start := time.Now()
+	rc.enter(phaseMeasure, start)
 	if !sleepCtx(ctx, o.Duration) {
 		rss()
 		return Sample{}, ctx.Err()
 	}
 	c.measuring.Store(false)
-	elapsed := time.Since(start)
+	end := time.Now()
+	rc.enter(phaseDone, end)
+	elapsed := end.Sub(start)
 	peak := rss()
 	cpu1, err := cpuOf(pid)
 	if err != nil {
@@ -386,7 +398,7 @@ func (c *counters) sample(elapsed time.Duration) (Sample, error) {
 
 // runCount produces exactly o.Records records and times them from the first
 // send to the last acknowledgement.
-func runCount(ctx context.Context, cl *kgo.Client, o Options, t Target, p *payload, c *counters, promise func(*kgo.Record, error)) (Sample, error) {
+func runCount(ctx context.Context, cl *kgo.Client, o Options, t Target, p *payload, c *counters, promise func(*kgo.Record, error), rc *roundClock) (Sample, error) {
 	pid := o.CPUPIDs[t.label()]
 	cpu0, err := cpuOf(pid)
 	if err != nil {
@@ -395,12 +407,15 @@ func runCount(ctx context.Context, cl *kgo.Client, o Options, t Target, p *paylo
 	rss := watchRSS(pid)
 	c.measuring.Store(true)
 	start := time.Now()
+	rc.enter(phaseMeasure, start)
 	produceLoop(ctx, cl, o, p, promise, o.Records)
 	if err := cl.Flush(ctx); err != nil {
 		rss()
 		return Sample{}, err
 	}
-	elapsed := time.Since(start)
+	end := time.Now()
+	rc.enter(phaseDone, end)
+	elapsed := end.Sub(start)
 	peak := rss()
 	cpu1, err := cpuOf(pid)
 	if err != nil {
@@ -586,49 +601,6 @@ func pingLeaders(ctx context.Context, cl *kgo.Client, resp *kmsg.MetadataRespons
 		}
 	}
 	return nil
-}
-
-func progress(o Options, t Target, round int, c *counters) func() {
-	if o.Progress == nil {
-		return func() {}
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		start := time.Now()
-		var lastP, lastPB, lastC, lastCB int64
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			p, pb := c.produced.Load(), c.producedBytes.Load()
-			cn, cb := c.consumed.Load(), c.consumedBytes.Load()
-			line := fmt.Sprintf("%s round %d/%d %3.0fs", t.label(), round+1, o.Rounds, time.Since(start).Seconds())
-			if !c.measuring.Load() {
-				line += " warming up"
-			}
-			if o.Produce {
-				line += fmt.Sprintf("  produce %9.0f rec/s %8.2f MB/s p99 %s", float64(p-lastP), float64(pb-lastPB)/1e6, fmtDur(c.lat.Quantile(0.99)))
-			}
-			if o.Consume {
-				line += fmt.Sprintf("  consume %9.0f rec/s %8.2f MB/s", float64(cn-lastC), float64(cb-lastCB)/1e6)
-			}
-			if e := c.produceErrs.Load(); e > 0 {
-				line += fmt.Sprintf("  %d errors", e)
-			}
-			fmt.Fprintln(o.Progress, line)
-			lastP, lastPB, lastC, lastCB = p, pb, cn, cb
-		}
-	}()
-	return func() {
-		close(stop)
-		<-done
-	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -22,6 +22,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"time"
 )
@@ -104,6 +105,8 @@ func (o Options) Validate() error {
 	switch {
 	case o.Bootstrap == "":
 		return fmt.Errorf("%w: bootstrap is required", ErrOptions)
+	case !IsHostPort(o.Bootstrap):
+		return fmt.Errorf("%w: bootstrap %q is not HOST:PORT", ErrOptions, o.Bootstrap)
 	case o.Requests < MinRequests || o.Requests > MaxRequests:
 		return fmt.Errorf("%w: requests %d must be between %d and %d", ErrOptions, o.Requests, MinRequests, MaxRequests)
 	case o.Window < 1:
@@ -114,6 +117,14 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: dial timeout %v is negative", ErrOptions, o.DialTimeout)
 	}
 	return nil
+}
+
+// IsHostPort reports whether addr names a port to dial. An address
+// without one is a mistake in how the check was asked, not a backend that
+// cannot be reached, so it is refused before any dial.
+func IsHostPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port != ""
 }
 
 var (
@@ -133,6 +144,7 @@ const (
 	ReasonUnauthorized Reason = "not authorised"
 	ReasonPermission   Reason = "missing permissions"
 	ReasonUnsupported  Reason = "unsupported"
+	ReasonNotKafka     Reason = "not Kafka"
 	ReasonFailed       Reason = "failed"
 )
 

@@ -15,11 +15,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/inorder-proxy/inorder/admin"
 	"github.com/inorder-proxy/inorder/check"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/devcluster"
 	"github.com/inorder-proxy/inorder/internal/hostile"
 	"github.com/inorder-proxy/inorder/internal/junit"
+	"github.com/inorder-proxy/inorder/internal/testcerts"
 	"github.com/inorder-proxy/inorder/proxy"
 )
 
@@ -350,6 +352,92 @@ func TestApacheKafka(t *testing.T) {
 			// The proxy's verifier watched the same traffic.
 			if v := p.Verifier().Report(); v.Total() != 0 || v.Requests["Produce"] < 3*requests {
 				t.Fatalf("verifier in front of Kafka: %+v", v)
+			}
+		})
+	}
+}
+
+// TestNotKafkaCannotRun: an address that answers HTTP (inorder's own
+// admin endpoint), a TLS alert (a Kafka SSL listener reading plaintext)
+// or nothing at all (a Go TLS listener, inorder's with --tls-cert) is
+// said to be what it is, at once: the admin endpoint would otherwise keep
+// the check waiting for its 5 s header timeout.
+func TestNotKafkaCannotRun(t *testing.T) {
+	adm, err := admin.Listen(admin.Options{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go adm.Serve()
+	defer adm.Shutdown(context.Background())
+
+	// A Kafka SSL listener answers bytes that are not TLS with a fatal
+	// alert (unexpected_message) before it closes.
+	alerting, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alerting.Close()
+	go func() {
+		for {
+			c, err := alerting.Accept()
+			if err != nil {
+				return
+			}
+			c.Read(make([]byte, 512))
+			c.Write([]byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x0a})
+			c.Close()
+		}
+	}()
+
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	ca, err := testcerts.NewCA("check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := ca.Issue("proxy", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Upstreams = kc.ListenAddrs()
+	if cfg.TLSCert, cfg.TLSKey, err = pair.Write(t.TempDir(), "proxy"); err != nil {
+		t.Fatal(err)
+	}
+	tlsProxy, err := proxy.New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tlsProxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer tlsProxy.Close()
+
+	for _, tc := range []struct {
+		name, addr string
+		reason     check.Reason
+		want       string
+	}{
+		{"admin endpoint", adm.Addr(), check.ReasonNotKafka,
+			"check could not run (not Kafka): asking " + adm.Addr() + " for its API versions: the address answered HTTP: it is not a Kafka port (an HTTP endpoint, such as inorder's --admin-listen); give --bootstrap a Kafka listener"},
+		{"TLS alert", alerting.Addr().String(), check.ReasonNotKafka,
+			"check could not run (not Kafka): asking " + alerting.Addr().String() + " for its API versions: the address answered with a TLS alert: the broker speaks TLS, and the check speaks plaintext only; give --bootstrap a plaintext listener, or inorder in front of the broker (with --upstream-tls)"},
+		{"TLS listener", tlsProxy.Addr(), check.ReasonFailed,
+			"check could not run (failed): asking " + tlsProxy.Addr() + " for its API versions: the address closed the connection without answering ApiVersions, which every Kafka listener answers (EOF): a TLS listener (the check speaks plaintext only), or not a Kafka port"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := check.Run(context.Background(), check.Options{Bootstrap: tc.addr, DialTimeout: 10 * time.Second})
+			var cre *check.CannotRunError
+			if !errors.As(err, &cre) || cre.Reason != tc.reason || err.Error() != tc.want {
+				t.Fatalf("got\n\t%v\nwant\n\t%s", err, tc.want)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v to say so", d)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/internal/pipeprobe"
+	"github.com/inorder-proxy/inorder/wire"
 )
 
 // Partitions of the check's topic, one per property that writes, so that
@@ -99,6 +101,12 @@ func (r *run) negotiate(ctx context.Context) error {
 	req.ClientSoftwareName = "inorder-check"
 	req.ClientSoftwareVersion = "1"
 	kresp, err := pipeprobe.Do(dctx, r.opts.Bootstrap, req)
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		// Every Kafka listener answers ApiVersions first, SASL ones
+		// included; a TLS server that reads plaintext closes without a
+		// word (Go's crypto/tls does).
+		err = fmt.Errorf("the address closed the connection without answering ApiVersions, which every Kafka listener answers (%w): a TLS listener (the check speaks plaintext only), or not a Kafka port", err)
+	}
 	if err != nil {
 		return cannotRun("asking "+r.opts.Bootstrap+" for its API versions", err)
 	}
@@ -357,6 +365,9 @@ func cannotRun(step string, err error) error {
 	if errors.As(err, &cre) {
 		return err
 	}
+	if nk, ok := errors.AsType[*wire.NotKafkaError](err); ok {
+		return &CannotRunError{Reason: ReasonNotKafka, Step: step, Err: notKafka(nk)}
+	}
 	reason := ReasonFailed
 	var (
 		ke *kerr.Error
@@ -375,6 +386,18 @@ func cannotRun(step string, err error) error {
 		reason = ReasonUnreachable
 	}
 	return &CannotRunError{Reason: reason, Step: step, Err: err}
+}
+
+// notKafka says what answered in place of a Kafka broker and where to
+// point the check instead.
+func notKafka(nk *wire.NotKafkaError) error {
+	switch nk.Protocol {
+	case wire.HTTPResponse, wire.HTTPRequest:
+		return errors.New("the address answered HTTP: it is not a Kafka port (an HTTP endpoint, such as inorder's --admin-listen); give --bootstrap a Kafka listener")
+	case wire.TLSAlert, wire.TLSHandshake:
+		return fmt.Errorf("the address answered with %s: the broker speaks TLS, and the check speaks plaintext only; give --bootstrap a plaintext listener, or inorder in front of the broker (with --upstream-tls)", strings.TrimSuffix(nk.Error(), ", not a Kafka frame"))
+	}
+	return nk
 }
 
 func (r *run) progress(format string, args ...any) {

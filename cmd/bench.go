@@ -121,18 +121,32 @@ func newBenchBrokerCommand() *cobra.Command {
 		timeout         time.Duration
 		tlsCert, tlsKey string
 		topics          map[string]int
+		misbehave       string
 	)
 	c := &cobra.Command{
 		Use:   "broker",
-		Short: "Run an embedded broker that is never the bottleneck",
+		Short: "Run an embedded broker that is never the bottleneck, or one that breaks ordering",
 		Long: `broker runs a single-node kfake cluster on 127.0.0.1: blackhole discards
 produced records, synthetic serves random 1 MiB fetches from any offset, plain
 stores records. With --advertise it hands out that address in metadata, so
-that a relay in front of it is never bypassed.`,
+that a relay in front of it is never bypassed.
+
+With --misbehave it stores records but breaks Kafka's per-connection
+ordering, so that a gate can be seen failing before a pass is trusted:
+reorder answers pipelined requests concurrently, in completion order
+(responses and appends out of order); swap keeps the log in order but
+writes one response in 200 after the next. inorder check against it exits
+1; through inorder serve it passes, and serve --upstream-ordering
+connection --verify counts what it does. At exit it prints how many
+responses it wrote out of order.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cfg := cfg
 			cfg.Kind = bench.BrokerKind(kind)
+			cfg.Misbehave = bench.Misbehavior(misbehave)
+			if misbehave != "" && !c.Flags().Changed("kind") {
+				cfg.Kind = bench.Plain
+			}
 			for t, n := range topics {
 				if cfg.Topics == nil {
 					cfg.Topics = make(map[string]int32)
@@ -152,7 +166,11 @@ that a relay in front of it is never bypassed.`,
 			}
 			defer b.Close()
 			fmt.Fprintln(c.OutOrStdout(), "listening", b.Addr())
-			return waitFor(c.Context(), timeout)
+			err = waitFor(c.Context(), timeout)
+			if misbehave != "" {
+				fmt.Fprintf(c.OutOrStdout(), "misbehaved (%s): %d responses written before one to a request sent earlier on their connection\n", misbehave, b.Misbehaved())
+			}
+			return err
 		},
 	}
 	f := c.Flags()
@@ -164,6 +182,7 @@ that a relay in front of it is never bypassed.`,
 	f.IntVar(&cfg.RecordBytes, "record-size", 1024, "value size of synthetic records")
 	f.StringVar(&tlsCert, "tls-cert", "", "PEM certificate: the broker speaks TLS")
 	f.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.StringVar(&misbehave, "misbehave", "", "break per-connection ordering, to see a gate fail: reorder (responses and appends in completion order) or swap (one response in 200 after the next); implies --kind plain")
 	f.DurationVar(&timeout, "timeout", time.Hour, "exit after this long")
 	return c
 }
@@ -368,7 +387,7 @@ var benchFlags = map[string]string{
 	"Duration": "duration", "Warmup": "warmup", "Records": "records", "Rate": "rate",
 	"RecordBytes": "record-size", "Compression": "compression", "Acks": "acks", "Idempotent": "acks",
 	"MaxInFlight": "max-in-flight", "Linger": "linger", "FetchMaxBytes": "fetch-max-bytes", "Format": "format",
-	"Kind": "kind", "Advertise": "advertise", // bench broker's
+	"Kind": "kind", "Advertise": "advertise", "Brokers": "brokers", "Misbehave": "misbehave", "TLS": "tls-cert", // bench broker's
 }
 
 // benchOptionError words a *bench.OptionError as a usage error about the

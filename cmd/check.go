@@ -37,7 +37,7 @@ Metadata and ApiVersions. It creates and deletes its own topic and group.
 The result goes to standard output (--format text, json or junit), progress
 to standard error. Exit status: 0 every property holds, 1 a violation was
 seen, 2 the check could not run (unreachable, not authorised, missing
-permissions), with the reason.`,
+permissions, not Kafka), with the reason.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkFlags(c.Flags(), o, format); err != nil {
@@ -88,6 +88,8 @@ func checkFlags(fs *pflag.FlagSet, o check.Options, format string) error {
 		return bad("format", "must be text, json or junit")
 	case o.Bootstrap == "":
 		return bad("bootstrap", "is required: HOST:PORT of the broker or proxy to probe")
+	case !check.IsHostPort(o.Bootstrap):
+		return bad("bootstrap", "is not HOST:PORT (for example 127.0.0.1:9092)")
 	case o.Requests < check.MinRequests || o.Requests > check.MaxRequests:
 		return bad("requests", fmt.Sprintf("must be between %d and %d", check.MinRequests, check.MaxRequests))
 	case o.Window < 1:

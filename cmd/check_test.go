@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/inorder-proxy/inorder/admin"
+	"github.com/inorder-proxy/inorder/check"
 	"github.com/inorder-proxy/inorder/internal/hostile"
 	"github.com/inorder-proxy/inorder/internal/junit"
 	"github.com/inorder-proxy/inorder/internal/pipeprobe"
@@ -74,6 +77,47 @@ func TestCheckExitStatus(t *testing.T) {
 				t.Fatalf("progress belongs on stderr only; stdout:\n%s\nstderr:\n%s", out, errOut)
 			}
 		})
+	}
+}
+
+// TestCheckBootstrapWithoutPort: an address without a port is a usage
+// error, said once (not in the report on stdout and again on stderr) and
+// before any dial.
+func TestCheckBootstrapWithoutPort(t *testing.T) {
+	for _, format := range []string{"text", "json", "junit"} {
+		code, out, errOut := runCLI(t, "check", "-b", "127.0.0.1", "--format", format)
+		const want = `--bootstrap: "127.0.0.1" is not HOST:PORT (for example 127.0.0.1:9092)`
+		all := out + errOut
+		if code != 2 || strings.Count(all, want) != 1 || strings.Count(all, "127.0.0.1") != 2 {
+			t.Fatalf("%s: exit %d, want 2 and the message %q once; stdout:\n%s\nstderr:\n%s", format, code, want, out, errOut)
+		}
+		if strings.Contains(all, "unreachable") || strings.Contains(all, "missing port") {
+			t.Fatalf("%s: reported as a dial failure; stdout:\n%s\nstderr:\n%s", format, out, errOut)
+		}
+	}
+	if _, err := check.Run(context.Background(), check.Options{Bootstrap: "127.0.0.1"}); !errors.Is(err, check.ErrOptions) {
+		t.Fatalf("check.Run without a port: %v, want ErrOptions", err)
+	}
+}
+
+// TestCheckAdminEndpoint: pointed at the admin endpoint, an HTTP port,
+// check says so at once and exits 2, rather than reading "HTTP" as a
+// frame length after the endpoint's header timeout.
+func TestCheckAdminEndpoint(t *testing.T) {
+	adm, err := admin.Listen(admin.Options{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go adm.Serve()
+	defer adm.Shutdown(context.Background())
+	start := time.Now()
+	code, out, errOut := runCLI(t, "check", "-b", adm.Addr())
+	const want = "the address answered HTTP: it is not a Kafka port (an HTTP endpoint, such as inorder's --admin-listen); give --bootstrap a Kafka listener"
+	if code != 2 || !strings.Contains(out, "error: check could not run (not Kafka): ") || !strings.Contains(errOut, want) {
+		t.Fatalf("exit %d, want 2 saying %q; stdout:\n%s\nstderr:\n%s", code, want, out, errOut)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v to say so", d)
 	}
 }
 

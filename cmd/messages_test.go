@@ -77,6 +77,8 @@ func TestErrorMessages(t *testing.T) {
 		{[]string{"dev", "--config", brokersFile, "--data-dir", ""}, "config file " + brokersFile + `:1: brokers: "0" must be at least 1`, false},
 		{[]string{"check", "--window", "-0x1"}, `--window: "-0x1" must be at least 1`, false},
 		{[]string{"check", "--format", "xml"}, `--format: "xml" must be text, json or junit`, false},
+		{[]string{"check", "--bootstrap", "127.0.0.1"}, `--bootstrap: "127.0.0.1" is not HOST:PORT (for example 127.0.0.1:9092)`, false},
+		{[]string{"check", "-b", "127.0.0.1:"}, `--bootstrap: "127.0.0.1:" is not HOST:PORT (for example 127.0.0.1:9092)`, false},
 		{[]string{"bench", "--compression", "brotli"}, `--compression: "brotli" must be none, gzip, snappy, lz4 or zstd`, false},
 		{[]string{"bench", "--acks", "2"}, `--acks: "2" must be -1 (all), 1 or 0`, false},
 		{[]string{"bench", "--produce=false"}, `--produce: "false" and --consume false leave nothing to measure`, false},

@@ -96,7 +96,7 @@ func (c *Config) validateSingle() error {
 	case c.ExposeControllers:
 		return invalid("expose-controllers", "true", "applies only with --topology ports or sni: with --topology single the KRaft quorum is not reachable")
 	case c.Verify:
-		return invalid("verify", "true", "applies only with --topology ports or sni: it watches the one upstream connection of each client, and with --topology single a client's requests go to every broker")
+		return invalid("verify", "true", "applies only with --topology ports or sni, because --topology single spreads each client connection over several brokers, so there is no one upstream order to verify")
 	case c.AdvertisedPort < 0 || c.AdvertisedPort > 65535:
 		return invalid("advertised-port", strconv.Itoa(c.AdvertisedPort), "is not a port (1 to 65535, or 0 for the --listen port)")
 	}

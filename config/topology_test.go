@@ -70,7 +70,7 @@ func TestTopologySNI(t *testing.T) {
 		{[]string{"--topology", "single", "--advertised-port", "443"}, ``},
 		{[]string{"--topology", "single", "--node-port-base", "9100"}, `--node-port-base: "9100" applies only with --topology ports`},
 		{[]string{"--topology", "single", "--expose-controllers"}, `--expose-controllers: "true" applies only with --topology ports or sni`},
-		{[]string{"--topology", "single", "--verify"}, `--verify: "true" applies only with --topology ports or sni`},
+		{[]string{"--topology", "single", "--verify"}, `--verify: "true" applies only with --topology ports or sni, because --topology single spreads each client connection over several brokers, so there is no one upstream order to verify`},
 		{[]string{"--topology", "single", "--advertised-port", "-1"}, `--advertised-port: "-1" is not a port`},
 		{[]string{"--topology", "single", "--sni-bootstrap", "b.example.com"}, `--sni-bootstrap: "b.example.com" applies only with --topology sni`},
 		{[]string{"--topology", "mesh"}, `--topology: "mesh" must be ports, sni or single`},

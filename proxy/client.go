@@ -153,6 +153,9 @@ func (c *conn) clientReadError(err error) error {
 	case errors.Is(err, ErrMemory):
 		c.finishInFlight()
 		return err
+	case errors.Is(err, wire.ErrNotKafka):
+		c.finishInFlight()
+		return fmt.Errorf("%w: %w", ErrBadRequest, strangerOnListener(err))
 	case errors.Is(err, wire.ErrFrameTooLarge):
 		c.finishInFlight()
 		return fmt.Errorf("%w: %w (--max-request-size)", ErrBadRequest, err)

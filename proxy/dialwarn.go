@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/inorder-proxy/inorder/upauth"
 )
 
 // dialWarnInterval is the least time between two warnings about the same
@@ -58,8 +61,13 @@ func (d *dialFailures) failed(log *slog.Logger, addr string, err error) {
 	}
 	d.mu.Unlock()
 	if warn {
-		log.Warn("upstream unreachable; client connections to it are closed", "upstream", addr,
-			"failures", n, "failures_total", total, "err", err)
+		msg := "upstream unreachable; client connections to it are closed"
+		if _, ok := errors.AsType[*upauth.ClosedError](err); ok {
+			// It answered, so "unreachable" would send the reader to
+			// the network; the error says what to check instead.
+			msg = "upstream closed the connection during SASL authentication; client connections to it are closed"
+		}
+		log.Warn(msg, "upstream", addr, "failures", n, "failures_total", total, "err", err)
 	}
 }
 

@@ -58,3 +58,20 @@ func TestDialFailuresWarnOncePerInterval(t *testing.T) {
 		t.Fatalf("failing again after a success warns at once: %q", l)
 	}
 }
+
+// TestOneLine: errors from several addresses render on one line, the
+// same message once, and still match what they wrap.
+func TestOneLine(t *testing.T) {
+	refused := errors.New("dial tcp a:1: connect: connection refused")
+	multi := errors.New("first\nsecond\r\n")
+	err := oneLine(refused, nil, multi, ErrUpstreamAuth, multi, ErrUpstreamAuth)
+	if got, want := err.Error(), "dial tcp a:1: connect: connection refused; first; second; upstream authentication failed"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if !errors.Is(err, ErrUpstreamAuth) || !errors.Is(err, refused) {
+		t.Errorf("%v does not match what it joins", err)
+	}
+	if err := oneLine(nil, nil); err != nil {
+		t.Errorf("oneLine of nils = %v", err)
+	}
+}

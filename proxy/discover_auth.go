@@ -34,7 +34,7 @@ func (p *Proxy) discoverUnauthenticated(ctx context.Context, upstreams []string)
 		}
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return oneLine(errs...)
 }
 
 // answersApiVersions sends one ApiVersions v0 request to addr over the

@@ -3,6 +3,10 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/inorder-proxy/inorder/wire"
 )
 
 // Errors returned by the Proxy and recorded as the reason a connection
@@ -90,3 +94,77 @@ var (
 	// write, a failed acks=0 write); the client stream is mid-frame.
 	errStranded = fmt.Errorf("%w: a request body could not follow its head", ErrUpstreamFailed)
 )
+
+// oneLine joins errs as errors.Join does for errors.Is and errors.As, but
+// renders them on one line: a reason becomes a log attribute and a close
+// reason, and a newline there splits one event over several lines. The
+// same message from several addresses (every broker refusing alike) is
+// said once. Nil errors are skipped; it returns nil if all are.
+func oneLine(errs ...error) error {
+	errs = slices.DeleteFunc(slices.Clone(errs), func(e error) bool { return e == nil })
+	if len(errs) == 0 {
+		return nil
+	}
+	return joined(errs)
+}
+
+type joined []error
+
+func (j joined) Error() string {
+	var msgs []string
+	for _, e := range j {
+		m := strings.Join(strings.FieldsFunc(e.Error(), func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
+		if !slices.Contains(msgs, m) {
+			msgs = append(msgs, m)
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (j joined) Unwrap() []error { return j }
+
+// stranger is a *wire.NotKafkaError said for the reader of the log: what
+// the bytes were and what to do, since a frame limit named instead
+// invites raising it.
+type stranger struct {
+	err error // the *wire.NotKafkaError
+	msg string
+}
+
+func (s *stranger) Error() string { return s.msg }
+func (s *stranger) Unwrap() error { return s.err }
+
+// strangerOnListener says what a client sent to a plaintext Kafka
+// listener that is another protocol. err wraps a *wire.NotKafkaError.
+func strangerOnListener(err error) error {
+	nk, _ := errors.AsType[*wire.NotKafkaError](err)
+	switch {
+	case nk == nil:
+		return err
+	case nk.Protocol == wire.HTTPRequest:
+		return &stranger{err, httpOnKafkaPort(nk)}
+	case nk.Protocol == wire.TLSHandshake:
+		return &stranger{err, "a TLS ClientHello on a plaintext listener: the client uses TLS; enable --tls-cert and --tls-key, or connect without TLS"}
+	}
+	return &stranger{err, "the client sent " + nk.Error()}
+}
+
+func httpOnKafkaPort(nk *wire.NotKafkaError) string {
+	return "an HTTP request (" + nk.Method + ") on the Kafka port: point HTTP clients at the admin endpoint (--admin-listen)"
+}
+
+// strangerFromUpstream says what an upstream answered that is another
+// protocol: --upstream names something other than a plaintext Kafka
+// listener. err wraps a *wire.NotKafkaError.
+func strangerFromUpstream(err error) error {
+	nk, _ := errors.AsType[*wire.NotKafkaError](err)
+	switch {
+	case nk == nil:
+		return err
+	case nk.Protocol == wire.TLSAlert, nk.Protocol == wire.TLSHandshake:
+		return &stranger{err, "the upstream answered with " + strings.TrimSuffix(nk.Error(), ", not a Kafka frame") + ": it speaks TLS; dial it with --upstream-tls"}
+	case nk.Protocol == wire.HTTPResponse:
+		return &stranger{err, "the upstream answered HTTP: the address is not a Kafka listener"}
+	}
+	return &stranger{err, "the upstream answered " + nk.Error()}
+}

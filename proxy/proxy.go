@@ -448,6 +448,12 @@ func (p *Proxy) dialUpstream(addr string) (net.Conn, upauth.Session, error) {
 // request: another address may well answer.
 func (p *Proxy) dialDiscovery(ctx context.Context, network, addr string) (net.Conn, error) {
 	nc, _, err := p.dialSecure(ctx, addr, slices.Contains(p.current().Upstreams, addr))
+	if _, ok := errors.AsType[*upauth.ClosedError](err); ok {
+		// kgo takes a dial error that wraps io.EOF for a TLS mismatch
+		// and says that instead of the error; this one says what to
+		// check already.
+		err = errors.New(err.Error())
+	}
 	if _, ok := errors.AsType[*net.OpError](err); err != nil && !ok {
 		err = &net.OpError{Op: "dial", Net: network, Err: err}
 	}
@@ -472,7 +478,7 @@ func (p *Proxy) bootstrapUpstream() (net.Conn, string, upauth.Session, error) {
 		}
 		errs = append(errs, err)
 	}
-	err := errors.Join(errs...)
+	err := oneLine(errs...)
 	for _, e := range errs {
 		if !errors.Is(e, ErrUpstreamAuth) {
 			// Not every address refused: the connection failed,

@@ -87,7 +87,7 @@ func TestUpstreamDropDuringSASLIsNotARefusal(t *testing.T) {
 			if strings.Contains(log, "upstream authentication failed") || strings.Contains(log, "level=ERROR") {
 				t.Errorf("a dropped connection was logged as refused credentials:\n%s", log)
 			}
-			if !strings.Contains(log, `level=WARN msg="upstream unreachable`) {
+			if !strings.Contains(log, `level=WARN msg="upstream closed the connection during SASL authentication; client connections to it are closed"`) {
 				t.Errorf("the dropped connection was not logged as a connection failure:\n%s", log)
 			}
 			if n, _ := findCounter(t, m, metrics.NameSASLAuthentications, "mechanism", "PLAIN", "result", "failure"); n != 0 {

@@ -243,7 +243,7 @@ func TestTLSListenerRefusals(t *testing.T) {
 		}
 		nc.Close()
 	}
-	p.log.waitFor(t, "did not speak TLS")
+	p.log.waitFor(t, "a plaintext Kafka client on a TLS listener: enable TLS (security.protocol=SSL) in the client")
 	if c := strings.Count(p.log.String(), "tls handshake failed; connection closed"); c != 1 {
 		t.Errorf("3 plaintext clients within the rate limit logged %d lines, want 1", c)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/tlsconf"
 	"github.com/inorder-proxy/inorder/upauth"
+	"github.com/inorder-proxy/inorder/wire"
 )
 
 // security is the proxy's TLS and SASL state. Its zero value speaks
@@ -156,7 +157,7 @@ func tlsFailure(err error) (kind metrics.TLSFailure, reason string) {
 	var unknown x509.UnknownAuthorityError
 	switch {
 	case errors.As(err, &rec):
-		return metrics.TLSPlaintext, "the client did not speak TLS (a plaintext client on a TLS port?): " + err.Error()
+		return metrics.TLSPlaintext, plaintextOnTLS(rec.RecordHeader)
 	case errors.As(err, &unknown):
 		return metrics.TLSUnknownAuthority, "the client certificate does not verify: " + err.Error()
 	case errors.As(err, &verify):
@@ -167,6 +168,20 @@ func tlsFailure(err error) (kind metrics.TLSFailure, reason string) {
 		return metrics.TLSEOF, "the client closed the connection during the handshake"
 	}
 	return metrics.TLSOther, err.Error()
+}
+
+// plaintextOnTLS says what a client that did not speak TLS sent, from
+// the first bytes crypto/tls read as a record header.
+func plaintextOnTLS(h [5]byte) string {
+	if nk := wire.Sniff([4]byte(h[:4])); nk != nil && nk.Protocol == wire.HTTPRequest {
+		return httpOnKafkaPort(nk)
+	}
+	if h[0] == 0 {
+		// A Kafka length prefix: its first byte is 0 below 16 MiB, as
+		// every first request of a connection is.
+		return "a plaintext Kafka client on a TLS listener: enable TLS (security.protocol=SSL) in the client"
+	}
+	return fmt.Sprintf("the client did not speak TLS (its first bytes are % x): a plaintext client on a TLS listener", h[:])
 }
 
 // dialSecure makes an upstream connection ready for requests: TCP, then

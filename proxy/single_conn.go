@@ -410,6 +410,9 @@ func (u *upstream) readLoop() error {
 
 // readError names a failed read of u.
 func (u *upstream) readError(err error) error {
+	if errors.Is(err, wire.ErrNotKafka) {
+		return fmt.Errorf("%w: node %d: %w", ErrUpstreamProtocol, u.key.node, strangerFromUpstream(err))
+	}
 	if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrFrameTooSmall) {
 		return fmt.Errorf("%w: node %d: %w", ErrUpstreamProtocol, u.key.node, err)
 	}

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -253,7 +252,7 @@ func (s *singleConn) findCoordinators(req kmsg.Request) error {
 			cancel()
 		}
 	}
-	return errors.Join(errs...)
+	return oneLine(errs...)
 }
 
 // waitTxn holds an EndTxn until every earlier write of its transaction

@@ -245,6 +245,9 @@ func (c *conn) upstreamReadError(err error) error {
 	if errors.Is(err, ErrMemory) {
 		return err
 	}
+	if errors.Is(err, wire.ErrNotKafka) {
+		return fmt.Errorf("%w: %w", ErrUpstreamProtocol, strangerFromUpstream(err))
+	}
 	if errors.Is(err, wire.ErrFrameTooLarge) {
 		return fmt.Errorf("%w: %w (--max-response-size)", ErrUpstreamProtocol, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -52,13 +53,25 @@ func (a *Authenticator) refused(format string, args ...any) error {
 	return fmt.Errorf("%w (%s): %s", ErrRefused, who, fmt.Sprintf(format, args...))
 }
 
+// failed is the error of a request of the exchange that got no answer.
+// A connection closed or reset there is the connection's failure, not a
+// refusal, but brokers that refuse by closing (kfake, some
+// Kafka-compatible brokers) look the same, so it becomes a *ClosedError
+// that says what to check.
+func (a *Authenticator) failed(step string, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return &ClosedError{Mechanism: a.o.Mechanism, User: a.o.Username, Step: step, Err: err}
+	}
+	return fmt.Errorf("%s: %w", step, err)
+}
+
 func (a *Authenticator) exchange(ctx context.Context, c *authConn, host string) (int64, error) {
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version = 1
 	hs.Mechanism = a.mech.Name()
 	hsResp := kmsg.NewPtrSASLHandshakeResponse()
 	if err := c.roundTrip(hs, hsResp); err != nil {
-		return 0, fmt.Errorf("SaslHandshake: %w", err)
+		return 0, a.failed("SaslHandshake", err)
 	}
 	if err := kerr.ErrorForCode(hsResp.ErrorCode); err != nil {
 		return 0, a.refused("SaslHandshake: %v; the upstream offers %v", err, hsResp.SupportedMechanisms)
@@ -77,7 +90,7 @@ func (a *Authenticator) exchange(ctx context.Context, c *authConn, host string) 
 			// Kafka answers a refusal (SASL_AUTHENTICATION_FAILED)
 			// before it closes; a close with no answer is a dropped
 			// connection.
-			return 0, fmt.Errorf("SaslAuthenticate: %w", err)
+			return 0, a.failed("SaslAuthenticate", err)
 		}
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 			msg := ""

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -35,6 +37,44 @@ var (
 	// neither the password file nor the environment variable is set.
 	ErrNoSecret = errors.New("no upstream SASL secret")
 )
+
+// ClosedError is the error of an exchange whose connection the upstream
+// closed or reset before answering. It does not wrap ErrRefused: nothing
+// refused the credentials in an answer, and the connection is retried as
+// a failed dial is. Its message names the mechanism, the user, the usual
+// causes and the settings to check, on one line, never the secret.
+type ClosedError struct {
+	Mechanism string
+	User      string // empty for OAUTHBEARER
+	Step      string // SaslHandshake or SaslAuthenticate
+	Err       error  // what reading or writing the connection returned
+}
+
+func (e *ClosedError) Error() string {
+	var b strings.Builder
+	if errors.Is(e.Err, syscall.ECONNRESET) {
+		b.WriteString("the upstream reset the connection during ")
+	} else {
+		b.WriteString("the upstream closed the connection during ")
+	}
+	b.WriteString(e.Mechanism)
+	b.WriteString(" authentication")
+	if e.User != "" {
+		fmt.Fprintf(&b, " as user %q", e.User)
+	}
+	fmt.Fprintf(&b, " (%s: %v)", e.Step, e.Err)
+	switch {
+	case e.Step == "SaslHandshake":
+		b.WriteString(": usually a listener without SASL or without this mechanism; check --upstream-sasl-mechanism and the --upstream address")
+	case e.Mechanism == config.MechanismOAuthBearer:
+		b.WriteString(": usually a token that is invalid or expired, or the mechanism not enabled on the broker's listener (some brokers close instead of answering a refusal); check --upstream-sasl-token-file and --upstream-sasl-mechanism")
+	default:
+		b.WriteString(": usually a wrong password or user, or the mechanism not enabled on the broker's listener (some brokers close instead of answering a refusal); check --upstream-sasl-username, the password (--upstream-sasl-password-file or $" + config.EnvUpstreamSASLPassword + ") and --upstream-sasl-mechanism")
+	}
+	return b.String()
+}
+
+func (e *ClosedError) Unwrap() error { return e.Err }
 
 // Options say how to authenticate. The zero value is not usable: New
 // requires a mechanism.

@@ -3,10 +3,12 @@ package upauth
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,7 +141,8 @@ func TestWrongPasswordIsRefusedWithoutTheSecret(t *testing.T) {
 
 // TestDroppedExchangeIsNotARefusal: an upstream that closes or resets the
 // connection in the middle of SaslAuthenticate, with no answer, has
-// refused nothing: the error is the connection's, not ErrRefused.
+// refused nothing: the error is the connection's, not ErrRefused. It says
+// so on one line, as whom, and what to check, never with the secret.
 func TestDroppedExchangeIsNotARefusal(t *testing.T) {
 	for _, drop := range []string{"close", "reset"} {
 		t.Run(drop, func(t *testing.T) {
@@ -159,13 +162,33 @@ func TestDroppedExchangeIsNotARefusal(t *testing.T) {
 				}
 				return nil, errors.New("connection dropped by the test"), true
 			})
-			a, err := New(Options{Mechanism: config.MechanismScramSHA256, Username: "proxy", PasswordFile: secretFile(t, "pw")})
+			a, err := New(Options{Mechanism: config.MechanismScramSHA256, Username: "proxy", PasswordFile: secretFile(t, "pw-7d1e")})
 			if err != nil {
 				t.Fatal(err)
 			}
 			_, err = authenticate(t, a, relay.Addr())
 			if err == nil || errors.Is(err, ErrRefused) {
 				t.Fatalf("got %v, want the connection's failure, not ErrRefused", err)
+			}
+			ce, ok := errors.AsType[*ClosedError](err)
+			if !ok || ce.Step != "SaslAuthenticate" {
+				t.Fatalf("got %v (%T), want a *ClosedError at SaslAuthenticate", err, err)
+			}
+			msg := err.Error()
+			for _, want := range []string{
+				"the connection during SCRAM-SHA-256 authentication as user \"proxy\" (SaslAuthenticate: ",
+				"usually a wrong password or user, or the mechanism not enabled on the broker's listener (some brokers close instead of answering a refusal)",
+				"check --upstream-sasl-username, the password (--upstream-sasl-password-file or $INORDER_UPSTREAM_SASL_PASSWORD) and --upstream-sasl-mechanism",
+			} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not say %q", msg, want)
+				}
+			}
+			if drop == "close" && !strings.HasPrefix(msg, "the upstream closed the connection during") {
+				t.Errorf("error %q does not say the upstream closed the connection", msg)
+			}
+			if strings.Contains(msg, "pw-7d1e") || strings.ContainsAny(msg, "\r\n") {
+				t.Errorf("error %q holds the password or a line break", msg)
 			}
 		})
 	}
@@ -225,6 +248,26 @@ func TestReauthMargin(t *testing.T) {
 	for _, tc := range cases {
 		if got := reauthMargin(tc.lifetime, tc.latency); got != tc.want {
 			t.Errorf("margin(%v, %v) = %v, want %v", tc.lifetime, tc.latency, got, tc.want)
+		}
+	}
+}
+
+// TestClosedErrorSaysWhatToCheck: each kind of closed exchange names the
+// settings that bear on it.
+func TestClosedErrorSaysWhatToCheck(t *testing.T) {
+	for _, tc := range []struct {
+		err  ClosedError
+		want string
+	}{
+		{ClosedError{Mechanism: config.MechanismScramSHA512, User: "u", Step: "SaslHandshake", Err: io.EOF},
+			`the upstream closed the connection during SCRAM-SHA-512 authentication as user "u" (SaslHandshake: EOF): usually a listener without SASL or without this mechanism; check --upstream-sasl-mechanism and the --upstream address`},
+		{ClosedError{Mechanism: config.MechanismOAuthBearer, Step: "SaslAuthenticate", Err: io.ErrUnexpectedEOF},
+			`the upstream closed the connection during OAUTHBEARER authentication (SaslAuthenticate: unexpected EOF): usually a token that is invalid or expired, or the mechanism not enabled on the broker's listener (some brokers close instead of answering a refusal); check --upstream-sasl-token-file and --upstream-sasl-mechanism`},
+		{ClosedError{Mechanism: config.MechanismPlain, User: "u", Step: "SaslAuthenticate", Err: syscall.ECONNRESET},
+			`the upstream reset the connection during PLAIN authentication as user "u" (SaslAuthenticate: connection reset by peer): usually a wrong password or user`},
+	} {
+		if got := tc.err.Error(); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("got\n\t%s\nwant\n\t%s", got, tc.want)
 		}
 	}
 }

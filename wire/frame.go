@@ -15,6 +15,10 @@ var (
 	ErrFrameTooSmall = errors.New("frame length below the minimum")
 	// ErrTruncated: the peer closed the connection inside a frame.
 	ErrTruncated = errors.New("connection closed inside a frame")
+	// ErrNotKafka: the length prefix is the start of another protocol,
+	// an HTTP message or a TLS record; the error that matches it is a
+	// *NotKafkaError saying which (stranger.go).
+	ErrNotKafka = errors.New("not Kafka")
 )
 
 const (
@@ -157,10 +161,15 @@ func ReadLength(r io.Reader, lenBuf *[4]byte, min, max int32) (int32, error) {
 }
 
 // CheckLength reads the length prefix in lenBuf and checks it against
-// [min, max].
+// [min, max]. A prefix above max that is the start of another protocol
+// (Sniff) is a *NotKafkaError, not ErrFrameTooLarge: what it needs is
+// another port or another client setting, not a larger limit.
 func CheckLength(lenBuf *[4]byte, min, max int32) (int32, error) {
 	size := int32(binary.BigEndian.Uint32(lenBuf[:]))
 	if size < 0 || size > max {
+		if e := Sniff(*lenBuf); e != nil {
+			return 0, e
+		}
 		return 0, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, uint32(size), max)
 	}
 	if size < min {

@@ -47,8 +47,8 @@ type base struct {
 	kfakeAddr string
 }
 
-func newBase(opts []kfake.Opt) (base, error) {
-	srv, err := newServer()
+func newBase(listen string, opts []kfake.Opt) (base, error) {
+	srv, err := newServer(listen)
 	if err != nil {
 		return base{}, err
 	}

@@ -98,7 +98,7 @@ func NewFault(kind FaultKind, n int, opts ...kfake.Opt) (*Fault, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("hostile: fault after %d requests: must be at least 0", n)
 	}
-	b, err := newBase(opts)
+	b, err := newBase("", opts)
 	if err != nil {
 		return nil, err
 	}

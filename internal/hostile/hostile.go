@@ -1,12 +1,13 @@
 // Package hostile provides Kafka backends that break the protocol's
-// contract on purpose, for tests of the proxy.
+// contract on purpose, for tests of the proxy and for `inorder bench broker
+// --misbehave`, which lets a user see a gate fail.
 //
-// Every backend is a TCP server on a loopback port in front of its own
-// one-broker kfake cluster. The cluster advertises the backend's address,
-// not its own, in every response that names a broker (Metadata,
-// FindCoordinator, DescribeCluster, ...), so a client that bootstraps from
-// the backend keeps talking to the backend instead of slipping past it to
-// the honest kfake. KfakeAddr gives the honest address when a test needs
+// Every backend is a TCP server (on a free loopback port unless its config
+// names one) in front of its own one-broker kfake cluster. The cluster
+// advertises the backend's address, not its own, in every response that
+// names a broker (Metadata, FindCoordinator, DescribeCluster, ...), so a
+// client that bootstraps from the backend keeps talking to the backend
+// instead of slipping past it to the honest kfake. KfakeAddr gives the honest address when a test needs
 // it; note that the cluster behind it still advertises the backend.
 //
 // The Reorderer answers pipelined requests concurrently and in completion

@@ -26,7 +26,7 @@ type KafkaSASL struct {
 
 // NewKafkaSASL starts a KafkaSASL backend and the kfake cluster behind it.
 func NewKafkaSASL(opts ...kfake.Opt) (*KafkaSASL, error) {
-	b, err := newBase(opts)
+	b, err := newBase("", opts)
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,9 @@ type ReordererConfig struct {
 	// KfakeOpts are passed to kfake.NewCluster, e.g. kfake.SeedTopics.
 	// NumBrokers and ListenFn are overridden.
 	KfakeOpts []kfake.Opt
+	// Listen is the HOST:PORT the backend accepts clients on. If empty,
+	// a free loopback port.
+	Listen string
 }
 
 // Default returns c with its zero fields filled in.
@@ -90,7 +93,7 @@ func NewReorderer(cfg ReordererConfig) (*Reorderer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := newBase(cfg.KfakeOpts)
+	b, err := newBase(cfg.Listen, cfg.KfakeOpts)
 	if err != nil {
 		return nil, err
 	}

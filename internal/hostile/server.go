@@ -21,8 +21,12 @@ type server struct {
 	wg     sync.WaitGroup
 }
 
-func newServer() (*server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// newServer listens on listen, a free loopback port if it is empty.
+func newServer(listen string) (*server, error) {
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, err
 	}

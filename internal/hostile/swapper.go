@@ -23,6 +23,9 @@ type SwapperConfig struct {
 	// KfakeOpts are passed to kfake.NewCluster. NumBrokers and ListenFn
 	// are overridden.
 	KfakeOpts []kfake.Opt
+	// Listen is the HOST:PORT the backend accepts clients on. If empty,
+	// a free loopback port.
+	Listen string
 }
 
 // Swapper is a Kafka backend that breaks per-connection ordering rarely.
@@ -50,7 +53,7 @@ func NewSwapper(cfg SwapperConfig) (*Swapper, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
-	b, err := newBase(cfg.KfakeOpts)
+	b, err := newBase(cfg.Listen, cfg.KfakeOpts)
 	if err != nil {
 		return nil, err
 	}

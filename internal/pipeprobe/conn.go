@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/wire"
 )
 
 // maxFrame is Kafka's default socket.request.max.bytes; a response that
@@ -61,6 +63,9 @@ func (c *conn) readResponse() (int32, []byte, error) {
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 4 || n > maxFrame {
+		if nk := wire.Sniff(size); nk != nil {
+			return 0, nil, fmt.Errorf("%w: %w", ErrMalformed, nk)
+		}
 		return 0, nil, fmt.Errorf("%w: frame length %d", ErrMalformed, n)
 	}
 	frame := make([]byte, n)
@@ -100,7 +105,12 @@ func parseResponse(req kmsg.Request, body []byte) (kmsg.Response, error) {
 // response. req's version must be set; nothing is negotiated. It must not
 // be an acks=0 Produce, which has no response.
 func Do(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
-	const corr = 0x5eed
+	// The correlation id's bytes are CR LF CR LF. A broker does not care;
+	// an HTTP server reading the frame as a request sees its first line
+	// and headers end there and answers 400 at once, where it would
+	// otherwise wait for a line end until its header timeout: a port that
+	// is not Kafka's says so as soon as one that is answers.
+	const corr = 0x0d0a0d0a
 	c, err := dial(ctx, addr)
 	if err != nil {
 		return nil, err
