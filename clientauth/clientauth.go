@@ -15,6 +15,7 @@ package clientauth
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -121,10 +122,13 @@ type Config struct {
 	// mechanism's own lifetime, and must re-authenticate within it. Zero:
 	// no bound of its own.
 	MaxSessionLifetime time.Duration
-	// CertPrincipal gives the principal of a client whose TLS connection
-	// presented a certificate, for connections that do not authenticate
-	// with SASL. Nil: such clients have no principal of their own.
-	CertPrincipal func(*tls.ConnectionState) (authn.Principal, bool)
+	// CertPrincipal gives the principal of a client that presented a
+	// certificate, when the gate answers no SASL (Kafka's
+	// ssl.principal.mapping.rules; with SASL, the SASL principal is the
+	// client's, as on Kafka's SASL_SSL listeners). An error refuses the
+	// client at its first request, as Kafka refuses a subject no rule
+	// maps. Nil: such clients have no principal of their own.
+	CertPrincipal func(*x509.Certificate) (authn.Principal, error)
 	// Metrics counts the authentications; nil counts nothing.
 	Metrics *metrics.Metrics
 	// Now reads the clock; nil is time.Now. Tests move it.
@@ -159,13 +163,17 @@ func (g *Gate) SASL() bool { return len(g.names) > 0 }
 // after the handshake, nil on a plaintext connection.
 func (g *Gate) Open(cs *tls.ConnectionState) Session {
 	s := &session{g: g, tls: cs != nil}
-	if cs != nil && g.cfg.CertPrincipal != nil {
-		if p, ok := g.cfg.CertPrincipal(cs); ok {
+	if g.SASL() {
+		return s
+	}
+	s.state = stateOpen
+	if cs != nil && len(cs.PeerCertificates) > 0 && g.cfg.CertPrincipal != nil {
+		p, err := g.cfg.CertPrincipal(cs.PeerCertificates[0])
+		if err != nil {
+			s.state, s.refused = stateFailed, fmt.Errorf("%w: client certificate: %w", ErrRefused, err)
+		} else {
 			s.cert, s.principal = true, p
 		}
-	}
-	if !g.SASL() {
-		s.state = stateOpen
 	}
 	return s
 }
@@ -196,6 +204,9 @@ type session struct {
 	reauth bool
 	// expires ends the session; zero: never.
 	expires time.Time
+	// refused is why a client whose certificate maps to no principal is
+	// closed.
+	refused error
 }
 
 func (s *session) Principal() string {
@@ -244,6 +255,9 @@ func (s *session) Request(h wire.RequestHeader, frame []byte) Verdict {
 			return s.answerAuthenticate(h, kerr.IllegalSaslState.Code, "SaslAuthenticate after successful authentication", nil, 0)
 		}
 		return Verdict{Action: Pass}
+	}
+	if s.refused != nil {
+		return Verdict{Action: Close, Err: s.refused}
 	}
 	return Verdict{Action: Close, Err: fmt.Errorf("%w: %s v%d after a refused authentication", ErrIllegalState, kmsg.NameForKey(h.Key), h.Version)}
 }
@@ -368,6 +382,11 @@ func (s *session) fail(err error) Verdict {
 	s.g.cfg.Metrics.ClientAuthentication(s.mech.Name(), metrics.ResultFailure)
 	if !errors.Is(err, authn.ErrAuthentication) {
 		err = fmt.Errorf("%w: %w", authn.ErrAuthentication, err)
+	}
+	var oauth *authn.OAuthRefusal
+	if errors.As(err, &oauth) {
+		// Its message is the client's; its reason is the log's.
+		err = fmt.Errorf("%w (%s)", err, oauth.Reason)
 	}
 	return Verdict{Action: AnswerThenClose, Err: fmt.Errorf("%w: %s: %w", ErrRefused, s.mech.Name(), err), Delay: authn.FailureDelay}
 }

@@ -158,6 +158,7 @@ partition keeps at most --retention-bytes and nothing older than
 			kc.Close()
 			return err
 		}
+		defer auth.close()
 		p, err := proxy.New(cfg, log, append(auth.options(), proxy.WithListener(ln), proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(m))...)
 		if err != nil {
 			kc.Close()

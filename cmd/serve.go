@@ -34,6 +34,7 @@ rewritten to those listeners.`,
 		if err != nil {
 			return err
 		}
+		defer auth.close()
 		p, err := proxy.New(cfg, log, append(auth.options(), proxy.WithMetrics(m))...)
 		if err != nil {
 			return err
