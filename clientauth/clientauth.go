@@ -37,6 +37,12 @@ const (
 	keySaslAuthenticate = 36
 )
 
+// MaxUnauthenticatedFrame bounds a frame a client sends before it has
+// authenticated, as Kafka's sasl.server.max.receive.size (512 KiB) does:
+// SASL messages are small, and a client nobody knows must not make the
+// proxy read and hold a large one.
+const MaxUnauthenticatedFrame = 512 << 10
+
 // Errors a Verdict closes a connection with. Match them with errors.Is.
 var (
 	// ErrRefused: the client's credentials, or its mechanism, were

@@ -78,6 +78,23 @@ func (p *Proxy) advertiseClientSASL(av *kmsg.ApiVersionsResponse) {
 	slices.SortFunc(av.ApiKeys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
 }
 
+// frameLimit is the largest frame the client may send now: max, or
+// before it authenticated with SASL, no more than an exchange needs, so
+// that a client nobody knows cannot make the proxy hold a large frame.
+func (c *conn) frameLimit(max int32) int32 {
+	if !c.p.clientSASL() || c.principal() != "" {
+		return max
+	}
+	return min(max, clientauth.MaxUnauthenticatedFrame)
+}
+
+// unauthenticatedFrame closes a client that announced a frame above limit
+// before it authenticated; what it sent before is answered first.
+func (c *conn) unauthenticatedFrame(limit int32) error {
+	c.finishInFlight()
+	return c.authClosed(fmt.Errorf("%w: a frame of more than %d bytes before authentication", clientauth.ErrIllegalState, limit))
+}
+
 // screen hands r to the client authentication. An error closes the
 // connection without an answer to r.
 func (c *conn) screen(r *request) error {

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -524,5 +525,30 @@ func (c *authClient) scramLogin(mech sasl.Mechanism) *kmsg.SASLAuthenticateRespo
 			return r
 		}
 		tok = next
+	}
+}
+
+// TestClientAuthLargeFrameBeforeAuthentication: before authentication a
+// frame may not exceed Kafka's sasl.server.max.receive.size; the client is
+// closed on its length prefix, before the proxy reads it.
+func TestClientAuthLargeFrameBeforeAuthentication(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1))
+	p, _ := authProxy(t, kc, config.TopologyPorts, 0, false)
+	c := dialAuth(t, p.Addr())
+	c.nc.Write([]byte{0, 0x10, 0, 0}) // 1 MiB announced, nothing more sent
+	c.waitClosed()
+	p.log.waitFor(t, "before authentication")
+
+	// Once authenticated, the usual bound applies.
+	c = dialAuth(t, p.Addr())
+	c.scramLogin(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism())
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 9
+	md.Topics = make([]kmsg.MetadataRequestTopic, 30000)
+	for i := range md.Topics {
+		md.Topics[i].Topic = kmsg.StringPtr(fmt.Sprintf("t%029d", i))
+	}
+	if r := c.do(md).(*kmsg.MetadataResponse); len(r.Topics) != len(md.Topics) {
+		t.Fatalf("a %d-topic Metadata after authentication: %d topics answered", len(md.Topics), len(r.Topics))
 	}
 }
