@@ -61,8 +61,14 @@ func authGate(t testing.TB, m *metrics.Metrics, life time.Duration, plainWithout
 // authProxy runs a proxy authenticating clients in front of kc.
 func authProxy(t *testing.T, kc *kfake.Cluster, topology config.Topology, life time.Duration, plainWithoutTLS bool) (*testProxy, *metrics.Metrics) {
 	t.Helper()
+	return authProxyMode(t, kc, config.OrderingNone, topology, life, plainWithoutTLS)
+}
+
+// authProxyMode is authProxy in an ordering mode.
+func authProxyMode(t *testing.T, kc *kfake.Cluster, mode config.Ordering, topology config.Topology, life time.Duration, plainWithoutTLS bool) (*testProxy, *metrics.Metrics) {
+	t.Helper()
 	m := metrics.New()
-	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), func(c *config.Config) { c.Topology = topology },
+	p := startProxy(t, mode, kc.ListenAddrs(), func(c *config.Config) { c.Topology = topology },
 		proxy.WithMetrics(m), proxy.WithClientAuth(authGate(t, m, life, plainWithoutTLS)))
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -251,8 +257,14 @@ func TestClientAuthRequestBeforeAuthentication(t *testing.T) {
 // length-prefixed tokens, then Kafka framing resumes; a wrong password
 // closes the connection.
 func TestClientAuthLegacyTokens(t *testing.T) {
+	for _, topology := range []config.Topology{config.TopologyPorts, config.TopologySingle} {
+		t.Run(string(topology), func(t *testing.T) { testClientAuthLegacyTokens(t, topology) })
+	}
+}
+
+func testClientAuthLegacyTokens(t *testing.T, topology config.Topology) {
 	kc := newCluster(t, kfake.NumBrokers(1))
-	p, m := authProxy(t, kc, config.TopologyPorts, 0, false)
+	p, m := authProxy(t, kc, topology, 0, false)
 	for _, tc := range []struct {
 		pass string
 		ok   bool
@@ -310,11 +322,26 @@ func TestClientAuthLegacyTokens(t *testing.T) {
 // after it succeed in order, and a session left to expire closes the
 // connection at its next request.
 func TestClientAuthReauthenticatePipelined(t *testing.T) {
-	for _, topology := range []config.Topology{config.TopologyPorts, config.TopologySingle} {
-		t.Run(string(topology), func(t *testing.T) {
+	for _, tc := range []struct {
+		topology config.Topology
+		mode     config.Ordering
+	}{
+		{config.TopologyPorts, config.OrderingNone},
+		{config.TopologyPorts, config.OrderingConnection},
+		{config.TopologySingle, config.OrderingNone},
+	} {
+		topology := tc.topology
+		t.Run(string(topology)+"-"+string(tc.mode), func(t *testing.T) {
 			const life = 1500 * time.Millisecond
 			kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-			p, m := authProxy(t, kc, topology, life, false)
+			p, m := authProxyMode(t, kc, tc.mode, topology, life, false)
+			// Slow produces, so that the re-authentication is read and
+			// answered while they are still in flight upstream.
+			kc.ControlKey(0, func(kmsg.Request) (kmsg.Response, error, bool) {
+				kc.KeepControl()
+				time.Sleep(40 * time.Millisecond)
+				return nil, nil, false
+			})
 			c := dialAuth(t, p.Addr())
 			mech := scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()
 			if r := c.scramLogin(mech); r.SessionLifetimeMillis <= 0 || r.SessionLifetimeMillis > life.Milliseconds() {
