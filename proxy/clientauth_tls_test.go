@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +19,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/inorder-proxy/inorder/authn"
 	"github.com/inorder-proxy/inorder/clientauth"
@@ -166,4 +169,24 @@ func TestClientAuthOAuthBearer(t *testing.T) {
 			t.Fatalf("a token in the log:\n%s", p.log.String())
 		}
 	}
+}
+
+// TestClientAuthSNI: in the sni topology, a client authenticates with
+// SCRAM on the bootstrap name and on every broker name it is sent to, and
+// PLAIN is accepted there since the one port speaks TLS.
+func TestClientAuthSNI(t *testing.T) {
+	kc := newCluster(t, kfake.SeedTopics(3, "t0", "t1"))
+	m := metrics.New()
+	s := startSNIProxy(t, config.OrderingNone, kc.ListenAddrs(), nil, proxy.WithMetrics(m), proxy.WithClientAuth(authGate(t, m, 0, false)))
+	ctx := testContext(t, 30*time.Second)
+	for i, mech := range []sasl.Mechanism{
+		scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism(),
+		plain.Auth{User: "bob", Pass: "bob-secret"}.AsMechanism(),
+	} {
+		produceInOrder(t, ctx, "t"+strconv.Itoa(i), 3, 20, 0, kgo.SeedBrokers(s.Addr()), s.dialer(t), kgo.SASL(mech))
+	}
+	if n := counter(t, m, metrics.NameClientAuthentications, "result", "failure"); n != 0 {
+		t.Fatalf("failures counted: %v", n)
+	}
+	s.log.waitFor(t, "principal=User:bob")
 }
