@@ -46,6 +46,16 @@ type connAuth struct {
 	after clientauth.Verdict
 }
 
+// who are the attributes that name the connection in a log line: the
+// client's address, the node, and the principal once known.
+func (c *conn) who() []any {
+	attrs := []any{"client", c.client.RemoteAddr().String(), "node", c.node}
+	if p := c.principal(); p != "" {
+		attrs = append(attrs, "principal", p)
+	}
+	return attrs
+}
+
 // principal is who the client is, once known; "" otherwise.
 func (c *conn) principal() string {
 	if c.auth.s == nil {
@@ -205,8 +215,7 @@ func (c *conn) authTokens() error {
 // connection, and returns the reason it closes with.
 func (c *conn) authClosed(err error) error {
 	if skipped, ok := c.p.sec.failures.allow("client-auth", time.Now()); ok {
-		c.p.log.Info("client authentication closed the connection", "client", c.client.RemoteAddr().String(), "node", c.node,
-			"reason", err.Error(), "similar_not_logged", skipped)
+		c.p.log.Info("client authentication closed the connection", append(c.who(), "reason", err.Error(), "similar_not_logged", skipped)...)
 	}
 	return fmt.Errorf("%w: %w", ErrClientAuth, err)
 }
