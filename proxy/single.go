@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,6 +117,29 @@ const selfNodeID = 0
 // addr is the address clients reach the single endpoint at.
 func (v *singleView) addr() string {
 	return net.JoinHostPort(v.self.Host, strconv.Itoa(int(v.self.Port)))
+}
+
+// Advertised implements rewrite.Addresser: the single endpoint stands for
+// every broker, so each broker's listeners name its address.
+func (v *singleView) Advertised(id int32) (string, int32, bool) {
+	return v.self.Host, v.self.Port, id >= 0
+}
+
+// Upstream implements rewrite.Addresser: whether host:port is a seed or
+// the address the view has for a broker.
+func (v *singleView) Upstream(host string, port int32) bool {
+	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	for _, u := range v.p.current().Upstreams {
+		if strings.EqualFold(u, addr) {
+			return true
+		}
+	}
+	for _, a := range v.snap.Load().addrs {
+		if strings.EqualFold(a, addr) {
+			return true
+		}
+	}
+	return false
 }
 
 // run refreshes the view every viewEvery and when asked, until the proxy

@@ -198,6 +198,9 @@ func (s *singleConn) finish(st *splitState) {
 		c.die(err)
 		return
 	}
+	if dc, ok := resp.(*kmsg.DescribeConfigsResponse); ok {
+		rewrite.DescribeConfigs(dc, s.v)
+	}
 	if av, ok := resp.(*kmsg.ApiVersionsResponse); ok {
 		c.clampSingleVersions(av)
 		if av.ErrorCode == kerr.UnsupportedVersion.Code {
