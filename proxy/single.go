@@ -228,7 +228,14 @@ func (v *singleView) applyMetadata(resp *kmsg.MetadataResponse, all bool) {
 			v.p.log.Warn("broker outside allow-upstream; its partitions are unreachable through the single endpoint", "node", b.NodeID, "upstream", addrs[b.NodeID])
 		}
 	}
+	// Metadata v0 carries no controller (kmsg reads it as -1): an answer
+	// at v0, a client's as much as any, keeps the controller the view
+	// knows, or CreateTopics would go to any broker and be answered
+	// NOT_CONTROLLER by one that does not forward it.
 	controller := resp.ControllerID
+	if resp.Version < 1 {
+		controller = old.controller
+	}
 	if _, ok := addrs[controller]; !ok {
 		controller = -1
 	}
