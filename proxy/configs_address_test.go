@@ -113,7 +113,8 @@ func TestApacheKafkaDescribeConfigs(t *testing.T) {
 // advertised.listeners and listeners names the proxy's address for that
 // broker (its listener, its name on the one port, the single endpoint),
 // the quorum's values are redacted, and no value or synonym names an
-// address the direct answers or the cluster's metadata name.
+// address the cluster's metadata or the direct answers' listener and
+// quorum values name.
 func describeConfigsThrough(t *testing.T, topo config.Topology, mode config.Ordering, boot []string) {
 	ctx := testContext(t, 60*time.Second)
 	direct, err := kgo.NewClient(kgo.SeedBrokers(boot...))
@@ -137,6 +138,12 @@ func describeConfigsThrough(t *testing.T, topo config.Topology, mode config.Orde
 	voters := false
 	for _, configs := range directConfigs {
 		for _, c := range configs {
+			voters = voters || (c.Name == "controller.quorum.voters" && c.Value != nil && *c.Value != "")
+			switch c.Name {
+			case "advertised.listeners", "listeners", "controller.quorum.voters", "controller.quorum.bootstrap.servers":
+			default:
+				continue // names no server of the cluster
+			}
 			for _, v := range append([]*string{c.Value}, synonymValues(c)...) {
 				for _, e := range configEndpoints(-1, "", v) {
 					if e.host != "" {
@@ -144,7 +151,6 @@ func describeConfigsThrough(t *testing.T, topo config.Topology, mode config.Orde
 					}
 				}
 			}
-			voters = voters || (c.Name == "controller.quorum.voters" && c.Value != nil && *c.Value != "")
 		}
 	}
 
