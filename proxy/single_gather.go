@@ -117,13 +117,15 @@ func (s *singleConn) answered(u *upstream, ref *partRef, buf *wire.Buf, ch charg
 func (s *singleConn) retryAtController(from int32, ref *partRef, resp kmsg.Response, buf *wire.Buf, ch charge) {
 	defer s.c.wg.Done()
 	p := s.c.p
-	ctx, cancel := context.WithTimeout(p.ctx, probeTimeout)
+	part := atVersion{ref.st.plan.Parts[ref.i].Request, ref.version} // the plan is not changed once split
+	// The controller may take the request's own timeout to answer
+	// (CreateTopics waits for the topics to be created).
+	ctx, cancel := context.WithTimeout(p.ctx, probeTimeout+time.Duration(part.Timeout())*time.Millisecond)
 	defer cancel()
 	res := splitmerge.Result{Response: resp}
 	if err := s.v.refresh(ctx); err == nil {
 		if ctl := s.v.snap.Load().controller; ctl >= 0 && ctl != from {
-			part := ref.st.plan.Parts[ref.i].Request // the plan is not changed once split
-			again, err := s.v.cl.Broker(int(ctl)).Request(ctx, atVersion{part, ref.version})
+			again, err := s.v.cl.Broker(int(ctl)).Request(ctx, part)
 			switch {
 			case err != nil:
 				p.log.Debug("asking the controller again failed", "request", kmsg.NameForKey(ref.key), "node", ctl, "err", err)
@@ -161,6 +163,15 @@ type atVersion struct {
 }
 
 func (a atVersion) MaxVersion() int16 { return a.v }
+
+// Timeout is the request's own timeout, 0 for none: kgo waits that much
+// longer for the answer (kmsg.TimeoutRequest).
+func (a atVersion) Timeout() int32 {
+	if t, ok := a.Request.(kmsg.TimeoutRequest); ok {
+		return max(t.Timeout(), 0)
+	}
+	return 0
+}
 
 // answeredNotController reports whether every entry of a controller-bound answer
 // is NOT_CONTROLLER: the broker asked did nothing, and is not the
