@@ -173,8 +173,8 @@ func (a atVersion) Timeout() int32 {
 	return 0
 }
 
-// answeredNotController reports whether every entry of a controller-bound answer
-// is NOT_CONTROLLER: the broker asked did nothing, and is not the
+// answeredNotController reports whether every entry of a controller-bound
+// answer is NOT_CONTROLLER: the broker asked did nothing, and is not the
 // controller.
 func answeredNotController(resp kmsg.Response) bool {
 	code := kerr.NotController.Code
