@@ -39,13 +39,19 @@ func TestClientAuthValidate(t *testing.T) {
 		{"none", func(*Config) {}, ""},
 		{"scram", func(c *Config) { c.ClientSASLMechanisms, c.ClientCredentials = []string{"SCRAM-SHA-256"}, creds }, ""},
 		{"oauth file", func(c *Config) { c.ClientSASLMechanisms, c.ClientOAuthJWKS = []string{"OAUTHBEARER"}, jwks }, ""},
-		{"oauth url", func(c *Config) { c.ClientSASLMechanisms, c.ClientOAuthJWKS = []string{"OAUTHBEARER"}, "https://idp/jwks" }, ""},
+		{"oauth url", func(c *Config) {
+			c.ClientSASLMechanisms, c.ClientOAuthJWKS = []string{"OAUTHBEARER"}, "https://idp/jwks"
+		}, ""},
 		{"unknown", func(c *Config) { c.ClientSASLMechanisms = []string{"GSSAPI"} }, "client-sasl-mechanisms"},
 		{"no credentials", func(c *Config) { c.ClientSASLMechanisms = []string{"PLAIN"} }, "client-credentials"},
 		{"credentials alone", func(c *Config) { c.ClientCredentials = creds }, "client-credentials"},
 		{"oauth without keys", func(c *Config) { c.ClientSASLMechanisms = []string{"OAUTHBEARER"} }, "client-oauth-jwks"},
-		{"oauth over http", func(c *Config) { c.ClientSASLMechanisms, c.ClientOAuthJWKS = []string{"OAUTHBEARER"}, "http://idp/jwks" }, "client-oauth-jwks"},
-		{"oauth keys missing", func(c *Config) { c.ClientSASLMechanisms, c.ClientOAuthJWKS = []string{"OAUTHBEARER"}, "/nonexistent/jwks.json" }, "client-oauth-jwks"},
+		{"oauth over http", func(c *Config) {
+			c.ClientSASLMechanisms, c.ClientOAuthJWKS = []string{"OAUTHBEARER"}, "http://idp/jwks"
+		}, "client-oauth-jwks"},
+		{"oauth keys missing", func(c *Config) {
+			c.ClientSASLMechanisms, c.ClientOAuthJWKS = []string{"OAUTHBEARER"}, "/nonexistent/jwks.json"
+		}, "client-oauth-jwks"},
 		{"issuer alone", func(c *Config) { c.ClientOAuthIssuer = "x" }, "client-oauth-issuer"},
 		{"lifetime alone", func(c *Config) { c.ClientSessionLifetime = time.Minute }, "client-session-lifetime"},
 		{"plain flag alone", func(c *Config) { c.ClientSASLPlainWithoutTLS = true }, "client-sasl-plain-without-tls"},
