@@ -123,10 +123,10 @@ type Config struct {
 	// (they pass, as without the gate).
 	Mechanisms []authn.Mechanism
 	// MaxSessionLifetime bounds every session (Kafka's
-	// connections.max.reauth.ms): a client that authenticated with
-	// SaslAuthenticate v1 or later is told the smaller of it and the
-	// mechanism's own lifetime, and must re-authenticate within it. Zero:
-	// no bound of its own.
+	// connections.max.reauth.ms): a session ends at the smaller of it and
+	// the mechanism's own lifetime, which SaslAuthenticate v1 and later
+	// tell the client, and the client must re-authenticate before then.
+	// Zero: no bound of its own.
 	MaxSessionLifetime time.Duration
 	// CertPrincipal gives the principal of a client that presented a
 	// certificate, when the gate answers no SASL (Kafka's
@@ -213,6 +213,8 @@ type session struct {
 	// refused is why a client whose certificate maps to no principal is
 	// closed.
 	refused error
+	// badMech refuses a re-authentication that changed mechanism.
+	badMech error
 }
 
 func (s *session) Principal() string {
@@ -298,9 +300,12 @@ func (s *session) handshake(h wire.RequestHeader, frame []byte) Verdict {
 		}
 		refused = fmt.Errorf("%w: mechanism %s is not enabled", ErrRefused, strconv.Quote(name))
 	case s.reauth && m != s.mech:
-		// Kafka refuses a re-authentication that changes mechanism.
-		resp.ErrorCode = kerr.IllegalSaslState.Code
-		refused = fmt.Errorf("%w: re-authentication with %s, not the session's %s", ErrRefused, m.Name(), s.mech.Name())
+		// As Kafka: the handshake is answered, and the exchange that
+		// follows refused, since the mechanism may not change.
+		s.badMech = fmt.Errorf("%w: SASL mechanism %s is not supported for re-authentication of mechanism %s",
+			authn.ErrAuthentication, m.Name(), s.mech.Name())
+		s.state = stateHandshaken
+		return Verdict{Action: Answer, Response: wire.AppendResponse(nil, h.Correlation, h.ResponseFlexible(), resp.AppendTo)}
 	}
 	out := wire.AppendResponse(nil, h.Correlation, h.ResponseFlexible(), resp.AppendTo)
 	if refused != nil {
@@ -324,6 +329,12 @@ func (s *session) authenticate(h wire.RequestHeader, frame []byte) Verdict {
 		s.state = stateFailed
 		return Verdict{Action: Close, Err: fmt.Errorf("%w: SaslAuthenticate v%d: %v", ErrMalformed, h.Version, err)}
 	}
+	if s.badMech != nil {
+		err := s.badMech
+		v := s.fail(err)
+		v.Response = s.answerAuthenticate(h, kerr.SaslAuthenticationFailed.Code, clientMessage(err), nil, 0).Response
+		return v
+	}
 	reply, done, err := s.x.Step(req.SASLAuthBytes)
 	if err != nil {
 		v := s.fail(err)
@@ -334,14 +345,16 @@ func (s *session) authenticate(h wire.RequestHeader, frame []byte) Verdict {
 	if !done {
 		return s.answerAuthenticate(h, 0, "", reply, 0)
 	}
-	if err := s.succeed(h.Version >= 1); err != nil {
+	if err := s.succeed(); err != nil {
 		v := s.fail(err)
 		a := s.answerAuthenticate(h, kerr.SaslAuthenticationFailed.Code, clientMessage(err), nil, 0)
 		v.Response = a.Response
 		return v
 	}
 	var life time.Duration
-	if !s.expires.IsZero() {
+	if !s.expires.IsZero() && h.Version >= 1 {
+		// SaslAuthenticate v0 has no field to tell it in; the session
+		// ends all the same, as Kafka ends it.
 		life = s.expires.Sub(s.g.cfg.Now())
 	}
 	return s.answerAuthenticate(h, 0, "", reply, life)
@@ -401,10 +414,12 @@ func (s *session) fail(err error) Verdict {
 // Kafka does.
 var errPrincipalChanged = fmt.Errorf("%w: the principal may not change on re-authentication", authn.ErrAuthentication)
 
-// succeed records the end of a successful exchange; lifetime says the
-// client learns the session's lifetime (SaslAuthenticate v1+), which
-// only then bounds it. An error refuses the exchange after all.
-func (s *session) succeed(lifetime bool) error {
+// succeed records the end of a successful exchange and when the session
+// ends. As Kafka does, the session ends whether or not the client could
+// be told (SaslAuthenticate v1+ tells it): a client that cannot
+// re-authenticate is disconnected then, and connects again. An error
+// refuses the exchange after all.
+func (s *session) succeed() error {
 	p := s.x.Principal()
 	if s.authed && p != s.principal {
 		return errPrincipalChanged
@@ -412,10 +427,8 @@ func (s *session) succeed(lifetime bool) error {
 	s.principal, s.authed, s.reauth = p, true, false
 	s.state = stateDone
 	s.expires = time.Time{}
-	if lifetime {
-		if life := s.mechLifetime(); life > 0 {
-			s.expires = s.g.cfg.Now().Add(life)
-		}
+	if life := s.mechLifetime(); life > 0 {
+		s.expires = s.g.cfg.Now().Add(life)
 	}
 	s.x = nil
 	s.g.cfg.Metrics.ClientAuthentication(s.mech.Name(), metrics.ResultSuccess)
@@ -448,8 +461,7 @@ func (s *session) Token(tok []byte) Verdict {
 	if !done {
 		return Verdict{Action: AnswerThenTokens, Response: rawToken(reply)}
 	}
-	// The v0 flow tells the client no lifetime, so none bounds it.
-	if err := s.succeed(false); err != nil {
+	if err := s.succeed(); err != nil {
 		return s.fail(err)
 	}
 	return Verdict{Action: Answer, Response: rawToken(reply)}

@@ -31,8 +31,8 @@ type ClientAuth struct {
 	// there.
 	ClientSASLPlainWithoutTLS bool
 	// ClientSessionLifetime bounds a client's SASL session, as Kafka's
-	// connections.max.reauth.ms does: clients that authenticate with
-	// SaslAuthenticate v1 or later must re-authenticate within it or be
+	// connections.max.reauth.ms does: clients must re-authenticate within
+	// it (SaslAuthenticate v1 and later tell them when it ends) or be
 	// disconnected. Zero: no bound.
 	ClientSessionLifetime time.Duration
 
