@@ -215,7 +215,13 @@ type session struct {
 	refused error
 	// badMech refuses a re-authentication that changed mechanism.
 	badMech error
+	// reauthAt is when the last re-authentication began; zero: none.
+	reauthAt time.Time
 }
+
+// minReauthInterval is the least time between two re-authentications of a
+// connection, as Kafka's KafkaChannel allows.
+const minReauthInterval = time.Second
 
 func (s *session) Principal() string {
 	if !s.authed && !s.cert {
@@ -251,7 +257,18 @@ func (s *session) Request(h wire.RequestHeader, frame []byte) Verdict {
 				// flight; KIP-368 re-authenticates with v1.
 				return s.illegal(h, "after authentication (re-authentication needs SaslHandshake v1)")
 			}
-			s.reauth = true
+			now := s.g.cfg.Now()
+			if s.expires.IsZero() || !s.reauthAt.IsZero() && now.Sub(s.reauthAt) < minReauthInterval {
+				// As Kafka's broker: a session without end is not
+				// renewed, nor one renewed less than a second ago (each
+				// costs a key derivation); the handshake is answered
+				// with an error and the session goes on.
+				resp := kmsg.NewPtrSASLHandshakeResponse()
+				resp.Version = h.Version
+				resp.ErrorCode = kerr.IllegalSaslState.Code
+				return Verdict{Action: Answer, Response: wire.AppendResponse(nil, h.Correlation, h.ResponseFlexible(), resp.AppendTo)}
+			}
+			s.reauth, s.reauthAt = true, now
 			return s.handshake(h, frame)
 		}
 		if !s.expires.IsZero() && s.g.cfg.Now().After(s.expires) {

@@ -246,8 +246,17 @@ func TestReauthentication(t *testing.T) {
 	if v, _ := do(t, s, metadata()); v.Action != Pass {
 		t.Fatalf("after re-authentication: %+v", v)
 	}
+	// Again within a second: refused, and the session goes on.
+	v, resp := do(t, s, handshake(1, "FAKE"))
+	if v.Action != Answer || resp.(*kmsg.SASLHandshakeResponse).ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("re-authentication within a second: %+v %+v", v, resp)
+	}
+	if v, _ := do(t, s, metadata()); v.Action != Pass {
+		t.Fatalf("after a refused early re-authentication: %+v", v)
+	}
+	c.t = c.t.Add(time.Second)
 	// A SaslAuthenticate outside an exchange is answered, not fatal.
-	v, resp := do(t, s, authenticate("alice"))
+	v, resp = do(t, s, authenticate("alice"))
 	if v.Action != Answer || resp.(*kmsg.SASLAuthenticateResponse).ErrorCode != kerr.IllegalSaslState.Code {
 		t.Fatalf("SaslAuthenticate after authentication: %+v %+v", v, resp)
 	}
@@ -273,6 +282,14 @@ func TestReauthentication(t *testing.T) {
 	if a := resp.(*kmsg.SASLAuthenticateResponse); v.Action != AnswerThenClose || a.ErrorCode != kerr.SaslAuthenticationFailed.Code ||
 		!strings.Contains(*a.ErrorMessage, "re-authentication of mechanism FAKE") {
 		t.Fatalf("re-authentication with another mechanism: %+v %+v", v, a)
+	}
+
+	// A session without end is not renewed.
+	g2, _ := testGate(0, 0)
+	s = g2.Open(nil)
+	login(t, s, "alice")
+	if v, resp = do(t, s, handshake(1, "FAKE")); v.Action != Answer || resp.(*kmsg.SASLHandshakeResponse).ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("re-authentication of a session without end: %+v %+v", v, resp)
 	}
 
 	// With the raw v0 flow: closed.
