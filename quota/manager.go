@@ -259,7 +259,7 @@ func (c *Client) rate(k Kind, now int64) *rate {
 // throttle time, at most limit when positive. It retries once when an
 // expiry dropped the rate between the lookup and the record.
 func (c *Client) record(k Kind, now time.Time, value float64, amount int64, limit time.Duration, unrecordOver bool) time.Duration {
-	if c == nil {
+	if c == nil || !c.m.state.Load().on {
 		return 0
 	}
 	t := ms(now)
