@@ -42,8 +42,9 @@ func (l *ConnLimits) of(ip netip.Addr) int {
 
 // connRate is one address's connection creation rate.
 type connRate struct {
-	r    Rate
-	last int64
+	r      Rate
+	last   int64
+	shared bool // counted in Conns.shared
 }
 
 // Conns counts open connections per address and per user against their
@@ -59,12 +60,20 @@ type Conns struct {
 	byIP   map[netip.Addr]int
 	byUser map[string]int
 	rates  map[netip.Addr]*connRate
+	// shared counts the rates of addresses under the <default> entry;
+	// overflow is the one they share past Options.MaxRates.
+	shared   int
+	overflow *connRate
+	swept    int64 // ms of the last drop of idle rates at MaxRates
 }
 
 // NewConns returns the caps of l and q (nil: no quota entries).
 func NewConns(l ConnLimits, q *Config, opts Options) *Conns {
 	if opts.Idle <= 0 {
 		opts.Idle = DefaultIdle
+	}
+	if opts.MaxRates <= 0 {
+		opts.MaxRates = DefaultMaxRates
 	}
 	c := &Conns{opts: opts, byIP: map[netip.Addr]int{}, byUser: map[string]int{}, rates: map[netip.Addr]*connRate{}}
 	c.Update(l, q)
@@ -97,11 +106,7 @@ func (c *Conns) Accept(now time.Time, ip netip.Addr) (throttle time.Duration, er
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if bound := c.r.ConnectionRate(ip); bound > 0 {
-		cr := c.rates[ip]
-		if cr == nil {
-			cr = &connRate{r: Rate{w: c.opts.Window}}
-			c.rates[ip] = cr
-		}
+		cr := c.rateLocked(ip, t)
 		cr.last = t
 		limit := time.Duration(c.opts.Window.sizeMs()) * time.Millisecond
 		if d := cr.r.check(t, 1, float64(bound), limit); d > 0 {
@@ -115,6 +120,54 @@ func (c *Conns) Accept(now time.Time, ip netip.Addr) (throttle time.Duration, er
 	}
 	c.byIP[ip]++
 	return 0, nil
+}
+
+// rateLocked returns ip's connection rate, made on first use. Addresses
+// with an entry of their own always get one; those under the <default>
+// entry are bounded by Options.MaxRates: at the bound the rates with no
+// connection for a whole window are dropped (they measure 0), and past it
+// still the address shares one rate with every other such address, a
+// stricter quota, never a looser one. The caller holds c.mu.
+func (c *Conns) rateLocked(ip netip.Addr, now int64) *connRate {
+	if cr := c.rates[ip]; cr != nil {
+		return cr
+	}
+	shared := !c.r.ownConnectionRate(ip)
+	if shared {
+		if c.shared >= c.opts.MaxRates && now-c.swept >= c.opts.Window.spanMs() {
+			c.swept = now
+			c.dropLocked(now - c.opts.Window.spanMs())
+		}
+		if c.shared >= c.opts.MaxRates {
+			if c.overflow == nil {
+				c.overflow = &connRate{r: Rate{w: c.opts.Window}}
+			}
+			return c.overflow
+		}
+		c.shared++
+	}
+	cr := &connRate{r: Rate{w: c.opts.Window}, shared: shared}
+	c.rates[ip] = cr
+	return cr
+}
+
+// dropLocked drops the rates with no connection after before (ms) and
+// returns how many. The caller holds c.mu.
+func (c *Conns) dropLocked(before int64) int {
+	n := 0
+	for ip, cr := range c.rates {
+		if cr.last <= before {
+			delete(c.rates, ip)
+			if cr.shared {
+				c.shared--
+			}
+			n++
+		}
+	}
+	if c.overflow != nil && c.overflow.last <= before {
+		c.overflow = nil
+	}
+	return n
 }
 
 // Release uncounts a connection Accept counted.
@@ -164,15 +217,7 @@ func (c *Conns) Open(ip netip.Addr, user string) (byIP, byUser int) {
 // Expire drops the connection rates of addresses that opened no
 // connection for Options.Idle before now, and returns how many.
 func (c *Conns) Expire(now time.Time) int {
-	t, idle := ms(now), c.opts.Idle.Milliseconds()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
-	for ip, cr := range c.rates {
-		if t-cr.last >= idle {
-			delete(c.rates, ip)
-			n++
-		}
-	}
-	return n
+	return c.dropLocked(ms(now) - c.opts.Idle.Milliseconds())
 }

@@ -126,3 +126,46 @@ func TestConnectionRate(t *testing.T) {
 		t.Fatalf("expired %d, want the one rate", n)
 	}
 }
+
+// TestConnectionRatesBounded: addresses under the <default> entry keep at
+// most MaxRates rates; at the bound, rates idle for a whole window are
+// dropped (nothing lost), and past it the newcomers share one rate.
+func TestConnectionRatesBounded(t *testing.T) {
+	own := netip.MustParseAddr("192.0.2.1")
+	c := NewConns(ConnLimits{}, mustParse(t, "- ip: <default>\n  connection_creation_rate: 1\n- ip: 192.0.2.1\n  connection_creation_rate: 1\n"), Options{MaxRates: 2})
+	addr := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}) }
+	for i := range 2 {
+		c.Accept(at(0), addr(i))
+	}
+	c.Accept(at(0), own) // an address with its own entry always has its rate
+	// Past the bound: addr(2) and addr(3) share one rate, 10 connections
+	// each at once make 20 over 10 s: throttled.
+	for range 5 {
+		c.Accept(at(0), addr(2))
+	}
+	if d, _ := c.Accept(at(0), addr(3)); d != 0 {
+		t.Fatalf("the shared rate at 0.6/s throttled %v", d)
+	}
+	for range 10 {
+		c.Accept(at(0), addr(3))
+	}
+	if d, _ := c.Accept(at(0), addr(2)); d == 0 {
+		t.Fatal("addresses past the bound do not share a rate")
+	}
+	c.mu.Lock()
+	n := len(c.rates)
+	c.mu.Unlock()
+	if n != 3 {
+		t.Fatalf("%d rates, want 2 under <default> and the own one", n)
+	}
+	// A whole window later the idle rates are dropped to make room.
+	if d, _ := c.Accept(at(11000), addr(4)); d != 0 {
+		t.Fatalf("a new address after the idle ones went: throttled %v", d)
+	}
+	c.mu.Lock()
+	_, kept := c.rates[addr(4)]
+	c.mu.Unlock()
+	if !kept {
+		t.Fatal("the new address shares a rate though idle ones could go")
+	}
+}

@@ -591,6 +591,12 @@ func (r *Resolver) ConnectionRate(ip netip.Addr) int {
 	return r.ipRate[DefaultName]
 }
 
+// ownConnectionRate reports whether ip has an entry of its own.
+func (r *Resolver) ownConnectionRate(ip netip.Addr) bool {
+	_, ok := r.ipRate[ip.Unmap().String()]
+	return ok
+}
+
 // Entities returns the configured entities of kind k, sorted, for a
 // metrics exporter to know every label value in advance.
 func (r *Resolver) Entities(k Kind) []Entity {

@@ -22,10 +22,12 @@ type Options struct {
 	// Idle is how long a rate may go without a record before Expire drops
 	// it. Zero means DefaultIdle.
 	Idle time.Duration
-	// MaxRates bounds the rates kept at once. Past it, a client whose rate
-	// is not kept yet shares one rate with every other such client of the
-	// same configured entity and kind: a stricter quota for the excess,
-	// never a looser one. Zero means DefaultMaxRates.
+	// MaxRates bounds the rates kept at once. At the bound, the rates with
+	// no record for a whole window are dropped first (they measure 0, so
+	// nothing is lost); past it still, a client whose rate is not kept yet
+	// shares one rate with every other such client of the same configured
+	// entity and kind: a stricter quota for the excess, never a looser
+	// one. Zero means DefaultMaxRates.
 	MaxRates int
 }
 
@@ -84,7 +86,8 @@ type Manager struct {
 
 	mu    sync.RWMutex
 	rates map[rateKey]*rate
-	kept  int // rates that are not overflow rates
+	kept  int   // rates that are not overflow rates
+	swept int64 // ms of the last drop of idle rates at MaxRates
 	stats map[statKey]*Stats
 }
 
@@ -160,13 +163,18 @@ func (m *Manager) Expire(now time.Time) int {
 	if m == nil {
 		return 0
 	}
-	t, idle := ms(now), m.opts.Idle.Milliseconds()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.dropLocked(ms(now) - m.opts.Idle.Milliseconds())
+}
+
+// dropLocked drops the rates with no record after before (ms) and returns
+// how many. The caller holds m.mu.
+func (m *Manager) dropLocked(before int64) int {
 	n := 0
 	for k, rt := range m.rates {
 		rt.mu.Lock()
-		if t-rt.last >= idle {
+		if rt.last <= before {
 			rt.dead.Store(true)
 			delete(m.rates, k)
 			if !k.overflow {
@@ -189,6 +197,10 @@ func (m *Manager) rateFor(k Kind, res Resolution, now int64) *rate {
 	if rt == nil {
 		m.mu.Lock()
 		if rt = m.rates[key]; rt == nil {
+			if m.kept >= m.opts.MaxRates && now-m.swept >= m.opts.Window.spanMs() {
+				m.swept = now
+				m.dropLocked(now - m.opts.Window.spanMs())
+			}
 			if m.kept >= m.opts.MaxRates {
 				key = rateKey{kind: k, key: res.Configured, overflow: true}
 				rt = m.rates[key]

@@ -267,3 +267,20 @@ func BenchmarkRecordProduce(b *testing.B) {
 		}
 	})
 }
+
+// TestMaxRatesDropsIdle: at the bound, rates with no record for a whole
+// window (11 s) measure 0 and are dropped before anyone shares.
+func TestMaxRatesDropsIdle(t *testing.T) {
+	m := NewManager(mustParse(t, "- user: <default>\n  producer_byte_rate: 100\n"), Options{MaxRates: 2})
+	m.Client("u0", "x").RecordProduce(at(0), 500)
+	m.Client("u1", "x").RecordProduce(at(5000), 500)
+	m.Client("u2", "x").RecordProduce(at(11000), 500)
+	if n := m.Rates(); n != 2 {
+		t.Fatalf("%d rates, want u1's and u2's", n)
+	}
+	// u3 comes within u1's window: it shares, and so does u4 with it.
+	m.Client("u3", "x").RecordProduce(at(12000), 600)
+	if d := m.Client("u4", "x").RecordProduce(at(12000), 600); d == 0 {
+		t.Fatal("u3 and u4 past the bound do not share a rate")
+	}
+}

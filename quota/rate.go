@@ -36,6 +36,10 @@ func (w Window) sizeMs() int64 {
 	return DefaultWindow.Milliseconds()
 }
 
+// spanMs is the whole window: a rate with no record for that long
+// measures 0.
+func (w Window) spanMs() int64 { return int64(w.samples()) * w.sizeMs() }
+
 // sample is one slot of a Rate: the sum of what was recorded from start,
 // and the time of the last record, which decides when it is obsolete.
 type sample struct {
@@ -101,7 +105,7 @@ func (r *Rate) record(now int64, value float64) {
 // purge resets every sample with no event for a whole window: it no
 // longer overlaps the window.
 func (r *Rate) purge(now int64) {
-	expire := int64(r.w.samples()) * r.w.sizeMs()
+	expire := r.w.spanMs()
 	for i := range r.samples {
 		if now-r.samples[i].lastEvent >= expire {
 			r.samples[i].reset(now)
