@@ -308,8 +308,9 @@ func (c *Client) record(k Kind, now time.Time, value float64, amount int64, limi
 	return 0
 }
 
-// RecordProduce records a Produce request of bytes (its whole size, as
-// Kafka records request.sizeInBytes) and returns how long the client is
+// RecordProduce records a Produce request of bytes (its header and body,
+// the frame less its length prefix, as Kafka records
+// request.sizeInBytes) and returns how long the client is
 // throttled: the answer goes at once with throttle_time_ms set, and the
 // connection is not read for that long. Kafka appends the records of a
 // throttled produce all the same.
@@ -317,7 +318,9 @@ func (c *Client) RecordProduce(now time.Time, bytes int) time.Duration {
 	return c.record(Produce, now, float64(bytes), int64(bytes), 0, false)
 }
 
-// RecordFetch records a Fetch response of bytes and returns the throttle
+// RecordFetch records a Fetch response of bytes (its body and 4 bytes,
+// as Kafka's FetchResponse.sizeOf counts it, so the frame less its length
+// prefix for a response header without tags) and returns the throttle
 // time. When it is positive the bytes are taken back and the client must
 // be answered with the response's throttle_time_ms set and no records, as
 // Kafka answers a throttled fetch.
