@@ -284,3 +284,35 @@ func TestMaxRatesDropsIdle(t *testing.T) {
 		t.Fatal("u3 and u4 past the bound do not share a rate")
 	}
 }
+
+// TestKafkaQuotaViolation replays Kafka's own ClientQuotaManagerTest
+// .testQuotaViolation (core/src/test/scala/unit/kafka/server): a
+// clients/<default> produce quota of 500/s; 400 bytes each second for 10
+// s are within it; 500 ms later 2300 bytes make 6300 over 10.5 s, 600/s,
+// throttled (600-500)/500*10500 = 2100 ms; after the throttle, 10 more
+// seconds of 400 each roll the burst out and a record of 0 is not
+// throttled.
+func TestKafkaQuotaViolation(t *testing.T) {
+	m := NewManager(mustParse(t, "- client-id: <default>\n  producer_byte_rate: 500\n"), Options{})
+	c := m.Client("ANONYMOUS", "unknown")
+	now := int64(0)
+	for range 10 {
+		if d := c.RecordProduce(at(now), 400); d != 0 {
+			t.Fatalf("t=%d: throttled %v under the quota", now, d)
+		}
+		now += 1000
+	}
+	now += 500
+	d := c.RecordProduce(at(now), 2300)
+	if d != 2100*time.Millisecond {
+		t.Fatalf("the spike: throttle %v, want 2100ms as in Kafka's test", d)
+	}
+	now += d.Milliseconds()
+	for range 10 {
+		c.RecordProduce(at(now), 400)
+		now += 1000
+	}
+	if d := c.RecordProduce(at(now), 0); d != 0 {
+		t.Fatalf("after the burst rolled out: throttled %v", d)
+	}
+}
