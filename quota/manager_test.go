@@ -316,3 +316,49 @@ func TestKafkaQuotaViolation(t *testing.T) {
 		t.Fatalf("after the burst rolled out: throttled %v", d)
 	}
 }
+
+// TestKafkaRequestQuotaViolation replays Kafka's
+// ClientRequestQuotaManagerTest.testRequestPercentageQuotaViolation: 1% of
+// a thread (10 ms a second) for users/ANONYMOUS/clients/test-client; 4 ms
+// each second for 10 s is within it; 500 ms later 67.1 ms makes 107.1 ms
+// over 10.5 s, throttled (10.2-10)/10*10500 = 210 ms; 11 s more of 4 ms
+// each roll it out; then a spike of 500 ms wants more than a window and is
+// bounded to 1000 ms, and stays so for 10 s, until its sample rolls out.
+func TestKafkaRequestQuotaViolation(t *testing.T) {
+	m := NewManager(mustParse(t, "- user: ANONYMOUS\n  client-id: test-client\n  request_percentage: 1\n"), Options{})
+	c := m.Client("ANONYMOUS", "test-client")
+	ms4 := 4 * time.Millisecond
+	now := int64(0)
+	for range 10 {
+		if d := c.RecordRequestTime(at(now), ms4); d != 0 {
+			t.Fatalf("t=%d: throttled %v under the quota", now, d)
+		}
+		now += 1000
+	}
+	now += 500
+	d := c.RecordRequestTime(at(now), 67100*time.Microsecond)
+	if d != 210*time.Millisecond {
+		t.Fatalf("the spike: throttle %v, want 210ms as in Kafka's test", d)
+	}
+	now += d.Milliseconds()
+	for range 11 {
+		c.RecordRequestTime(at(now), ms4)
+		now += 1000
+	}
+	if d := c.RecordRequestTime(at(now), 0); d != 0 {
+		t.Fatalf("after the burst rolled out: throttled %v", d)
+	}
+	if d := c.RecordRequestTime(at(now), 500*time.Millisecond); d != time.Second {
+		t.Fatalf("the large spike: %v, want 1s (bounded)", d)
+	}
+	for range 10 {
+		now += 1000
+		if d := c.RecordRequestTime(at(now), 0); d != time.Second {
+			t.Fatalf("t=%d: %v, want 1s until the spike rolls out", now, d)
+		}
+	}
+	now += 1000
+	if d := c.RecordRequestTime(at(now), 0); d != 0 {
+		t.Fatalf("after the spike rolled out: %v", d)
+	}
+}
