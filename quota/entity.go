@@ -373,17 +373,19 @@ func (c *Config) String() string {
 		var q []string
 		for _, kv := range []struct {
 			k string
-			v float64
+			v int64
 		}{
-			{keyProducerByteRate, float64(l.ProducerByteRate)},
-			{keyConsumerByteRate, float64(l.ConsumerByteRate)},
-			{keyRequestPercentage, l.RequestPercentage},
-			{keyConnectionCreationRate, float64(l.ConnectionCreationRate)},
-			{keyMaxConnections, float64(l.MaxConnections)},
+			{keyProducerByteRate, l.ProducerByteRate},
+			{keyConsumerByteRate, l.ConsumerByteRate},
+			{keyConnectionCreationRate, int64(l.ConnectionCreationRate)},
+			{keyMaxConnections, int64(l.MaxConnections)},
 		} {
 			if kv.v > 0 {
-				q = append(q, kv.k+"="+strconv.FormatFloat(kv.v, 'g', -1, 64))
+				q = append(q, kv.k+"="+strconv.FormatInt(kv.v, 10))
 			}
+		}
+		if l.RequestPercentage > 0 {
+			q = append(q, keyRequestPercentage+"="+strconv.FormatFloat(l.RequestPercentage, 'g', -1, 64))
 		}
 		parts = append(parts, e.name()+" "+strings.Join(q, " "))
 	}
