@@ -1,21 +1,9 @@
 package quota
 
 import (
-	"errors"
 	"net/netip"
 	"sync"
 	"time"
-)
-
-// Errors of the connection caps.
-var (
-	// ErrTooManyConnections: the address already has its most connections
-	// open (max.connections.per.ip, or its override); Kafka closes the new
-	// one at once.
-	ErrTooManyConnections = errors.New("too many connections from this address")
-	// ErrTooManyUserConnections: the user already has the max_connections
-	// of its entity open.
-	ErrTooManyUserConnections = errors.New("too many connections for this user")
 )
 
 // ConnLimits are the caps on connections by address, Kafka's broker

@@ -1,7 +1,6 @@
 package quota
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -78,12 +77,6 @@ type Config struct {
 
 // Empty reports whether c sets no quota at all.
 func (c *Config) Empty() bool { return c == nil || len(c.Entries) == 0 }
-
-// Errors of the quotas list.
-var (
-	// ErrInvalid is wrapped by every error of the quotas list.
-	ErrInvalid = errors.New("invalid quotas")
-)
 
 // ParseError says which line of the quotas list is wrong and why.
 type ParseError struct {
