@@ -34,6 +34,7 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.Var((*sizeValue)(&c.MaxMemory), "max-memory", "request and response bytes and request state held across all connections; past it connections stop being read")
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "client connections open at once over all listeners; past it new connections are closed")
+	bindQuotaFlags(fs, c)
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a client connection with nothing in flight and nothing sent for this long (0 disables)")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "time a request frame may take to arrive once its first byte has (0 disables)")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.WriteTimeout, "close a client connection that accepts no byte of a response for this long (0 disables)")
@@ -102,7 +103,7 @@ func Resolve(fs *pflag.FlagSet, base Config, checks ...func(*Config) error) (Con
 	BindFlags(into, &cfg)
 	if file != "" {
 		var err error
-		if keys, err = loadFile(file, into, fs); err != nil {
+		if keys, err = loadFile(file, into, fs, &cfg); err != nil {
 			return Config{}, err
 		}
 		for k, v := range keys {
@@ -170,9 +171,10 @@ type fileValue struct {
 // the keys it set with their values as written. A key that is none of
 // into's flags may name one of the command's own flags in cmdFlags (dev's
 // data-dir, say), which it sets unless the command line already did, so
-// that every flag has its key. Every error names the file and the line,
-// as `path:line`, the way compilers and editors read a place in a file.
-func loadFile(path string, into, cmdFlags *pflag.FlagSet) (map[string]fileValue, error) {
+// that every flag has its key. The quotas list, a key with no flag, goes
+// straight into cfg. Every error names the file and the line, as
+// `path:line`, the way compilers and editors read a place in a file.
+func loadFile(path string, into, cmdFlags *pflag.FlagSet, cfg *Config) (map[string]fileValue, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &FieldError{Field: "--" + FlagConfig, Value: path, Reason: "cannot be read: " + FileReason(err)}
@@ -202,6 +204,13 @@ func loadFile(path string, into, cmdFlags *pflag.FlagSet) (map[string]fileValue,
 		}
 		place := fmt.Sprintf("%s:%d", path, line)
 		at := "config file " + place
+		if k == KeyQuotas {
+			if err := loadQuotas(path, line, &node, cfg); err != nil {
+				return nil, err
+			}
+			set[k] = fileValue{text: cfg.Quotas.String(), line: line}
+			continue
+		}
 		dst := into
 		f := into.Lookup(k)
 		if f == nil && cmdFlags != nil && k != FlagConfig {
@@ -262,6 +271,7 @@ func fileKeys(into, cmdFlags *pflag.FlagSet) []string {
 			names = append(names, f.Name)
 		}
 	})
+	names = append(names, fileOnly...)
 	if cmdFlags != nil {
 		cmdFlags.VisitAll(func(f *pflag.Flag) {
 			if !f.Hidden && f.Name != FlagConfig && into.Lookup(f.Name) == nil {
