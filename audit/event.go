@@ -181,20 +181,27 @@ func (e *Event) decision() Decision {
 }
 
 // errorCode returns the event's overall error code: its own, else the
-// first resource's that is not zero.
+// first that is not zero of the resources and their partitions, in order.
 func (e *Event) errorCode() int16 {
 	if e.ErrorCode != 0 {
 		return e.ErrorCode
 	}
 	for i := range e.Resources {
-		if c := e.Resources[i].ErrorCode; c != 0 {
-			return c
+		r := &e.Resources[i]
+		if r.ErrorCode != 0 {
+			return r.ErrorCode
+		}
+		for j := range r.Partitions {
+			if c := r.Partitions[j].ErrorCode; c != 0 {
+				return c
+			}
 		}
 	}
 	return 0
 }
 
-// APIName returns Kafka's name of an API key ("Produce"), or "" for
+// APIName returns the name of an API key as kmsg.NameForKey gives it and
+// the proxy's metrics label it ("Produce", "SASLAuthenticate"), or "" for
 // NoAPIKey. A key kmsg does not know is written by number, so that a name
 // never comes from what a client sent.
 func APIName(key int16) string {
