@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,55 @@ func BenchmarkEncode(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		enc.Encode(e)
+	}
+}
+
+// TestREADMEExample checks that README's example event is what the
+// encoder writes for that event.
+func TestREADMEExample(t *testing.T) {
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	start := strings.Index(readme, "## Audit trail")
+	block := readme[start:]
+	i := strings.Index(block, "```json\n")
+	if start < 0 || i < 0 {
+		t.Fatal("README has no Audit trail example")
+	}
+	block = block[i+len("```json\n"):]
+	example := block[:strings.Index(block, "\n```")+1]
+	src := NewSource("20261204T210000.123456789Z")
+	src.seq.Store(41)
+	e := produceEvent()
+	e.Resources = e.Resources[:1]
+	if got := string(AppendEvent(nil, src, e)); got != example {
+		t.Errorf("README's example:\n%s\nthe encoder writes:\n%s", example, got)
+	}
+}
+
+// TestREADMENamesMetricsAndLabels checks that README names every audit
+// metric and every value its labels take.
+func TestREADMENamesMetricsAndLabels(t *testing.T) {
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	var want []string
+	for _, r := range DropReasons {
+		want = append(want, "`"+string(r)+"`")
+	}
+	for _, s := range SinkNames {
+		want = append(want, "`"+string(s)+"`")
+	}
+	for _, m := range []string{"queued_events", "queued_bytes", "enqueue_wait_seconds_total", "dropped_total", "written_total", "sink_errors_total", "sink_up"} {
+		want = append(want, "`inorder_audit_"+m+"`")
+	}
+	for _, w := range want {
+		if !strings.Contains(readme, w) {
+			t.Errorf("README.md does not name %s", w)
+		}
 	}
 }
