@@ -150,11 +150,13 @@ type Event struct {
 	TLSSubject string // the client certificate's subject, as Kafka prints it
 	Reason     string // why it failed; empty on success
 
-	// Summary only: the interval's start (Time is its end) and the
-	// partitions left out when the connection touched more than the
-	// summary tracks.
-	Since             time.Time
-	PartitionsOmitted int64
+	// Summary only: the interval's start (Time is its end).
+	Since time.Time
+	// PartitionsOmitted and ResourcesOmitted count what the event leaves
+	// out of Resources: the partitions a summary did not track, and what
+	// an event too large for the trail had to shed (see
+	// Trail.MaxEventBytes). Zero is not written.
+	PartitionsOmitted, ResourcesOmitted int64
 }
 
 // first returns the fixed resource fields, from the first resource.
@@ -314,10 +316,14 @@ func AppendEvent(b []byte, src *Source, e *Event) []byte {
 		b = append(b, `,"since":"`...)
 		b = e.Since.UTC().AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
-		if e.PartitionsOmitted != 0 {
-			b = append(b, `,"partitions_omitted":`...)
-			b = strconv.AppendInt(b, e.PartitionsOmitted, 10)
-		}
+	}
+	if e.PartitionsOmitted != 0 {
+		b = append(b, `,"partitions_omitted":`...)
+		b = strconv.AppendInt(b, e.PartitionsOmitted, 10)
+	}
+	if e.ResourcesOmitted != 0 {
+		b = append(b, `,"resources_omitted":`...)
+		b = strconv.AppendInt(b, e.ResourcesOmitted, 10)
 	}
 	if len(e.Resources) > 0 {
 		b = append(b, `,"resources":[`...)

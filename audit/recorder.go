@@ -143,6 +143,14 @@ type Options struct {
 	// Source gives the events their ids. Nil means a source named by the
 	// time of New.
 	Source *Source
+	// MaxEventBytes bounds one encoded event. An event above it sheds the
+	// partitions of its resources, then resources from the end, counting
+	// what it left out, and keeps its fixed fields, decision and error
+	// code: a request naming more than the bound allows is still recorded
+	// rather than dropped, as Kafka would refuse the record whole. Zero
+	// means 900,000 bytes, below Kafka's default message.max.bytes
+	// (1,048,588) with room for the record's overhead.
+	MaxEventBytes int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -179,6 +187,9 @@ func New(o Options, q *Queue) *Trail {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.MaxEventBytes <= 0 {
+		o.MaxEventBytes = 900_000
 	}
 	if o.Source == nil {
 		o.Source = NewSource(time.Now().UTC().Format("20060102T150405.000000000Z"))
@@ -350,6 +361,9 @@ func (t *Trail) enqueue(ctx context.Context, e *Event) error {
 	}
 	bp := t.bufs.Get().(*[]byte)
 	b := AppendEvent((*bp)[:0], t.src, e)
+	if len(b) > t.o.MaxEventBytes {
+		b = t.shrink(b[:0], e)
+	}
 	v := make([]byte, len(b))
 	copy(v, b)
 	if cap(b) <= 64<<10 { // one huge event does not pin its buffer
@@ -357,6 +371,32 @@ func (t *Trail) enqueue(ctx context.Context, e *Event) error {
 		t.bufs.Put(bp)
 	}
 	return t.q.Enqueue(ctx, Record{Value: v, Key: e.Principal})
+}
+
+// shrink encodes into b a copy of e that fits MaxEventBytes: the
+// partitions of every resource left out first, then resources from the
+// end, each counted. The decision and error code are those of the whole
+// event. The id drawn for the event that did not fit is skipped.
+func (t *Trail) shrink(b []byte, e *Event) []byte {
+	small := *e
+	small.Decision, small.ErrorCode = e.decision(), e.errorCode()
+	res := make([]Resource, len(e.Resources))
+	copy(res, e.Resources)
+	for i := range res {
+		small.PartitionsOmitted += int64(len(res[i].Partitions))
+		res[i].Partitions = nil
+	}
+	small.Resources = res
+	for {
+		b = AppendEvent(b[:0], t.src, &small)
+		if len(b) <= t.o.MaxEventBytes || len(small.Resources) <= 1 {
+			return b
+		}
+		// Halve the resources kept: a few encodings whatever the count.
+		keep := len(small.Resources) / 2
+		small.ResourcesOmitted += int64(len(small.Resources) - keep)
+		small.Resources = small.Resources[:keep]
+	}
 }
 
 // flushEvery records, every interval, the summaries of connections that

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -252,5 +253,46 @@ func TestAuthenticationFailure(t *testing.T) {
 	// A failure does not change who the connection is.
 	if evs[1].Principal != "User:CN=app" {
 		t.Errorf("after a failure: %+v", evs[1])
+	}
+}
+
+// TestLargeEventSheds checks that an event above MaxEventBytes is recorded
+// within it, its partitions and then resources left out and counted, its
+// decision and error code those of the whole request.
+func TestLargeEventSheds(t *testing.T) {
+	tr, sink, _ := newTestTrail(Options{DataPath: DataPathRequest, MaxEventBytes: 2000})
+	ctx := context.Background()
+	c := tr.Open(ConnInfo{})
+	r := &Request{APIKey: int16(kmsg.DeleteTopics)}
+	for i := range 1000 {
+		res := Resource{Type: "Topic", Name: "topic-with-a-long-name-" + strconv.Itoa(i), Operation: "Delete",
+			Partitions: []Partition{{Partition: 0, FirstOffset: NoOffset, LastOffset: NoOffset, Committed: NoOffset}, {Partition: 1, FirstOffset: NoOffset, LastOffset: NoOffset, Committed: NoOffset}}}
+		if i == 999 {
+			res.Decision, res.ErrorCode = Deny, 29
+		}
+		r.Resources = append(r.Resources, res)
+	}
+	if err := tr.Request(ctx, c, r); err != nil {
+		t.Fatal(err)
+	}
+	tr.Shutdown(ctx)
+	vals := sink.values()
+	if len(vals) != 1 || len(vals[0]) > 2000 {
+		t.Fatalf("%d events, first %d bytes", len(vals), len(vals[0]))
+	}
+	var got struct {
+		Decision          string `json:"decision"`
+		ErrorCode         int    `json:"error_code"`
+		ResourceName      string `json:"resource_name"`
+		PartitionsOmitted int64  `json:"partitions_omitted"`
+		ResourcesOmitted  int64  `json:"resources_omitted"`
+		Resources         []json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(vals[0]), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Decision != "deny" || got.ErrorCode != 29 || got.ResourceName != "topic-with-a-long-name-0" || got.PartitionsOmitted != 2000 ||
+		got.ResourcesOmitted+int64(len(got.Resources)) != 1000 || len(got.Resources) == 0 {
+		t.Errorf("%+v", got)
 	}
 }
