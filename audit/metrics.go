@@ -31,10 +31,13 @@ const (
 	// DropUnflushed: the event was queued, but Close's deadline passed
 	// before every sink had written it.
 	DropUnflushed DropReason = "unflushed"
+	// DropCancelled: the recording connection, or the stop's deadline,
+	// ended while the event waited for room (block mode).
+	DropCancelled DropReason = "cancelled"
 )
 
 // DropReasons are every DropReason, the values of the reason label.
-var DropReasons = []DropReason{DropFull, DropTooLarge, DropClosed, DropUnflushed}
+var DropReasons = []DropReason{DropFull, DropTooLarge, DropClosed, DropUnflushed, DropCancelled}
 
 // Metrics are the trail's collectors. A nil *Metrics records nothing.
 type Metrics struct {

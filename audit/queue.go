@@ -176,10 +176,11 @@ func NewQueue(o QueueOptions, sinks ...Sink) *Queue {
 }
 
 // Enqueue queues rec, whose bytes become the queue's. With Block it waits
-// for room while ctx lasts (the caller is held back, which is the point);
-// with Drop a full queue drops rec and returns ErrDropped. An event larger
-// than the queue can ever hold is dropped in both modes. Every event not
-// queued is counted.
+// for room while ctx lasts (the caller is held back, which is the point)
+// and returns ctx's error if it ends first; with Drop a full queue drops
+// rec and returns ErrDropped. An event larger than the queue can ever hold
+// is dropped in both modes. Every event not queued is counted in
+// inorder_audit_dropped_total.
 func (q *Queue) Enqueue(ctx context.Context, rec Record) error {
 	n := rec.size()
 	if n > q.o.MaxBytes || n > q.o.Budget.Max(false) {
@@ -219,6 +220,7 @@ func (q *Queue) Enqueue(ctx context.Context, rec Record) error {
 		if err != nil {
 			q.mu.Unlock()
 			q.o.Metrics.waited(time.Since(start).Seconds())
+			q.o.Metrics.drop(DropCancelled, 1)
 			return err
 		}
 	}
@@ -232,8 +234,11 @@ func (q *Queue) Enqueue(ctx context.Context, rec Record) error {
 			err = fmt.Errorf("%w: no memory for the audit queue", ErrDropped)
 			q.o.Metrics.drop(DropFull, 1)
 		}
-	} else if err = q.o.Budget.Reserve(n, false, ctx.Done(), time.Time{}); err != nil && ctx.Err() != nil {
-		err = ctx.Err()
+	} else if err = q.o.Budget.Reserve(n, false, ctx.Done(), time.Time{}); err != nil {
+		q.o.Metrics.drop(DropCancelled, 1)
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
 	}
 	if !start.IsZero() {
 		q.o.Metrics.waited(time.Since(start).Seconds())
@@ -414,6 +419,7 @@ func (q *Queue) Close(ctx context.Context) error {
 		lost = max(lost, q.head+uint64(len(q.recs))-s.next)
 	}
 	if lost > 0 {
+		q.o.Logger.Error("audit events not written before the stop's deadline", "events", lost)
 		q.o.Metrics.drop(DropUnflushed, int(lost))
 		errs = append(errs, fmt.Errorf("%w: %d of them", ErrUnflushed, lost))
 	}

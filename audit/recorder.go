@@ -168,6 +168,10 @@ type Trail struct {
 	bufs sync.Pool
 	stop chan struct{}
 	done chan struct{}
+	// ctx is the flush's: cancelled when Shutdown's deadline passes, so
+	// that a flush waiting for room does not outlive the stop.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 var _ Recorder = (*Trail)(nil)
@@ -196,6 +200,7 @@ func New(o Options, q *Queue) *Trail {
 	}
 	t := &Trail{o: o, q: q, src: o.Source, conns: map[*Conn]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
 	t.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	if o.DataPath == DataPathSummary {
 		go t.flushEvery()
 	} else {
@@ -410,7 +415,7 @@ func (t *Trail) flushEvery() {
 		case <-t.stop:
 			return
 		case <-tick.C:
-			t.flushDue(context.Background(), false)
+			t.flushDue(t.ctx, false)
 		}
 	}
 }
@@ -452,7 +457,13 @@ func (t *Trail) Shutdown(ctx context.Context) error {
 	default:
 		close(t.stop)
 	}
-	<-t.done
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		t.cancel()
+		<-t.done
+	}
+	defer t.cancel()
 	t.flushDue(ctx, true)
 	return t.q.Close(ctx)
 }

@@ -3,11 +3,14 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -294,5 +297,43 @@ func TestLargeEventSheds(t *testing.T) {
 	if got.Decision != "deny" || got.ErrorCode != 29 || got.ResourceName != "topic-with-a-long-name-0" || got.PartitionsOmitted != 2000 ||
 		got.ResourcesOmitted+int64(len(got.Resources)) != 1000 || len(got.Resources) == 0 {
 		t.Errorf("%+v", got)
+	}
+}
+
+// TestShutdownWithStalledSink checks that a stop with a sink that never
+// writes ends at its deadline, a summary included, and that the events it
+// could not write, or that a connection stopped waiting for, are counted.
+func TestShutdownWithStalledSink(t *testing.T) {
+	sink := &memSink{name: SinkKafka, gate: make(chan struct{})}
+	m := NewMetrics(prometheus.NewRegistry())
+	tr := New(Options{DataPath: DataPathSummary, Interval: 20 * time.Millisecond}, NewQueue(QueueOptions{MaxBytes: 1500, Metrics: m}, sink))
+	c := tr.Open(ConnInfo{ID: 1})
+	ctx := context.Background()
+	var err error
+	for i := 0; err == nil && i < 100; i++ {
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		err = tr.Request(short, c, &Request{APIKey: int16(kmsg.CreateTopics), Resources: []Resource{{Type: "Topic", Name: "t", Operation: "Create"}}})
+		cancel()
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Request on a full queue: %v", err)
+	}
+	if n := testutil.ToFloat64(m.dropped[DropCancelled]); n != 1 {
+		t.Errorf("dropped_total{reason=cancelled} %v", n)
+	}
+	tr.Request(ctx, c, produce("t", 0, 0, 1)) // a pending summary
+	time.Sleep(100 * time.Millisecond)        // the flush is blocked on the full queue
+	stop, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := tr.Shutdown(stop); !errors.Is(err, ErrUnflushed) {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Shutdown took %v", d)
+	}
+	lost := testutil.ToFloat64(m.dropped[DropUnflushed]) + testutil.ToFloat64(m.dropped[DropCancelled])
+	if lost < 2 {
+		t.Errorf("unflushed and cancelled: %v", lost)
 	}
 }
