@@ -204,3 +204,28 @@ func TestREADMENamesMetricsAndLabels(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEncodeString checks that any client id, principal or resource name
+// gives one line of valid JSON that decodes to the name, as encoding/json
+// would have written it.
+func FuzzEncodeString(f *testing.F) {
+	for _, s := range []string{"", "a", "\x00", "\"\\", "\xff", "\u2028", "日本", "\xed\xa0\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		line := AppendEvent(nil, NewSource("f"), &Event{ClientID: s, Resources: []Resource{{Name: s}}})
+		if bytes.Count(line, []byte("\n")) != 1 || !json.Valid(line) {
+			t.Fatalf("%q: %q", s, line)
+		}
+		var got struct {
+			ResourceName string `json:"resource_name"`
+		}
+		json.Unmarshal(line, &got)
+		ref, _ := json.Marshal(s)
+		var want string
+		json.Unmarshal(ref, &want)
+		if got.ResourceName != want {
+			t.Fatalf("%q decoded %q, encoding/json's %q", s, got.ResourceName, want)
+		}
+	})
+}
