@@ -147,6 +147,7 @@ type Config struct {
 	APIVersionCap VersionCaps
 
 	Security
+	Audit
 	// Verify watches the upstream's answers for ordering violations and
 	// counts them (responses out of request order, Produce base offsets
 	// out of write order, sequence number errors). False (the default)
@@ -180,6 +181,14 @@ func Default() Config {
 		ReadTimeout:      30 * time.Second,
 		WriteTimeout:     30 * time.Second,
 		LogFormat:        "text",
+		Audit: Audit{
+			AuditFileMaxSize:     100 << 20,
+			AuditFileKeep:        5,
+			AuditFileSync:        time.Second,
+			AuditDataPath:        AuditDataPathSummary,
+			AuditSummaryInterval: time.Minute,
+			AuditOnFull:          AuditOnFullBlock,
+		},
 	}
 }
 
@@ -299,7 +308,10 @@ func (c *Config) Validate() error {
 	if c.FailOnViolation && !c.Verify {
 		return invalid("fail-on-violation", "true", "needs --verify")
 	}
-	return c.validateSecurity()
+	if err := c.validateSecurity(); err != nil {
+		return err
+	}
+	return c.validateAudit()
 }
 
 // MinMemory is the smallest MaxMemory: the budget keeps an eighth for

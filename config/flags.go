@@ -45,6 +45,7 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.BoolVar(&c.AdminPprof, "admin-pprof", c.AdminPprof, "serve /debug/pprof/ on the admin endpoint")
 	fs.Var((*versionCapsValue)(&c.APIVersionCap), "api-version-cap", "highest versions advertised to clients, by Kafka name: KEY=VERSION[,KEY=VERSION...], e.g. Fetch=15")
 	bindSecurityFlags(fs, &c.Security)
+	bindAuditFlags(fs, &c.Audit)
 	fs.BoolVar(&c.Verify, "verify", c.Verify, "count the ordering violations the upstream commits (responses out of order, Produce offsets out of write order, sequence errors)")
 	fs.StringVar(&c.Report, "report", c.Report, "with --verify, write what it saw to this file at exit: JUnit XML if it ends in .xml, else JSON")
 	fs.BoolVar(&c.FailOnViolation, "fail-on-violation", c.FailOnViolation, "with --verify, exit with status 3 at shutdown if any violation was seen")
