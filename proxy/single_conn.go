@@ -114,6 +114,10 @@ type queuedPart struct {
 	ref *partRef // nil: no answer comes (acks=0)
 }
 
+// dialStarted, when set, is told the address of every dial a client
+// connection starts; tests count them.
+var dialStarted func(addr string)
+
 var (
 	// errRetired: an upstream connection is replaced (its session is
 	// due for renewal, or its broker moved); it answers what it has in
@@ -214,6 +218,9 @@ func (s *singleConn) dial(key upKey) (*upstream, error) {
 func (u *upstream) connect() {
 	s, p := u.s, u.s.c.p
 	defer s.c.wg.Done()
+	if f := dialStarted; f != nil {
+		f(u.addr)
+	}
 	nc, sess, err := p.dialSecure(s.ctx, u.addr, slices.Contains(p.current().Upstreams, u.addr))
 	if err != nil {
 		if s.ctx.Err() == nil {
