@@ -343,8 +343,13 @@ func (s *singleConn) unhold(st *splitState) {
 		}
 		return
 	}
+	closed := s.closed
 	s.mu.Unlock()
-	s.letGo(st)
+	if !closed {
+		// Once the connection died nothing is answered; the
+		// sequencer's drain frees the request.
+		s.letGo(st)
+	}
 }
 
 // reauthAt is when a connection authenticated with sess must be replaced.
