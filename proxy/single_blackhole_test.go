@@ -17,12 +17,12 @@ import (
 // TestSingleBlackholedBroker puts the broker that leads partition 0 of
 // three behind a black hole (it accepts nothing and refuses nothing, so
 // that a dial to it waits for the proxy's dial timeout) while one client
-// connection pipelines Produce requests to all three partitions and a
-// Metadata request for every topic:
+// connection pipelines Produce requests to all three partitions, a
+// Metadata request for every topic and a Fetch of the three partitions:
 //   - every response comes, in request order;
-//   - the other brokers' partitions are written every time, and the dead
-//     broker's are answered NOT_LEADER_OR_FOLLOWER;
-//   - a batch is slow (half the dial timeout or more) only while a dial to
+//   - the other brokers' partitions are written and read every time, and
+//     the dead broker's are answered NOT_LEADER_OR_FOLLOWER;
+//   - a batch is slow (3/4 of the dial timeout or more) only while a dial to
 //     the dead broker runs, and the proxy dials it at most once per second
 //     of the outage: its parts wait for one dial, then fail at once while
 //     it is down, rather than each request waiting out a dial of its own;
@@ -67,8 +67,10 @@ func testSingleBlackholedBroker(t *testing.T, mode config.Ordering) {
 
 	rc := dialRaw(t, p.Addr())
 	// batch pipelines n Produce requests of one record to each of the
-	// three partitions and a Metadata request for every topic, reads
-	// the answers in order, and returns each partition's error codes.
+	// three partitions, a Metadata request for every topic and a Fetch
+	// of the three partitions, reads the answers in order, and returns
+	// each partition's error codes: the Produce answers', then the
+	// Fetch answer's.
 	batch := func(n int) [][3]int16 {
 		t.Helper()
 		var frames []byte
@@ -91,10 +93,13 @@ func testSingleBlackholedBroker(t *testing.T, mode config.Ordering) {
 		meta := kmsg.NewPtrMetadataRequest()
 		meta.Version = 7
 		frames = append(frames, kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw")).AppendRequest(nil, meta, rc.corr)...)
+		rc.corr++
+		fetch := fetchAll(topic, []int64{0, 0, 0}, 100*time.Millisecond, 1)
+		frames = append(frames, kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw")).AppendRequest(nil, fetch, rc.corr)...)
 		if _, err := rc.c.Write(frames); err != nil {
 			t.Fatal(err)
 		}
-		out := make([][3]int16, n)
+		out := make([][3]int16, n+1)
 		for i := range n {
 			resp := kmsg.NewPtrProduceResponse()
 			resp.Version = 7
@@ -109,7 +114,7 @@ func testSingleBlackholedBroker(t *testing.T, mode config.Ordering) {
 		}
 		mresp := kmsg.NewPtrMetadataResponse()
 		mresp.Version = 7
-		if err := mresp.ReadFrom(readResponse(t, rc.c, rc.corr)); err != nil {
+		if err := mresp.ReadFrom(readResponse(t, rc.c, rc.corr-1)); err != nil {
 			t.Fatal(err)
 		}
 		found := false
@@ -119,11 +124,21 @@ func testSingleBlackholedBroker(t *testing.T, mode config.Ordering) {
 		if !found {
 			t.Fatalf("the Metadata answer does not list %s with its 3 partitions", topic)
 		}
+		fresp := kmsg.NewPtrFetchResponse()
+		fresp.Version = fetch.Version
+		if err := fresp.ReadFrom(readResponse(t, rc.c, rc.corr)); err != nil {
+			t.Fatal(err)
+		}
+		for _, rt := range fresp.Topics {
+			for _, rp := range rt.Partitions {
+				out[n][rp.Partition] = rp.ErrorCode
+			}
+		}
 		return out
 	}
 
 	for i, codes := range batch(2) {
-		if codes != [3]int16{} {
+		if codes != [3]int16{} { // the Fetch's too
 			t.Fatalf("before the outage: request %d answered %v", i, codes)
 		}
 	}
@@ -140,7 +155,7 @@ func testSingleBlackholedBroker(t *testing.T, mode config.Ordering) {
 	batches, slow := 0, 0
 	for time.Since(start) < outage {
 		bs := time.Now()
-		for i, codes := range batch(4) {
+		for i, codes := range batch(4) { // request 4: the Fetch
 			if codes[1] != 0 || codes[2] != 0 {
 				t.Fatalf("during the outage: request %d answered %v: a healthy broker's partition failed", i, codes)
 			}
@@ -150,7 +165,7 @@ func testSingleBlackholedBroker(t *testing.T, mode config.Ordering) {
 			}
 		}
 		batches++
-		if time.Since(bs) >= dialTimeout/2 {
+		if time.Since(bs) >= dialTimeout*3/4 {
 			slow++
 		}
 	}
@@ -163,7 +178,7 @@ func testSingleBlackholedBroker(t *testing.T, mode config.Ordering) {
 		t.Fatalf("the dead broker was dialled %d times in %v, want at most %d (one per second of backoff)", n, took, most)
 	}
 	if slow > n {
-		t.Fatalf("%d of %d batches took %v or more, with %d dials to the dead broker: requests waited for dials not their own", slow, batches, dialTimeout/2, n)
+		t.Fatalf("%d of %d batches took %v or more, with %d dials to the dead broker: requests waited for dials not their own", slow, batches, dialTimeout*3/4, n)
 	}
 	t.Logf("outage: %d batches in %v, %d slow, %d dials to the dead broker", batches, took, slow, n)
 
@@ -172,8 +187,12 @@ func testSingleBlackholedBroker(t *testing.T, mode config.Ordering) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		codes := batch(1)[0]
+		b := batch(1)
+		codes := b[0]
 		if codes == [3]int16{} {
+			if b[1] != [3]int16{} {
+				t.Fatalf("after the outage: the Produce was answered in full, the Fetch after it %v", b[1])
+			}
 			break
 		}
 		if codes[1] != 0 || codes[2] != 0 {
