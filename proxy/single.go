@@ -105,7 +105,8 @@ func newSingleView(p *Proxy) (*singleView, error) {
 	}
 	// Its connections close after viewIdle unused, so that an idle
 	// proxy holds none between refreshes.
-	opts := []kgo.Opt{kgo.SeedBrokers(p.cfg.Upstreams...), kgo.RequestRetries(2), kgo.Dialer(p.dialDiscovery), kgo.ConnIdleTimeout(viewIdle)}
+	opts := []kgo.Opt{kgo.SeedBrokers(p.cfg.Upstreams...), kgo.RequestRetries(2), kgo.Dialer(p.dialDiscovery), kgo.ConnIdleTimeout(viewIdle),
+		kgo.RetryBackoffFn(viewRetryBackoff)}
 	if p.cfg.DialTimeout > 0 {
 		opts = append(opts, kgo.DialTimeout(p.cfg.DialTimeout))
 	}
@@ -122,6 +123,18 @@ func newSingleView(p *Proxy) (*singleView, error) {
 	}
 	v.snap.Store(&viewSnap{table: new(splitmerge.Table), addrs: map[int32]string{}, controller: -1})
 	return v, nil
+}
+
+// viewRetryBackoff is the proxy's own client's wait before trying a
+// request again. A coordinator lookup runs on a client connection's
+// path, and a broker that is down is refused at once (dialDiscovery), so
+// the first retry, which kgo sends to the next broker, goes at once
+// rather than after kgo's default 250 ms.
+func viewRetryBackoff(tries int) time.Duration {
+	if tries <= 1 {
+		return 0
+	}
+	return min(100*time.Millisecond<<(tries-2), time.Second)
 }
 
 // selfNodeID is the node id of the one broker clients see.
@@ -282,6 +295,37 @@ func (v *singleView) dialed(node int32) {
 	v.downMu.Lock()
 	defer v.downMu.Unlock()
 	delete(v.down, node)
+}
+
+// shunned reports whether the proxy's own client should not dial node:
+// the last dial to it failed, and not to every broker. Its lookups run
+// on client connections' paths, where a dial would hold every request
+// behind it, so it leaves a broker that failed to the client
+// connections' dials, which run on their own goroutines and end this
+// when one succeeds; when every broker failed it dials them, as nothing
+// else would bring the view back.
+func (v *singleView) shunned(node int32) bool {
+	v.downMu.Lock()
+	defer v.downMu.Unlock()
+	if v.down[node].fails == 0 {
+		return false
+	}
+	for n := range v.snap.Load().addrs {
+		if v.down[n].fails == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeAt returns the broker at addr, as the upstream advertises it.
+func (v *singleView) nodeAt(addr string) (int32, bool) {
+	for n, a := range v.snap.Load().addrs {
+		if a == addr {
+			return n, true
+		}
+	}
+	return -1, false
 }
 
 // isDown reports whether node is down: the last dial to it failed, and
