@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/inorder-proxy/inorder/internal/budget"
@@ -100,4 +101,26 @@ func reached(v reflect.Value, seen map[uintptr]bool) int {
 		return n
 	}
 	return 0
+}
+
+// CountSingleDials counts the dials client connections start in the
+// single topology, by address, for a test, which must call restore once
+// its proxies are closed.
+func CountSingleDials() (count func(addr string) int, restore func()) {
+	var (
+		mu sync.Mutex
+		n  = map[string]int{}
+	)
+	dialStarted = func(addr string) {
+		mu.Lock()
+		n[addr]++
+		mu.Unlock()
+	}
+	return func(addr string) int {
+			mu.Lock()
+			defer mu.Unlock()
+			return n[addr]
+		}, func() {
+			dialStarted = nil
+		}
 }

@@ -446,8 +446,25 @@ func (p *Proxy) dialUpstream(addr string) (net.Conn, upauth.Session, error) {
 // address backing off after a refusal) is returned as a *net.OpError, the
 // dial error on which kgo tries the next seed instead of failing the
 // request: another address may well answer.
+//
+// In the single topology a broker the last dial to failed is not dialled
+// (singleView.shunned), so that a coordinator lookup on a client
+// connection's path does not wait out a dial to it, and a failed dial
+// marks the broker down.
 func (p *Proxy) dialDiscovery(ctx context.Context, network, addr string) (net.Conn, error) {
+	node, known := int32(-1), false
+	if p.single != nil {
+		node, known = p.single.nodeAt(addr)
+		if known && p.single.shunned(node) {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("node %d at %s: %w", node, addr, errBrokerDown)}
+		}
+	}
 	nc, _, err := p.dialSecure(ctx, addr, slices.Contains(p.current().Upstreams, addr))
+	if err != nil && known && p.ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+		p.single.dialFailed(node)
+	} else if err == nil && known {
+		p.single.dialed(node)
+	}
 	if _, ok := errors.AsType[*upauth.ClosedError](err); ok {
 		// kgo takes a dial error that wraps io.EOF for a TLS mismatch
 		// and says that instead of the error; this one says what to

@@ -44,9 +44,16 @@ const maxCoordinators = 10000
 // unused.
 const viewIdle = 5 * time.Second
 
-// downFor is how long a broker that could not be dialled is passed over
-// for requests any broker answers.
-const downFor = time.Second
+// downFor is how long a broker that could not be dialled is down after
+// its first failed dial: its parts are answered with their retriable error
+// at once, and requests any broker answers pass it over. Each failed dial
+// after that doubles it, up to maxDownFor, so that a broker that drops
+// connection attempts silently holds a client's parts for the dial
+// timeout ever more rarely; a dial that succeeds ends it.
+const (
+	downFor    = time.Second
+	maxDownFor = 8 * time.Second
+)
 
 // singleView is the proxy's view of the cluster in the single topology.
 // Leaders and brokers come from Metadata, asked for every topic by the
@@ -73,7 +80,14 @@ type singleView struct {
 	coords coordCache
 
 	downMu sync.Mutex
-	down   map[int32]time.Time // brokers a dial failed to, until when
+	down   map[int32]downState // brokers the last dial to failed
+}
+
+// downState is a broker the last dial to failed: until when it is passed
+// over, and how many dials in a row failed.
+type downState struct {
+	until time.Time
+	fails int
 }
 
 // viewSnap is one state of the view: the table splitmerge reads, the
@@ -92,7 +106,8 @@ func newSingleView(p *Proxy) (*singleView, error) {
 	}
 	// Its connections close after viewIdle unused, so that an idle
 	// proxy holds none between refreshes.
-	opts := []kgo.Opt{kgo.SeedBrokers(p.cfg.Upstreams...), kgo.RequestRetries(2), kgo.Dialer(p.dialDiscovery), kgo.ConnIdleTimeout(viewIdle)}
+	opts := []kgo.Opt{kgo.SeedBrokers(p.cfg.Upstreams...), kgo.RequestRetries(2), kgo.Dialer(p.dialDiscovery), kgo.ConnIdleTimeout(viewIdle),
+		kgo.RetryBackoffFn(viewRetryBackoff)}
 	if p.cfg.DialTimeout > 0 {
 		opts = append(opts, kgo.DialTimeout(p.cfg.DialTimeout))
 	}
@@ -105,10 +120,22 @@ func newSingleView(p *Proxy) (*singleView, error) {
 		self: splitmerge.Self{NodeID: selfNodeID, Host: p.advHost, Port: int32(port)},
 		cl:   cl,
 		kick: make(chan struct{}, 1),
-		down: make(map[int32]time.Time),
+		down: make(map[int32]downState),
 	}
 	v.snap.Store(&viewSnap{table: new(splitmerge.Table), addrs: map[int32]string{}, controller: -1})
 	return v, nil
+}
+
+// viewRetryBackoff is the proxy's own client's wait before trying a
+// request again. A coordinator lookup runs on a client connection's
+// path, and a broker that is down is refused at once (dialDiscovery), so
+// the first retry, which kgo sends to the next broker, goes at once
+// rather than after kgo's default 250 ms.
+func viewRetryBackoff(tries int) time.Duration {
+	if tries <= 1 {
+		return 0
+	}
+	return min(100*time.Millisecond<<(tries-2), time.Second)
 }
 
 // selfNodeID is the node id of the one broker clients see.
@@ -284,23 +311,61 @@ func (v *singleView) address(node int32) (string, error) {
 	return addr, nil
 }
 
-// dialFailed passes node over for a while where any broker will do.
+// dialFailed marks node down: no connection is dialled to it, and its
+// parts are answered with their retriable error, until its backoff ends.
 func (v *singleView) dialFailed(node int32) {
 	v.downMu.Lock()
 	defer v.downMu.Unlock()
-	v.down[node] = time.Now().Add(downFor)
+	d := v.down[node]
+	wait := min(downFor<<min(d.fails, 8), maxDownFor)
+	v.down[node] = downState{until: time.Now().Add(wait), fails: d.fails + 1}
 }
 
-// isDown reports whether a dial to node failed within downFor.
+// dialed records that a dial to node succeeded: its backoff starts over.
+func (v *singleView) dialed(node int32) {
+	v.downMu.Lock()
+	defer v.downMu.Unlock()
+	delete(v.down, node)
+}
+
+// shunned reports whether the proxy's own client should not dial node:
+// the last dial to it failed, and not to every broker. Its lookups run
+// on client connections' paths, where a dial would hold every request
+// behind it, so it leaves a broker that failed to the client
+// connections' dials, which run on their own goroutines and end this
+// when one succeeds; when every broker failed it dials them, as nothing
+// else would bring the view back.
+func (v *singleView) shunned(node int32) bool {
+	v.downMu.Lock()
+	defer v.downMu.Unlock()
+	if v.down[node].fails == 0 {
+		return false
+	}
+	for n := range v.snap.Load().addrs {
+		if v.down[n].fails == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeAt returns the broker at addr, as the upstream advertises it.
+func (v *singleView) nodeAt(addr string) (int32, bool) {
+	for n, a := range v.snap.Load().addrs {
+		if a == addr {
+			return n, true
+		}
+	}
+	return -1, false
+}
+
+// isDown reports whether node is down: the last dial to it failed, and
+// its backoff has not ended.
 func (v *singleView) isDown(node int32) bool {
 	v.downMu.Lock()
 	defer v.downMu.Unlock()
-	until, ok := v.down[node]
-	if ok && time.Now().After(until) {
-		delete(v.down, node)
-		return false
-	}
-	return ok
+	d, ok := v.down[node]
+	return ok && time.Now().Before(d.until)
 }
 
 // lookup asks the upstream for the coordinators of keys of type typ and

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/upauth"
 	"github.com/inorder-proxy/inorder/wire"
@@ -22,16 +25,24 @@ import (
 // wait for or not reuse after a write (single_fetchdeps.go).
 //
 // Goroutines: the flusher (the client reader, or a flusher a completion
-// started, one at a time as in the other topologies) is the only one that
-// dials; it writes every part and fence, the Fetch rounds' later parts
-// excepted, which the goroutine that ends a round writes on a connection
-// the flusher dialled. Each upstream connection has its own reader while
-// it has requests in flight, as conn's one upstream has. Locks: conn's
-// wmu, then conn's mu, then s.mu; an upstream's wmu is taken with none of
-// them held.
+// started, one at a time as in the other topologies) writes every part
+// and fence, except the Fetch rounds' later parts, which the goroutine
+// that ends a round writes, and a part that waited for its connection's
+// dial, or is sent again to another broker after a failure. No dial
+// happens on the flusher: each runs on a goroutine of its own, parts for
+// its broker wait for it in order and go once it connects, or fail
+// together when it does not, so that one broker that does not answer
+// holds only its own parts. Each upstream connection has its own reader
+// while it has requests in flight, as conn's one upstream has. Locks:
+// conn's wmu, then conn's mu, then s.mu; an upstream's wmu is taken with
+// none of them held.
 type singleConn struct {
 	c *conn
 	v *singleView
+
+	// ctx ends the dials in progress when the connection dies.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	// mu guards what follows and every upstream's fields marked so;
 	// cond wakes the flusher waiting for an upstream to drain or a
@@ -63,15 +74,21 @@ type upKey struct {
 
 // upstream is one connection to one broker, of one client connection.
 type upstream struct {
-	s        *singleConn
-	key      upKey
-	addr     string
+	s    *singleConn
+	key  upKey
+	addr string
+	// nc and reauthAt are set once its dial succeeds, under s.mu, before
+	// dialing is cleared; nc is nil while it is dialled.
 	nc       net.Conn
 	reauthAt time.Time // the proxy's SASL session ends; zero: never
 
 	wmu sync.Mutex // one write at a time
 
 	// Guarded by s.mu.
+	// dialing: its dial, or the sending of the parts that waited for
+	// it, is in progress; parts sent meanwhile join queued.
+	dialing bool
+	queued  []queuedPart
 	pending map[int32]*partRef // by correlation id
 	corr    int32              // the last correlation id used
 	reading bool               // its reader runs
@@ -88,13 +105,33 @@ type upstream struct {
 	blind bool
 }
 
-// errRetired: an upstream connection is replaced (its session is due for
-// renewal, or its broker moved); it answers what it has in flight.
-var errRetired = errors.New("upstream connection retired")
+// queuedPart is a part that waits for its upstream connection's dial:
+// it is encoded when sent, from its request, which it holds until then.
+// Without a request it is a fence (single_fetchdeps.go).
+type queuedPart struct {
+	st  *splitState
+	req kmsg.Request
+	ref *partRef // nil: no answer comes (acks=0)
+}
+
+// dialStarted, when set, is told the address of every dial a client
+// connection starts; tests count them.
+var dialStarted func(addr string)
+
+var (
+	// errRetired: an upstream connection is replaced (its session is
+	// due for renewal, or its broker moved); it answers what it has in
+	// flight.
+	errRetired = errors.New("upstream connection retired")
+	// errBrokerDown: the last dial to a broker failed and its backoff
+	// has not ended, so none is tried.
+	errBrokerDown = errors.New("broker down: the last dial to it failed")
+)
 
 func newSingleConn(c *conn, v *singleView) *singleConn {
 	s := &singleConn{c: c, v: v, ups: make(map[upKey]*upstream), open: make(map[*upstream]bool), txns: make(map[string]int),
 		waits: make(map[*time.Timer]bool)}
+	s.ctx, s.cancel = context.WithCancel(c.p.ctx)
 	s.cond.L = &s.mu
 	return s
 }
@@ -107,13 +144,18 @@ func (s *singleConn) connect() error {
 }
 
 // upstream returns the connection for parts to node (fetch: Fetch parts),
-// dialling one if there is none or the one there must be replaced.
-// Flusher only.
+// starting a dial if there is none or the one there must be replaced; a
+// connection being dialled is returned at once, and parts sent on it wait
+// for the dial. Flusher only.
 func (s *singleConn) upstream(node int32, fetch bool) (*upstream, error) {
 	key := upKey{node, fetch}
 	s.mu.Lock()
 	u := s.ups[key]
+	dialing := u != nil && u.dialing
 	s.mu.Unlock()
+	if dialing {
+		return u, nil
+	}
 	if u != nil {
 		addr, err := s.v.address(node)
 		switch {
@@ -145,31 +187,169 @@ func (s *singleConn) idleClosed(u *upstream) bool {
 	return idle && peekClosed(u.nc)
 }
 
-// dial connects to key's broker through dialSecure (TLS, the proxy's
-// SASL) once allow-upstream allows its address.
+// dial starts a connection to key's broker once allow-upstream allows
+// its address and the broker is not down, and returns it being dialled.
 func (s *singleConn) dial(key upKey) (*upstream, error) {
-	p := s.c.p
 	addr, err := s.v.address(key.node)
 	if err != nil {
 		s.v.stale()
 		return nil, err
 	}
-	nc, sess, err := p.dialSecure(p.ctx, addr, slices.Contains(p.current().Upstreams, addr))
-	if err != nil {
-		s.v.dialFailed(key.node)
-		s.v.stale()
-		return nil, fmt.Errorf("%w: node %d at %s: %w", ErrUpstreamFailed, key.node, addr, err)
+	if s.v.isDown(key.node) {
+		return nil, fmt.Errorf("%w: node %d at %s: %w", ErrUpstreamFailed, key.node, addr, errBrokerDown)
 	}
-	u := &upstream{s: s, key: key, addr: addr, nc: nc, reauthAt: reauthAt(sess), pending: make(map[int32]*partRef)}
+	u := &upstream{s: s, key: key, addr: addr, dialing: true, pending: make(map[int32]*partRef)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		nc.Close()
 		return nil, ErrShutdown
 	}
 	s.ups[key] = u
 	s.open[u] = true
+	s.c.wg.Add(1)
+	go u.connect()
 	return u, nil
+}
+
+// connect dials u through dialSecure (TLS, the proxy's SASL) and sends
+// the parts that waited for it, in the order they came, then lets parts
+// go to it directly. A failed dial marks the broker down and fails the
+// parts that waited.
+func (u *upstream) connect() {
+	s, p := u.s, u.s.c.p
+	defer s.c.wg.Done()
+	if f := dialStarted; f != nil {
+		f(u.addr)
+	}
+	nc, sess, err := p.dialSecure(s.ctx, u.addr, slices.Contains(p.current().Upstreams, u.addr))
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.v.dialFailed(u.key.node)
+			s.v.stale()
+		}
+		u.dialFailed(fmt.Errorf("%w: node %d at %s: %w", ErrUpstreamFailed, u.key.node, u.addr, err))
+		return
+	}
+	s.v.dialed(u.key.node)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		u.dialFailed(ErrShutdown)
+		return
+	}
+	u.nc, u.reauthAt = nc, reauthAt(sess)
+	s.mu.Unlock()
+	for {
+		s.mu.Lock()
+		q := u.queued
+		u.queued = nil
+		if len(q) == 0 {
+			u.dialing = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		for _, e := range q {
+			if e.st == nil {
+				u.send([][]byte{append([]byte(nil), fenceFrame...)}, []*partRef{e.ref})
+				continue
+			}
+			frame := encodePart(e.st.r, e.req)
+			u.send([][]byte{frame.B}, []*partRef{e.ref})
+			wire.Put(frame)
+			s.unhold(e.st)
+		}
+	}
+}
+
+// dialFailed ends u, whose dial failed: every part that waited for it
+// fails, to be answered with its retriable error or sent to another
+// broker.
+func (u *upstream) dialFailed(err error) {
+	s := u.s
+	s.mu.Lock()
+	u.gone, u.dialing = err, false
+	if s.ups[u.key] == u {
+		delete(s.ups, u.key)
+	}
+	delete(s.open, u)
+	q := u.queued
+	u.queued = nil
+	for _, e := range q {
+		if e.ref != nil {
+			s.leftLocked(e.ref)
+		}
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	for _, e := range q {
+		if e.ref != nil {
+			s.partFailed(e.ref, err)
+		}
+		if e.st != nil {
+			s.unhold(e.st)
+		}
+	}
+}
+
+// sendPart sends req, part ref.i of st (ref nil: no answer comes), on u,
+// or has it wait for u's dial. frame is req encoded, or nil; sendPart
+// owns it.
+func (u *upstream) sendPart(st *splitState, req kmsg.Request, frame *wire.Buf, ref *partRef) {
+	s := u.s
+	s.mu.Lock()
+	if u.dialing {
+		if ref != nil {
+			ref.node = u.key.node
+			s.sentLocked(u, ref)
+		} else {
+			// An acks=0 write: a Fetch after it fences u first.
+			u.blind = true
+		}
+		u.queued = append(u.queued, queuedPart{st: st, req: req, ref: ref})
+		st.holds++
+		st.queued++
+		s.mu.Unlock()
+		wire.Put(frame)
+		return
+	}
+	s.mu.Unlock()
+	if frame == nil {
+		frame = encodePart(st.r, req)
+	}
+	u.send([][]byte{frame.B}, []*partRef{ref})
+	wire.Put(frame)
+}
+
+// unhold ends the hold a part that waited for a dial had on st, once it
+// is sent or failed. A request that expects no answer is let go with
+// its last hold; any other is answered once every part is in.
+func (s *singleConn) unhold(st *splitState) {
+	s.mu.Lock()
+	st.queued--
+	if st.queued == 0 && st.dropLater {
+		st.dropLater = false
+		s.mu.Unlock()
+		s.dropRecords(st)
+		s.mu.Lock()
+	}
+	if st.unanswered {
+		st.holds--
+		last := st.holds == 0
+		s.mu.Unlock()
+		if last {
+			putRequest(st.r)
+		}
+		return
+	}
+	closed := s.closed
+	s.mu.Unlock()
+	if !closed {
+		// Once the connection died nothing is answered; the
+		// sequencer's drain frees the request.
+		s.letGo(st)
+	}
 }
 
 // reauthAt is when a connection authenticated with sess must be replaced.
@@ -215,6 +395,12 @@ func (u *upstream) send(frames [][]byte, refs []*partRef) {
 	s := u.s
 	s.mu.Lock()
 	if err := u.gone; err != nil {
+		for _, ref := range refs {
+			if ref != nil && ref.counted {
+				// It waited for the dial: counted, never sent.
+				s.leftLocked(ref)
+			}
+		}
 		s.mu.Unlock()
 		for _, ref := range refs {
 			if ref != nil {
@@ -229,6 +415,7 @@ func (u *upstream) send(frames [][]byte, refs []*partRef) {
 			// An acks=0 write, which only write connections carry.
 			u.blind = true
 		} else {
+			refs[i].node, refs[i].wrote = u.key.node, true
 			s.sentLocked(u, refs[i])
 			u.corr = (u.corr + 1) & corrMask
 			corr = u.corr
@@ -272,8 +459,11 @@ func (s *singleConn) fail(u *upstream, err error) {
 	u.poll = nil
 	closed := s.closed
 	s.cond.Broadcast()
+	nc := u.nc
 	s.mu.Unlock()
-	u.nc.Close()
+	if nc != nil {
+		nc.Close()
+	}
 	if closed {
 		return
 	}
@@ -289,11 +479,14 @@ func (s *singleConn) fail(u *upstream, err error) {
 // close closes every upstream connection and stops the Fetch waits;
 // conn.die calls it. The readers end, and nothing is completed any more.
 func (s *singleConn) close() {
+	s.cancel()
 	s.mu.Lock()
 	s.closed = true
-	ups := make([]*upstream, 0, len(s.open))
+	ups := make([]net.Conn, 0, len(s.open))
 	for u := range s.open {
-		ups = append(ups, u)
+		if u.nc != nil {
+			ups = append(ups, u.nc)
+		}
 	}
 	for t := range s.waits {
 		if t.Stop() {
@@ -303,8 +496,8 @@ func (s *singleConn) close() {
 	clear(s.waits)
 	s.cond.Broadcast()
 	s.mu.Unlock()
-	for _, u := range ups {
-		u.nc.Close()
+	for _, nc := range ups {
+		nc.Close()
 	}
 }
 

@@ -77,7 +77,7 @@ func (s *singleConn) startFetch(st *splitState) {
 	s.mu.Unlock()
 	for i := range st.plan.Parts {
 		part := &st.plan.Parts[i]
-		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: f.round}
+		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: f.round, node: part.Node}
 		s.awaitWrites(part.Request.(*kmsg.FetchRequest))
 		u, err := s.upstream(part.Node, true)
 		if err != nil {
@@ -98,20 +98,39 @@ func (s *singleConn) startFetch(st *splitState) {
 				continue
 			}
 		}
+		if s.outlasts(u, f.deadline) {
+			// The broker answers the abandoned poll on u first, when
+			// its wait ends, which is after this fetch's: the part
+			// goes on a new connection, and u closes once answered.
+			s.retire(u, false)
+			if u, err = s.upstream(part.Node, true); err != nil {
+				wire.Put(frame)
+				s.partFailed(ref, err)
+				continue
+			}
+		}
 		s.mu.Lock()
 		f.refs[i] = ref
 		s.mu.Unlock()
-		u.send([][]byte{frame.B}, []*partRef{ref})
-		wire.Put(frame)
+		u.sendPart(st, q, frame, ref)
 	}
 	s.letGo(st)
+}
+
+// outlasts reports whether u holds an abandoned long poll whose wait ends
+// after deadline.
+func (s *singleConn) outlasts(u *upstream, deadline time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return u.poll != nil && u.poll.st == nil && u.gone == nil && u.poll.until.After(deadline)
 }
 
 // takeOver answers a round-1 part from an abandoned long poll on u that
 // asks the very same thing, sent after the last write to its partitions
 // was answered: from what u's broker last said of the partitions when it
 // said something of each since those writes, else by the poll's own
-// answer when it comes. It reports whether it did.
+// answer when it comes, if that is by st's deadline, since round 1 has
+// no timer. It reports whether it did.
 func (s *singleConn) takeOver(st *splitState, u *upstream, ref *partRef, sig []byte) bool {
 	q := st.plan.Parts[ref.i].Request.(*kmsg.FetchRequest)
 	s.mu.Lock()
@@ -125,6 +144,10 @@ func (s *singleConn) takeOver(st *splitState, u *upstream, ref *partRef, sig []b
 		s.mu.Unlock()
 		s.act(st, act)
 		return true
+	}
+	if poll.until.After(st.fetch.deadline) {
+		s.mu.Unlock()
+		return false
 	}
 	poll.st, poll.i, poll.round = st, ref.i, ref.round
 	st.fetch.refs[ref.i] = poll
@@ -221,10 +244,10 @@ func (s *singleConn) poll(st *splitState) {
 	st.holds++ // this goroutine's, as the flusher's in round 1
 	for _, i := range f.toPoll {
 		u := s.ups[upKey{st.plan.Parts[i].Node, true}]
-		if u == nil || u.gone != nil || f.sigs[i] == nil || st.done {
+		if u == nil || u.gone != nil || u.dialing || f.sigs[i] == nil || st.done {
 			continue
 		}
-		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: 2, sig: f.sigs[i]}
+		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: 2, sig: f.sigs[i], until: time.Now().Add(rest)}
 		f.out++
 		if poll := u.poll; poll != nil && poll.st == nil && poll.version == ref.version && bytes.Equal(poll.sig, ref.sig) &&
 			s.freshLocked(poll.sent, st.plan.Parts[i].Request.(*kmsg.FetchRequest)) {

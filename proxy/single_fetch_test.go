@@ -167,3 +167,66 @@ func TestSingleFetchWaitEndsWithConnection(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSingleFetchLowersWait: a client whose Fetch lowers its wait below
+// that of the long polls an earlier Fetch left on the brokers is answered
+// by its own wait, not theirs: over the same partitions (the polls are
+// taken over) and over one of them alone (which goes as the client sent
+// it, and would otherwise be read by the broker only after the poll).
+func TestSingleFetchLowersWait(t *testing.T) {
+	const (
+		topic = "lowers"
+		long  = 5 * time.Second
+		short = 300 * time.Millisecond
+	)
+	kc := newCluster(t, kfake.SeedTopics(3, topic))
+	spreadLeaders(t, kc, topic, 3)
+	p := startSingle(t, config.OrderingConnection, kc.ListenAddrs(), nil)
+	ctx := testContext(t, 60*time.Second)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	rc := dialRaw(t, p.Addr())
+
+	// A long poll, answered early by a record to partition 1: the polls
+	// to the other brokers are left there, waiting out their 5 s.
+	produced := make(chan error, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		produced <- prod.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("x")}).FirstErr()
+	}()
+	start := time.Now()
+	resp := rc.do(fetchAll(topic, []int64{0, 0, 0}, long, 1)).(*kmsg.FetchResponse)
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > long/2 {
+		t.Fatalf("the first Fetch took %v, though a record came 100 ms into its wait", took)
+	}
+	hw := int64(-1)
+	for _, rp := range resp.Topics[0].Partitions {
+		if rp.Partition == 1 {
+			hw = rp.HighWatermark
+		}
+	}
+	if hw < 1 {
+		t.Fatalf("the first Fetch did not answer partition 1's record (high watermark %d)", hw)
+	}
+
+	for _, c := range []struct {
+		name    string
+		offsets []int64
+	}{
+		{"every partition", []int64{0, hw, 0}},
+		{"partition 0 alone", []int64{0}},
+	} {
+		start := time.Now()
+		rc.do(fetchAll(topic, c.offsets, short, 1))
+		if took := time.Since(start); took > short+time.Second {
+			t.Fatalf("%s: a Fetch waiting %v behind polls waiting %v was answered after %v", c.name, short, long, took)
+		}
+	}
+}

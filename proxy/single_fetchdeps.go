@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/splitmerge"
@@ -145,7 +148,19 @@ func (s *singleConn) writingLocked(table *splitmerge.Table, reads map[markKey]bo
 		if u.key.fetch {
 			continue
 		}
-		for _, ref := range u.pending {
+		refs := maps.Values(u.pending)
+		if len(u.queued) > 0 {
+			// Parts waiting for the dial count as sent: they go
+			// first once it connects.
+			var waiting []*partRef
+			for _, e := range u.queued {
+				if e.ref != nil {
+					waiting = append(waiting, e.ref)
+				}
+			}
+			refs = slices.Values(append(waiting, slices.Collect(refs)...))
+		}
+		for ref := range refs {
 			switch {
 			case ref.fence:
 				return true
@@ -188,14 +203,29 @@ func (s *singleConn) fence() {
 // sendFence sends a fence on u; a retiring connection is fenced before
 // it is closed.
 func (u *upstream) sendFence() {
+	ref := &partRef{key: keyApiVersions, version: 0, fence: true}
+	s := u.s
+	s.mu.Lock()
+	if u.dialing {
+		// Behind the acks=0 writes that wait for the dial.
+		s.sentLocked(u, ref)
+		u.queued = append(u.queued, queuedPart{ref: ref})
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
 	f := append([]byte(nil), fenceFrame...)
-	u.send([][]byte{f}, []*partRef{{key: keyApiVersions, version: 0, fence: true}})
+	u.send([][]byte{f}, []*partRef{ref})
 }
 
-// sentLocked counts ref, a part about to be sent on u, among what a
-// Fetch may have to wait for, or stamps it with the tick, for a fetch.
-// The caller holds s.mu.
+// sentLocked counts ref, a part about to be sent on u (or to wait for
+// u's dial), among what a Fetch may have to wait for, or stamps it with
+// the tick, for a fetch; once. The caller holds s.mu.
 func (s *singleConn) sentLocked(u *upstream, ref *partRef) {
+	if ref.counted {
+		return
+	}
+	ref.counted = true
 	switch {
 	case u.key.fetch:
 		s.fetched = true

@@ -106,7 +106,7 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		s.startFetch(st)
 		return
 	}
-	st.out, st.holds = n, 1
+	st.out, st.holds, st.unanswered = n, 1, unanswered
 	writes := 0
 	for i := range plan.Parts {
 		part := &plan.Parts[i]
@@ -116,30 +116,45 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		}
 		var ref *partRef
 		if !unanswered {
-			ref = &partRef{st: st, i: i, key: plan.Key, version: plan.Version}
+			ref = &partRef{st: st, i: i, key: plan.Key, version: plan.Version, node: node}
 		}
 		u, err := s.upstream(node, false)
 		if err != nil {
+			// Its broker is down, or not allowed: the part is
+			// answered with its retriable error at once, or sent
+			// to another broker where any will do.
 			if ref != nil {
 				s.partFailed(ref, err)
 			}
 			continue
 		}
-		frame := encodePart(r, part.Request)
-		u.send([][]byte{frame.B}, []*partRef{ref})
-		wire.Put(frame)
+		u.sendPart(st, part.Request, nil, ref)
 		if r.ord.Kind == ordering.Write {
 			writes++
 		}
 	}
 	if r.hdr.Key == keyProduce {
-		s.dropRecords(st)
+		s.mu.Lock()
+		// Parts waiting for a dial are encoded from the frame when
+		// it connects: the last one sent drops it.
+		st.dropLater = st.queued > 0
+		drop := !st.dropLater
+		s.mu.Unlock()
+		if drop {
+			s.dropRecords(st)
+		}
 	}
 	if writes > 0 {
 		c.forwardWritten(1, now)
 	}
 	if unanswered {
-		putRequest(r)
+		s.mu.Lock()
+		st.holds--
+		last := st.holds == 0
+		s.mu.Unlock()
+		if last {
+			putRequest(r)
+		}
 		return
 	}
 	s.letGo(st)
@@ -221,6 +236,32 @@ func (s *singleConn) anyNode(node int32, key int16) int32 {
 		}
 	}
 	return node
+}
+
+// otherNode picks the broker to send again a part of key any broker
+// answers, which failed on failed: as anyNode does, failed and the
+// brokers that are down passed over. It reports false when there is none.
+func (s *singleConn) otherNode(failed int32, key int16) (int32, bool) {
+	if ctl := s.v.snap.Load().controller; ctl >= 0 && ctl != failed && controllerBound(key) && !s.v.isDown(ctl) {
+		return ctl, true
+	}
+	s.mu.Lock()
+	best := int32(-1)
+	for k, u := range s.ups {
+		if !k.fetch && k.node != failed && u.gone == nil && (best < 0 || k.node < best) {
+			best = k.node
+		}
+	}
+	s.mu.Unlock()
+	if best >= 0 {
+		return best, true
+	}
+	for _, b := range s.v.view().Brokers() {
+		if b != failed && !s.v.isDown(b) {
+			return b, true
+		}
+	}
+	return 0, false
 }
 
 // controllerBound reports whether requests of key go to the controller

@@ -29,11 +29,19 @@ type splitState struct {
 	frames  []*wire.Buf // part i's answer, which results[i] aliases
 	charges []charge    // frames' memory
 	out     int         // parts unanswered
-	// holds counts the goroutines still sending parts, which use the
-	// request: it is not answered (and recycled) before they are done.
+	// holds counts the goroutines still sending parts, and the parts
+	// waiting for a dial, which use the request: it is not answered
+	// (and recycled) before they are done.
 	holds int
-	txn   string // counted in singleConn.txns until done
-	done  bool   // every part is in; finish runs or ran
+	// queued counts its parts that wait for a dial; dropLater: a
+	// Produce's records are dropped when the last of them is sent.
+	queued    int
+	dropLater bool
+	// unanswered: no answer comes (acks=0 in connection mode); the last
+	// hold lets the request go.
+	unanswered bool
+	txn        string // counted in singleConn.txns until done
+	done       bool   // every part is in; finish runs or ran
 
 	fetch *fetchRounds // the Fetch rounds, when they run
 }
@@ -49,6 +57,13 @@ type partRef struct {
 	sig          []byte // Fetch long poll: what it asks, its waits aside
 	sent         uint64 // Fetch: singleConn.tick when it was sent
 	fence        bool   // not a part: a fence behind acks=0 writes (single_fetchdeps.go)
+	counted      bool   // sentLocked counted it
+	node         int32  // the broker it went to
+	wrote        bool   // it was written, at least in part, to its broker
+	tries        int8   // how many times it was sent again after a failure
+	// until is when a Fetch long poll's own wait ends, and its broker
+	// answers it at the latest.
+	until time.Time
 }
 
 // release gives back what the answers hold.
@@ -204,7 +219,8 @@ func answeredNotController(resp kmsg.Response) bool {
 }
 
 // partFailed records that ref's part got no answer: its entries are
-// answered with the retriable error of their kind.
+// answered with the retriable error of their kind, unless any broker
+// answers it and it can be sent to another.
 func (s *singleConn) partFailed(ref *partRef, err error) {
 	s.mu.Lock()
 	st := ref.st
@@ -212,9 +228,56 @@ func (s *singleConn) partFailed(ref *partRef, err error) {
 		s.mu.Unlock()
 		return
 	}
+	s.mu.Unlock()
+	if s.resend(ref) {
+		return
+	}
+	s.mu.Lock()
+	if s.closed || ref.st == nil || st.done {
+		s.mu.Unlock()
+		return
+	}
 	act := s.gotLocked(st, ref, splitmerge.Result{Err: err}, nil, charge{})
 	s.mu.Unlock()
 	s.act(st, act)
+}
+
+// resend sends ref's part, which failed, to another broker once, when
+// any broker answers it and sending it again changes nothing the first
+// did not: it was never written (its broker is down, its dial failed),
+// or it is a read. It reports whether it did.
+func (s *singleConn) resend(ref *partRef) bool {
+	st := ref.st
+	if ref.fence || ref.tries > 0 || ref.round != 0 || st.plan == nil {
+		return false
+	}
+	part := &st.plan.Parts[ref.i]
+	if !part.Any || ref.wrote && !splitmerge.Read(ref.key) {
+		return false
+	}
+	node, ok := s.otherNode(ref.node, ref.key)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	u := s.ups[upKey{node, false}]
+	if u != nil && u.gone != nil {
+		u = nil
+	}
+	s.mu.Unlock()
+	if u == nil {
+		var err error
+		if u, err = s.dial(upKey{node, false}); err != nil {
+			return false
+		}
+	}
+	again := &partRef{st: st, i: ref.i, key: ref.key, version: ref.version, tries: ref.tries + 1}
+	s.mu.Lock()
+	st.holds++ // this goroutine's, while it sends
+	s.mu.Unlock()
+	u.sendPart(st, part.Request, nil, again)
+	s.letGo(st)
+	return true
 }
 
 // gotLocked records part ref.i's result and says what it makes happen.

@@ -17,6 +17,9 @@
 // honest and answers refused SASL credentials as Apache Kafka does, where
 // kfake just closes the connection.
 //
+// Relay is no backend: a TCP relay to put in front of any broker, which
+// resets, stalls, delays or becomes a black hole on command.
+//
 // Request keys that kmsg does not know close the client connection rather
 // than reach kfake, which would panic the test binary on them.
 package hostile

@@ -13,15 +13,18 @@ import (
 // fresh connection to its target, knowing nothing of Kafka, until told to
 // cut every connection it carries (both sides get a reset), to hold every
 // byte for a while (a network that stalls without closing), or to delay
-// every chunk it forwards. Close stops it and leaves nothing running.
+// every chunk it forwards, or to become a black hole (Blackhole). Close
+// stops it and leaves nothing running.
 type Relay struct {
-	ln     net.Listener
 	target string
+	addr   string
 
 	delay atomic.Int64 // nanoseconds added before forwarding each chunk
 	gate  atomic.Pointer[chan struct{}]
 
 	mu     sync.Mutex
+	ln     net.Listener // nil while a black hole
+	hole   *hole
 	pairs  map[*relayPair]struct{}
 	closed bool
 	wg     sync.WaitGroup
@@ -61,14 +64,14 @@ func NewRelay(listen, target string) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Relay{ln: ln, target: target, pairs: make(map[*relayPair]struct{})}
+	r := &Relay{ln: ln, target: target, addr: ln.Addr().String(), pairs: make(map[*relayPair]struct{})}
 	r.wg.Add(1)
-	go r.serve()
+	go r.serve(ln)
 	return r, nil
 }
 
 // Addr is the address the relay listens on.
-func (r *Relay) Addr() string { return r.ln.Addr().String() }
+func (r *Relay) Addr() string { return r.addr }
 
 // RelayStats counts what a Relay has done.
 type RelayStats struct {
@@ -132,8 +135,16 @@ func (r *Relay) Close() error {
 	for p := range r.pairs {
 		pairs = append(pairs, p)
 	}
+	ln, h := r.ln, r.hole
+	r.ln, r.hole = nil, nil
 	r.mu.Unlock()
-	err := r.ln.Close()
+	var err error
+	if ln != nil {
+		err = ln.Close()
+	}
+	if h != nil {
+		h.close()
+	}
 	for _, p := range pairs {
 		p.close(false)
 	}
@@ -144,10 +155,10 @@ func (r *Relay) Close() error {
 	return err
 }
 
-func (r *Relay) serve() {
+func (r *Relay) serve(ln net.Listener) {
 	defer r.wg.Done()
 	for {
-		c, err := r.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {

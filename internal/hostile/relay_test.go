@@ -125,3 +125,43 @@ func TestRelayCloseEndsEveryConnection(t *testing.T) {
 		t.Fatalf("%d connections open after Close", st.Open)
 	}
 }
+
+// TestRelayBlackhole: a relay made a black hole resets the connections it
+// carried, and a dial to it neither connects nor is refused but times
+// out; restored, it relays again at the same address.
+func TestRelayBlackhole(t *testing.T) {
+	r := echoRelay(t)
+	c, rd := dialLines(t, r.Addr())
+	if got, err := echoOnce(t, c, rd, "before"); err != nil || got != "before" {
+		t.Fatalf("before: %q, %v", got, err)
+	}
+	restore, err := r.Blackhole()
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := echoOnce(t, c, rd, "during"); err == nil {
+		t.Fatal("a connection the relay carried still echoes in a black hole")
+	}
+	for range 3 {
+		start := time.Now()
+		d, err := net.DialTimeout("tcp", r.Addr(), 300*time.Millisecond)
+		if err == nil {
+			d.Close()
+			t.Fatal("a dial to a black hole connected")
+		}
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() || time.Since(start) < 250*time.Millisecond {
+			t.Fatalf("a dial to a black hole ended after %v with %v, want a timeout", time.Since(start), err)
+		}
+	}
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	c2, rd2 := dialLines(t, r.Addr())
+	if got, err := echoOnce(t, c2, rd2, "after"); err != nil || got != "after" {
+		t.Fatalf("after: %q, %v", got, err)
+	}
+}

@@ -20,13 +20,21 @@ type fault struct {
 	proxy bool
 	// early injects the fault 2 s after the clients start, while they
 	// are still connecting, instead of once all made progress.
-	early  bool
+	early bool
+	// named: the fault runs only when -faults or -single names it, not
+	// among the default -faults.
+	named  bool
 	inject func(ctx context.Context, r *runner) error
 }
 
 // brokerDown is how long a killed or stopped broker stays down before its
 // restart.
 const brokerDown = 5 * time.Second
+
+// blackholeFor is how long a broker's relay stays a black hole: longer
+// than the proxy's dial timeout (10 s by default), so that a dial fails
+// and the broker's backoff is taken.
+const blackholeFor = 15 * time.Second
 
 var allFaults = []fault{
 	{name: "none", desc: "no fault: the control row",
@@ -74,6 +82,24 @@ var allFaults = []fault{
 			}
 			r.logf("stopped node %d cleanly", n)
 			return r.cluster.restart(ctx, n)
+		}},
+	{name: "broker-blackhole", named: true,
+		desc: fmt.Sprintf("the relay in front of that leader becomes a black hole for %v: its connections reset, new ones neither accepted nor refused (a dial waits for its timeout), the broker itself untouched; then it relays again", blackholeFor),
+		inject: func(ctx context.Context, r *runner) error {
+			n, err := r.leader(ctx)
+			if err != nil {
+				return err
+			}
+			if n < 1 || n > len(r.cluster.relays) {
+				return fmt.Errorf("no relay for node %d", n)
+			}
+			restore, err := r.cluster.relays[n-1].Blackhole()
+			if err != nil {
+				return err
+			}
+			r.logf("node %d's relay is a black hole", n)
+			time.Sleep(blackholeFor)
+			return restore()
 		}},
 	{name: "proxy-term", desc: "SIGTERM of the proxy (it drains for up to its 5 s grace) and a new proxy on the same ports, as a rolling deploy does", proxy: true,
 		inject: func(ctx context.Context, r *runner) error { return proxyTerm(r) }},

@@ -7,9 +7,10 @@
 // long stretch with occasional faults, sampling the proxy's resources.
 //
 //	go build -o /tmp/inorder ./cmd/inorder
-//	go run ./testenv/faults -bin /tmp/inorder            # every fault, both modes, a 2.5 min soak
+//	go run ./testenv/faults -bin /tmp/inorder            # every fault but those run only when named, both modes, a 2.5 min soak
 //	go run ./testenv/faults -bin /tmp/inorder -faults broker-kill -modes none -soak 0
 //	go run ./testenv/faults -bin /tmp/inorder -faults none -single broker-kill -soak 0   # in the single topology too
+//	go run ./testenv/faults -bin /tmp/inorder -faults none -single broker-blackhole -soak 0   # run only when named
 //
 // testenv/faults/run.sh does both steps; see RELIABILITY.md for the flags.
 package main
@@ -45,11 +46,14 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.results, "results", "testenv/faults/results", "directory for logs, relative to -root")
 	flag.StringVar(&o.runDir, "kafka-run-dir", "/tmp/faults-kafka", "KAFKA_RUN_DIR of the cluster the suite starts")
 	flag.StringVar(&modes, "modes", "none,connection", "--upstream-ordering modes to test")
-	names := make([]string, len(allFaults))
-	for i, f := range allFaults {
-		names[i] = f.name
+	var names, defaults []string
+	for _, f := range allFaults {
+		names = append(names, f.name)
+		if !f.named {
+			defaults = append(defaults, f.name)
+		}
 	}
-	flag.StringVar(&faults, "faults", strings.Join(names, ","), "faults to inject, one round each")
+	flag.StringVar(&faults, "faults", strings.Join(defaults, ","), "faults to inject, one round each (known: "+strings.Join(names, ", ")+")")
 	flag.StringVar(&single, "single", "", "faults to inject again with the proxy in --topology single, one round each in every mode")
 	flag.DurationVar(&o.warm, "warm", 4*time.Second, "load before each fault")
 	flag.DurationVar(&o.after, "after", 8*time.Second, "load after each fault ends")
