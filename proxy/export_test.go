@@ -101,3 +101,10 @@ func reached(v reflect.Value, seen map[uintptr]bool) int {
 	}
 	return 0
 }
+
+// SplitCost and DecodeAnswer let the cost estimate be checked against
+// what decoding, splitting and merging allocate.
+var (
+	SplitCost    = splitCost
+	DecodeAnswer = decodeAnswer
+)

@@ -23,12 +23,13 @@ import (
 // The constants are measured (TestSplitCostCoversWhatSplitAllocates checks
 // them against the allocations of decode, split, answers and merge for
 // several shapes, with a margin for slices grown by appending): per
-// Produce partition about 550 bytes, per topic about 450 more, and per
-// byte of any other request at most about 40 (a Fetch, ListOffsets or
-// DeleteRecords entry of 13-33 bytes decodes, splits and is answered into
-// 400-700 bytes of structs).
+// Produce partition 440-550 bytes, per topic about 500 more, and per byte
+// of any other request up to about 30 (a Fetch entry of 33 bytes decodes,
+// splits and is answered into about 900 bytes of structs; a ListOffsets
+// or DeleteRecords entry of 13-17 bytes decodes and splits into about
+// 300).
 const (
-	splitCostBase         = 4 << 10
+	splitCostBase         = 8 << 10
 	splitCostPerPartition = 768
 	splitCostPerTopic     = 768
 	splitCostPerByte      = 48
