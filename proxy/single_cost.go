@@ -81,7 +81,7 @@ func (s *singleConn) reserveSplit(r *request) error {
 	}
 	if cost > most {
 		return fmt.Errorf("%w: a %s of %s needs about %s to decode, split and merge, and --max-memory %s holds at most %s for one request: raise --max-memory",
-			ErrMemory, kmsg.NameForKey(r.hdr.Key), config.FormatSize(int64(len(r.frame.B))), config.FormatSize(cost),
+			ErrMemory, kmsg.NameForKey(r.hdr.Key), roughSize(int64(len(r.frame.B))), roughSize(cost),
 			config.FormatSize(b.Limit()), config.FormatSize(max(most, 0)))
 	}
 	if err := acct.Reserve(int(cost)); err != nil {
@@ -90,6 +90,16 @@ func (s *singleConn) reserveSplit(r *request) error {
 	r.bud = b
 	r.split = &splitState{r: r, cost: acct.charge(int(cost))}
 	return nil
+}
+
+// roughSize writes n rounded up to a whole KiB, or MiB from 1 MiB on: a
+// size a person reads in a log line.
+func roughSize(n int64) string {
+	unit := int64(1 << 10)
+	if n >= 1<<20 {
+		unit = 1 << 20
+	}
+	return config.FormatSize((n + unit - 1) / unit * unit)
 }
 
 // encode encodes the merged response resp of st into a frame charged to
@@ -124,7 +134,7 @@ func (s *singleConn) encode(st *splitState, resp kmsg.Response) (*wire.Buf, char
 			}
 			if most := b.MaxResponse(); parts+int64(held) > most {
 				return nil, charge{}, fmt.Errorf("%w: a merged Fetch answer of %s beside its parts' %s needs more than --max-memory %s holds for responses (%s): raise --max-memory",
-					ErrMemory, config.FormatSize(int64(size)), config.FormatSize(parts), config.FormatSize(b.Limit()), config.FormatSize(most))
+					ErrMemory, roughSize(int64(size)), roughSize(parts), config.FormatSize(b.Limit()), config.FormatSize(most))
 			}
 			if err := acct.Reserve(held); err != nil {
 				return nil, charge{}, c.timedOut(err)
