@@ -108,3 +108,7 @@ var (
 	SplitCost    = splitCost
 	DecodeAnswer = decodeAnswer
 )
+
+// EncodedSize is the size of a merged Fetch answer's frame, known before
+// it is encoded.
+var EncodedSize = encodedSize

@@ -142,10 +142,7 @@ func (s *singleConn) encode(st *splitState, resp kmsg.Response) (*wire.Buf, char
 		}
 		out := exactBuf(size)
 		out.B = wire.AppendResponse(out.B[:0], r.hdr.Correlation, flexible, resp.AppendTo)
-		if len(out.B) != size {
-			panic(fmt.Sprintf("proxy: merged Fetch answer of %d bytes, sized at %d", len(out.B), size))
-		}
-		return out, acct.charge(held), nil
+		return charged(c, acct, out, held)
 	}
 	need := 4 << 10
 	for _, f := range st.frames {
@@ -159,12 +156,18 @@ func (s *singleConn) encode(st *splitState, resp kmsg.Response) (*wire.Buf, char
 	}
 	out := wire.Get(need)
 	out.B = wire.AppendResponse(out.B[:0], r.hdr.Correlation, flexible, resp.AppendTo)
-	ch := acct.charge(need)
+	return charged(c, acct, out, need)
+}
+
+// charged returns out's charge, of which reserved bytes are reserved: a
+// frame that outgrew them while it was encoded (a merged answer larger
+// than every answer together, with the proxy's own entries and
+// endpoints) has the rest charged now.
+func charged(c *conn, acct *frameAccount, out *wire.Buf, reserved int) (*wire.Buf, charge, error) {
+	ch := acct.charge(reserved)
 	if grown := int64(cap(out.B)); grown > ch.n {
-		// Larger than every answer together (the proxy's own entries
-		// and endpoints): the rest is charged now.
 		if err := acct.Reserve(int(grown - ch.n)); err != nil {
-			ch.release(b)
+			ch.release(c.p.budget)
 			return nil, charge{}, c.timedOut(err)
 		}
 		ch.n = grown
