@@ -6,6 +6,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/budget"
+	"github.com/inorder-proxy/inorder/splitmerge"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -90,6 +92,30 @@ func (s *singleConn) reserveSplit(r *request) error {
 	r.bud = b
 	r.split = &splitState{r: r, cost: acct.charge(int(cost))}
 	return nil
+}
+
+// fetchShareOf is the fraction of the budget a Fetch's parts may ask for
+// together: a merged answer is held beside its parts' answers, twice its
+// size, and other connections' answers need room too.
+const fetchShareOf = 4
+
+// fetchShare lowers the maximum bytes each part of a Fetch asks for, so
+// that their answers together ask for at most 1/fetchShareOf of the
+// budget: a merged answer then fits beside them however much the client
+// asked for. A broker still answers the first record batch of a part
+// whatever its size (KIP-74), so a consumer always makes progress; it
+// reads in more fetches what it asked to read in one, as from a broker
+// with a smaller fetch.max.bytes.
+func fetchShare(plan *splitmerge.Plan, b *budget.Budget) {
+	if b == nil || len(plan.Parts) == 0 {
+		return
+	}
+	share := b.Limit() / fetchShareOf / int64(len(plan.Parts))
+	for i := range plan.Parts {
+		if fr, ok := plan.Parts[i].Request.(*kmsg.FetchRequest); ok && int64(fr.MaxBytes) > share {
+			fr.MaxBytes = int32(max(share, 1))
+		}
+	}
 }
 
 // roughSize writes n rounded up to a whole KiB, or MiB from 1 MiB on: a

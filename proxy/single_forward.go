@@ -105,6 +105,7 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		st.txn = plan.TransactionalID
 	}
 	if r.hdr.Key == keyFetch {
+		fetchShare(plan, s.c.p.budget)
 		s.startFetch(st)
 		return
 	}

@@ -134,3 +134,73 @@ func TestSingleLargeMergedFetchIsAnswered(t *testing.T) {
 		})
 	}
 }
+
+// TestSingleFetchAskingMoreThanTheBudgetIsAnswered: a Fetch of three
+// partitions led by three brokers, each holding 4 MB in batches of 100 KB,
+// that asks for up to 50 MiB under a 16 MiB budget. Merged whole, its
+// answer (12 MB beside its parts' 12 MB) could never fit, and the consumer
+// would ask the same again for ever; its parts ask for a quarter of the
+// budget together instead, and the consumer reads it all over a few
+// fetches.
+func TestSingleFetchAskingMoreThanTheBudgetIsAnswered(t *testing.T) {
+	const topic, partitions, batches, size = "wide", 3, 40, 100_000
+	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
+	spreadLeaders(t, kc, topic, partitions)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for p := range int32(partitions) {
+		for range batches {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: make([]byte, size)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	m := metrics.New()
+	p := startSingle(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) {
+		c.MaxMemory = smallestBudget
+	}, proxy.WithMetrics(m))
+	raw := dialRaw(t, p.Addr())
+	offsets := make([]int64, partitions)
+	fetches, largest := 0, 0
+	for read := 0; read < partitions*batches; {
+		req := fetchAll(topic, offsets, 0, 1)
+		req.MaxBytes = 50 << 20
+		for i := range req.Topics[0].Partitions {
+			req.Topics[0].Partitions[i].PartitionMaxBytes = 50 << 20
+		}
+		resp := raw.do(req).(*kmsg.FetchResponse)
+		fetches++
+		got := 0
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					t.Fatalf("partition %d: error %d", rp.Partition, rp.ErrorCode)
+				}
+				got += len(rp.RecordBatches)
+				recs := kmsg.RecordBatch{}
+				for b := rp.RecordBatches; len(b) > 0; {
+					if err := recs.ReadFrom(b); err != nil {
+						t.Fatal(err)
+					}
+					offsets[rp.Partition] = recs.FirstOffset + int64(recs.LastOffsetDelta) + 1
+					read += int(recs.NumRecords)
+					b = b[12+recs.Length:]
+				}
+			}
+		}
+		largest = max(largest, got)
+		if got == 0 || fetches > 20 {
+			t.Fatalf("fetch %d: %d bytes of records, offsets %v", fetches, got, offsets)
+		}
+	}
+	t.Logf("%d records read in %d fetches, at most %d bytes of records in one", partitions*batches, fetches, largest)
+	if n := counter(t, m, metrics.NameFramesRefused, "setting", string(metrics.SettingMaxMemory)); n != 0 {
+		t.Fatalf("%v frames refused for max-memory", n)
+	}
+}
