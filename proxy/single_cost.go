@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -312,13 +313,17 @@ func (s *singleConn) compact(st *splitState, fr *kmsg.FetchResponse) {
 }
 
 // within reports whether sub lies in buf, and where. kmsg slices a byte
-// field out of the frame it reads without limiting its capacity, so the
-// field's capacity says where it starts; a field that is not where that
-// says is not in buf.
+// field out of the frame it reads with its capacity cut to its length, so
+// only the addresses say where it lies; they are compared as numbers and
+// never turned back into pointers.
 func within(buf, sub []byte) (int, bool) {
-	off := cap(buf) - cap(sub)
-	if len(sub) == 0 || off < 0 || off+len(sub) > len(buf) || &buf[off] != &sub[0] {
+	if len(sub) == 0 || cap(buf) == 0 {
 		return 0, false
 	}
-	return off, true
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(sub)))
+	if at < start || at-start > uintptr(cap(buf)) || at-start+uintptr(len(sub)) > uintptr(cap(buf)) {
+		return 0, false
+	}
+	return int(at - start), true
 }

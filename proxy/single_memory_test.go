@@ -122,6 +122,12 @@ func TestSingleLargeMergedFetchIsAnswered(t *testing.T) {
 					if len(rp.RecordBatches) < size {
 						t.Fatalf("partition %d: %d bytes of records, want at least %d", rp.Partition, len(rp.RecordBatches), size)
 					}
+					// The answers are moved to frames of their
+					// own size before the merged one is encoded:
+					// the records must be theirs still.
+					if want := bytes.Repeat([]byte{byte('a' + rp.Partition)}, size); !bytes.Contains(rp.RecordBatches, want) {
+						t.Fatalf("partition %d: its records are not the ones written", rp.Partition)
+					}
 					got += len(rp.RecordBatches)
 				}
 			}
