@@ -124,3 +124,14 @@ func CountSingleDials() (count func(addr string) int, restore func()) {
 			dialStarted = nil
 		}
 }
+
+// SplitCost and DecodeAnswer let the cost estimate be checked against
+// what decoding, splitting and merging allocate.
+var (
+	SplitCost    = splitCost
+	DecodeAnswer = decodeAnswer
+)
+
+// EncodedSize is the size of a merged Fetch answer's frame, known before
+// it is encoded.
+var EncodedSize = encodedSize

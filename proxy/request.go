@@ -76,7 +76,7 @@ func (r *request) free() {
 	r.respCharge.release(r.bud)
 	r.stateCharge.release(r.bud)
 	if r.split != nil {
-		r.split.release(r.bud)
+		r.split.releaseAll(r.bud)
 	}
 	*r = request{}
 }
@@ -171,6 +171,11 @@ func (c *conn) parseRequest(buf *wire.Buf) (*request, error) {
 		}
 	}
 	if err == nil && c.one != nil && r.frame != nil {
+		if err := c.one.reserveSplit(r); err != nil {
+			r.frame = nil
+			putRequest(r)
+			return nil, err
+		}
 		err = c.one.decode(r)
 	}
 	if err != nil {

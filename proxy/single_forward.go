@@ -16,14 +16,15 @@ import (
 // decode reads a request's body with kmsg at parse time, so that a body
 // kmsg cannot read closes the connection there, as any malformed frame
 // does. Strings are copied; byte fields (records) alias the frame, which
-// the request keeps until its parts are written.
+// the request keeps until its parts are written. What the decoded request
+// costs was reserved before (reserveSplit).
 func (s *singleConn) decode(r *request) error {
 	req := kmsg.RequestForKey(r.hdr.Key)
 	req.SetVersion(r.hdr.Version)
 	if err := req.ReadFrom(r.frame.B[r.hdr.Body:]); err != nil {
 		return err
 	}
-	r.split = &splitState{r: r, req: req}
+	r.split.req = req
 	return nil
 }
 
@@ -103,6 +104,7 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		st.txn = plan.TransactionalID
 	}
 	if r.hdr.Key == keyFetch {
+		fetchShare(plan, s.c.p.budget)
 		s.startFetch(st)
 		return
 	}

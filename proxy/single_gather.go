@@ -28,7 +28,10 @@ type splitState struct {
 	results []splitmerge.Result
 	frames  []*wire.Buf // part i's answer, which results[i] aliases
 	charges []charge    // frames' memory
-	out     int         // parts unanswered
+	// cost is the memory reserved for the decoded request, its parts,
+	// their decoded answers and the merged response (single_cost.go).
+	cost charge
+	out  int // parts unanswered
 	// holds counts the goroutines still sending parts, and the parts
 	// waiting for a dial, which use the request: it is not answered
 	// (and recycled) before they are done.
@@ -74,6 +77,13 @@ func (st *splitState) release(b *budget.Budget) {
 		st.charges[i].release(b)
 	}
 	clear(st.results)
+}
+
+// releaseAll gives back what the answers hold and what the request's
+// decoded form was charged: nothing of it is used any more.
+func (st *splitState) releaseAll(b *budget.Budget) {
+	st.release(b)
+	st.cost.release(b)
 }
 
 // answered takes an answer read from u for ref: it is decoded and kept
@@ -353,9 +363,8 @@ func decodeAnswer(key, version int16, frame []byte) (kmsg.Response, error) {
 
 // finish merges the answers of a whole request into the client's response
 // and completes the request: delivery is the other topologies', in order.
-// The merged response is encoded within the memory budget: what the parts'
-// answers hold is reserved once more before encoding copies their records,
-// and their frames are given back once it is done.
+// The merged response is encoded within the memory budget (encode), and
+// the parts' answers are given back once it is.
 func (s *singleConn) finish(st *splitState) {
 	c, r := s.c, st.r
 	if st.fetch != nil {
@@ -364,7 +373,7 @@ func (s *singleConn) finish(st *splitState) {
 	s.learn(st)
 	resp, err := st.plan.Merge(st.results, s.v.self)
 	if err != nil {
-		st.release(c.p.budget)
+		st.releaseAll(c.p.budget)
 		if errors.Is(err, splitmerge.ErrCannotAnswer) {
 			err = fmt.Errorf("%w: %s cannot be answered: every broker asked failed", ErrUpstreamFailed, kmsg.NameForKey(r.hdr.Key))
 		} else {
@@ -385,36 +394,16 @@ func (s *singleConn) finish(st *splitState) {
 			av.Version = 0
 		}
 	}
-	held := 0
-	for _, f := range st.frames {
-		if f != nil {
-			held += cap(f.B)
-		}
-	}
-	need := max(held, 4<<10)
-	acct := c.upAccount(need)
-	if err := acct.Reserve(need); err != nil {
-		st.release(c.p.budget)
-		c.die(c.timedOut(err))
+	out, ch, err := s.encode(st, resp)
+	if err != nil {
+		st.releaseAll(c.p.budget)
+		c.die(err)
 		return
 	}
-	out := wire.Get(need)
-	out.B = wire.AppendResponse(out.B[:0], r.hdr.Correlation, r.hdr.ResponseFlexible(), resp.AppendTo)
 	if r.forcedAck {
 		r.failed = firstProduceError(resp)
 	}
-	st.release(c.p.budget)
-	ch := acct.charge(need)
-	if grown := int64(cap(out.B)); grown > ch.n {
-		// Larger than every answer together (the proxy's own entries
-		// and endpoints): the rest is charged now.
-		if err := acct.Reserve(int(grown - ch.n)); err != nil {
-			ch.release(c.p.budget)
-			c.die(c.timedOut(err))
-			return
-		}
-		ch.n = grown
-	}
+	st.releaseAll(c.p.budget)
 	s.txnDone(st)
 	if m := c.p.metrics; m != nil && !r.sentAt.IsZero() {
 		r.upTook = time.Since(r.sentAt)

@@ -1,0 +1,329 @@
+package proxy
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/budget"
+	"github.com/inorder-proxy/inorder/splitmerge"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// What a request costs in the single topology beyond its frame, reserved in
+// the memory budget before kmsg decodes it: the decoded request, its parts
+// (split copies every entry into the part that carries it), the parts'
+// answers decoded, and the merged response before it is encoded. None of
+// it aliases the frames the budget already counts but byte fields (records),
+// so it grows with the entries a request names, not with its bytes: a
+// Produce v9 of 1,000,000 partitions is a 6 MB frame and about 600 MB of
+// structs. The frames of the parts and of their answers are charged as
+// they are encoded and read, and the merged response's frame at its exact
+// size when it is encoded (finish).
+//
+// The constants are measured (TestSplitCostCoversWhatSplitAllocates checks
+// them against the allocations of decode, split, answers and merge for
+// several shapes, with a margin for slices grown by appending): per
+// Produce partition 440-550 bytes, per topic about 500 more, and per byte
+// of any other request up to about 30 (a Fetch entry of 33 bytes decodes,
+// splits and is answered into about 900 bytes of structs; a ListOffsets
+// or DeleteRecords entry of 13-17 bytes decodes and splits into about
+// 300).
+const (
+	splitCostBase         = 8 << 10
+	splitCostPerPartition = 768
+	splitCostPerTopic     = 768
+	splitCostPerByte      = 48
+	// A topic name is copied by the decode, the parts share it, and the
+	// answers and the merged response copy it again.
+	splitCostPerNameByte = 4
+)
+
+// splitCost returns what a request of key and version, whose body is body,
+// costs beyond its frame once decoded, split, answered and merged. A
+// Produce is counted by its partitions and topics, which its scanner finds
+// without decoding it (its records alias the frame and cost nothing more);
+// any other request, and a Produce the scanner cannot read, by its bytes.
+func splitCost(key, version int16, body []byte) int64 {
+	if key == keyProduce {
+		var s wire.ProduceScan
+		if s.Reset(body, version) == nil {
+			var parts, topics, names int64
+			var last wire.Partition
+			for p, ok := s.Next(); ok; p, ok = s.Next() {
+				parts++
+				if topics == 0 || p.TopicID != last.TopicID || string(p.Topic) != string(last.Topic) {
+					topics++
+					names += int64(len(p.Topic))
+					last = p
+				}
+			}
+			if s.Err() == nil {
+				return splitCostBase + parts*splitCostPerPartition + topics*splitCostPerTopic + names*splitCostPerNameByte
+			}
+		}
+	}
+	return splitCostBase + int64(len(body))*splitCostPerByte
+}
+
+// reserveSplit reserves what r costs once decoded (splitCost) before it is
+// decoded, and gives it to r's split state, which holds it until the
+// request is answered. A cost that the budget could never hold beside the
+// frame ends the connection at once, naming the setting to raise, rather
+// than after the memory is spent or by waiting for memory that cannot come.
+func (s *singleConn) reserveSplit(r *request) error {
+	c := s.c
+	b := c.p.budget
+	cost := splitCost(r.hdr.Key, r.hdr.Version, r.frame.B[r.hdr.Body:])
+	acct := c.account(int(cost))
+	most := b.Max(acct.bulk)
+	if frame := c.account(len(r.frame.B)); frame.bulk == acct.bulk {
+		most -= int64(cap(r.frame.B))
+	}
+	if cost > most {
+		return fmt.Errorf("%w: a %s of %s needs about %s to decode, split and merge, and --max-memory %s holds at most %s for one request: raise --max-memory",
+			ErrMemory, kmsg.NameForKey(r.hdr.Key), roughSize(int64(len(r.frame.B))), roughSize(cost),
+			config.FormatSize(b.Limit()), config.FormatSize(max(most, 0)))
+	}
+	if err := acct.Reserve(int(cost)); err != nil {
+		return c.timedOut(err)
+	}
+	r.bud = b
+	r.split = &splitState{r: r, cost: acct.charge(int(cost))}
+	return nil
+}
+
+// fetchShareOf is the fraction of the budget a Fetch's parts may ask for
+// together: a merged answer is held beside its parts' answers, twice its
+// size, and other connections' answers need room too.
+const fetchShareOf = 4
+
+// fetchShare lowers the maximum bytes each part of a Fetch asks for, so
+// that their answers together ask for at most 1/fetchShareOf of the
+// budget: a merged answer then fits beside them however much the client
+// asked for. A broker still answers the first record batch of a part
+// whatever its size (KIP-74), so a consumer always makes progress; it
+// reads in more fetches what it asked to read in one, as from a broker
+// with a smaller fetch.max.bytes.
+func fetchShare(plan *splitmerge.Plan, b *budget.Budget) {
+	if b == nil || len(plan.Parts) == 0 {
+		return
+	}
+	share := b.Limit() / fetchShareOf / int64(len(plan.Parts))
+	for i := range plan.Parts {
+		if fr, ok := plan.Parts[i].Request.(*kmsg.FetchRequest); ok && int64(fr.MaxBytes) > share {
+			fr.MaxBytes = int32(max(share, 1))
+		}
+	}
+}
+
+// roughSize writes n rounded up to a whole KiB, or MiB from 1 MiB on: a
+// size a person reads in a log line.
+func roughSize(n int64) string {
+	unit := int64(1 << 10)
+	if n >= 1<<20 {
+		unit = 1 << 20
+	}
+	return config.FormatSize((n + unit - 1) / unit * unit)
+}
+
+// encode encodes the merged response resp of st into a frame charged to
+// the budget before it is allocated, and returns the frame and its charge.
+//
+// A merged Fetch answer copies the records its parts' answers hold, so
+// for a moment it is held twice. Its size is known before it is encoded
+// (encodedSize), and its frame is reserved and made at that size, not
+// rounded up to a pool's class; when that does not fit beside the parts'
+// answers, the answers are first moved to frames of their own size
+// (compact). A merged answer that could never fit beside them ends the
+// connection at once, naming the setting, rather than waiting for memory
+// that cannot come. Other merged answers hold no records: they are
+// reserved at the size of the parts' answers, and what the proxy's own
+// entries add is charged once encoded.
+func (s *singleConn) encode(st *splitState, resp kmsg.Response) (*wire.Buf, charge, error) {
+	c, r := s.c, st.r
+	flexible := r.hdr.ResponseFlexible()
+	acct := c.upAccount(0)
+	b := c.p.budget
+	if fr, ok := resp.(*kmsg.FetchResponse); ok {
+		size := encodedSize(fr, r.hdr.Correlation, flexible)
+		held := size
+		if size <= exactBufFrom {
+			held = wire.Cap(size)
+		}
+		if !b.TryReserveResponse(int64(held)) {
+			s.compact(st, fr)
+			parts := int64(0)
+			for _, ch := range st.charges {
+				parts += ch.n
+			}
+			if most := b.MaxResponse(); parts+int64(held) > most {
+				return nil, charge{}, fmt.Errorf("%w: a merged Fetch answer of %s beside its parts' %s needs more than --max-memory %s holds for responses (%s): raise --max-memory",
+					ErrMemory, roughSize(int64(size)), roughSize(parts), config.FormatSize(b.Limit()), config.FormatSize(most))
+			}
+			if err := acct.Reserve(held); err != nil {
+				return nil, charge{}, c.timedOut(err)
+			}
+		}
+		out := exactBuf(size)
+		out.B = wire.AppendResponse(out.B[:0], r.hdr.Correlation, flexible, resp.AppendTo)
+		return charged(c, acct, out, held)
+	}
+	need := 4 << 10
+	for _, f := range st.frames {
+		if f != nil {
+			need += len(f.B)
+		}
+	}
+	need = wire.Cap(need)
+	if err := acct.Reserve(need); err != nil {
+		return nil, charge{}, c.timedOut(err)
+	}
+	out := wire.Get(need)
+	out.B = wire.AppendResponse(out.B[:0], r.hdr.Correlation, flexible, resp.AppendTo)
+	return charged(c, acct, out, need)
+}
+
+// charged returns out's charge, of which reserved bytes are reserved: a
+// frame that outgrew them while it was encoded (a merged answer larger
+// than every answer together, with the proxy's own entries and
+// endpoints) has the rest charged now.
+func charged(c *conn, acct *frameAccount, out *wire.Buf, reserved int) (*wire.Buf, charge, error) {
+	ch := acct.charge(reserved)
+	if grown := int64(cap(out.B)); grown > ch.n {
+		if err := acct.Reserve(int(grown - ch.n)); err != nil {
+			ch.release(c.p.budget)
+			return nil, charge{}, c.timedOut(err)
+		}
+		ch.n = grown
+	}
+	return out, ch, nil
+}
+
+// exactBufFrom is the size above which a frame is made at its size rather
+// than taken from a pool, whose classes round it up to a power of two.
+const exactBufFrom = 64 << 10
+
+// exactBuf returns an empty buffer of capacity n: exactly n above
+// exactBufFrom (wire.Put then drops it), else a pooled one of wire.Cap(n)
+// with room to spare.
+func exactBuf(n int) *wire.Buf {
+	if n > exactBufFrom {
+		return &wire.Buf{B: make([]byte, 0, n)}
+	}
+	b := wire.Get(n)
+	b.B = b.B[:0]
+	return b
+}
+
+// encodedSize returns the size of fr's frame as wire.AppendResponse
+// encodes it, without copying its records: the response is encoded with
+// no records (each a null), and each record set's length added back with
+// its length prefix's.
+func encodedSize(fr *kmsg.FetchResponse, correlation int32, flexible bool) int {
+	var saved [][]byte
+	add := 0
+	compact := fr.Version >= 12
+	for i := range fr.Topics {
+		t := &fr.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			saved = append(saved, p.RecordBatches)
+			if p.RecordBatches != nil {
+				n := len(p.RecordBatches)
+				if compact {
+					// A null is a uvarint 0; n bytes a uvarint n+1.
+					add += uvarintLen(uint64(n)+1) - 1 + n
+				} else {
+					// An int32 either way.
+					add += n
+				}
+				p.RecordBatches = nil
+			}
+		}
+	}
+	scratch := wire.Get(4 << 10)
+	scratch.B = wire.AppendResponse(scratch.B[:0], correlation, flexible, fr.AppendTo)
+	size := len(scratch.B) + add
+	wire.Put(scratch)
+	k := 0
+	for i := range fr.Topics {
+		t := &fr.Topics[i]
+		for j := range t.Partitions {
+			t.Partitions[j].RecordBatches = saved[k]
+			k++
+		}
+	}
+	return size
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// compact moves each part's answer whose frame is much larger than the
+// answer (a pool's class rounds a frame up to a power of two) to a frame
+// of its own size, so that the merged answer finds room beside them. fr's
+// records, which alias the old frames, are moved with them (copying a
+// frame costs less than the answer it makes room for). Only what fits
+// now is moved: this makes room, and never waits for it.
+func (s *singleConn) compact(st *splitState, fr *kmsg.FetchResponse) {
+	b := s.c.p.budget
+	for i, f := range st.frames {
+		if f == nil || len(f.B) <= exactBufFrom || cap(f.B)-len(f.B) < len(f.B)/8 {
+			continue
+		}
+		if !b.TryReserveResponse(int64(len(f.B))) {
+			continue
+		}
+		nf := &wire.Buf{B: append([]byte(nil), f.B...)}
+		old := f.B[:cap(f.B)]
+		for ti := range fr.Topics {
+			t := &fr.Topics[ti]
+			for pi := range t.Partitions {
+				p := &t.Partitions[pi]
+				if off, ok := within(old, p.RecordBatches); ok {
+					p.RecordBatches = nf.B[off : off+len(p.RecordBatches) : off+len(p.RecordBatches)]
+				}
+			}
+		}
+		if res, ok := st.results[i].Response.(*kmsg.FetchResponse); ok {
+			for ti := range res.Topics {
+				t := &res.Topics[ti]
+				for pi := range t.Partitions {
+					p := &t.Partitions[pi]
+					if off, ok := within(old, p.RecordBatches); ok {
+						p.RecordBatches = nf.B[off : off+len(p.RecordBatches) : off+len(p.RecordBatches)]
+					}
+				}
+			}
+		}
+		// Not back to a pool: a field this missed (an unknown tag's
+		// bytes) may still alias it.
+		st.charges[i].release(b)
+		st.frames[i], st.charges[i] = nf, charge{n: int64(len(nf.B)), resp: true}
+	}
+}
+
+// within reports whether sub lies in buf, and where. kmsg slices a byte
+// field out of the frame it reads with its capacity cut to its length, so
+// only the addresses say where it lies; they are compared as numbers and
+// never turned back into pointers.
+func within(buf, sub []byte) (int, bool) {
+	if len(sub) == 0 || cap(buf) == 0 {
+		return 0, false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(sub)))
+	if at < start || at-start > uintptr(cap(buf)) || at-start+uintptr(len(sub)) > uintptr(cap(buf)) {
+		return 0, false
+	}
+	return int(at - start), true
+}
