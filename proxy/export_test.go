@@ -101,3 +101,10 @@ func reached(v reflect.Value, seen map[uintptr]bool) int {
 	}
 	return 0
 }
+
+// StreamWork returns what streaming request bodies in none mode has cost
+// so far, over every connection: calls on the sockets that may each be a
+// system call, and partitions handed to the sequencer.
+func (p *Proxy) StreamWork() (calls, extends int64) {
+	return p.streamWork.calls.Load(), p.streamWork.extends.Load()
+}
