@@ -343,3 +343,36 @@ func TestBrokersSpreadLeaders(t *testing.T) {
 		t.Fatal("two brokers advertising one address were accepted")
 	}
 }
+
+// TestWideAnswersEveryRequest runs the wide produce workload against a
+// broker and through a relay, and checks that every target is reported,
+// the process whose CPU is read with its CPU column filled.
+func TestWideAnswersEveryRequest(t *testing.T) {
+	rb, err := NewRelayedBroker(BrokerConfig{}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Close()
+	o := WideOptions{
+		Targets:    []Target{{Name: "relay", Addr: rb.Addr()}, {Name: "direct", Addr: rb.Broker.Addr()}},
+		CPUPIDs:    map[string]int{"relay": os.Getpid()},
+		Rounds:     2,
+		Partitions: 2000,
+		Requests:   5,
+	}
+	res, err := RunWide(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteWide(&b, "markdown", res); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[2], "| relay | ") || !strings.HasPrefix(lines[3], "| direct | ") {
+		t.Fatalf("report:\n%s", b.String())
+	}
+	if !res[0].HasCPU || res[1].HasCPU || res[0].Wall <= 0 {
+		t.Fatalf("results %+v", res)
+	}
+}

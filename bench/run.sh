@@ -258,6 +258,14 @@ EXTRA_PATHS=()
 sat12=$(cell "$WORK/none12.md" relay "produce rec/s")
 half12=$((${sat12%.*} / 2))
 measure none12half --partitions 12 --rate "$half12"
+# Produce requests of 100,000 partitions without records (585 KiB each),
+# 20 pipelined on one connection: few bytes name many partitions, so a
+# path whose work follows the partitions, not the bytes, shows it here.
+# None mode must find every partition; connection mode only forwards.
+log "workload wide: 3 rounds x 4 paths x 20 requests of 100,000 partitions"
+run "$BIN" bench wide -q -b "inorder-none=127.0.0.1:$NONE" --compare "inorder-connection=127.0.0.1:$CONN" \
+	--compare "relay=127.0.0.1:$RELAY" --compare "direct=127.0.0.1:$DIRECT" --cpu-pid "inorder-none=$PROXY_NONE_PID" \
+	--cpu-pid "inorder-connection=$PROXY_CONN_PID" --cpu-pid "relay=$RELAY_PID" --rounds 3 --format markdown >"$WORK/wide.md" 2>&1 || true
 cleanup
 
 start_stack synthetic
@@ -379,6 +387,8 @@ noneh_cpu=$(cpu_ratio "$WORK/none12half.md" inorder-none)
 cons15_cpu=$(cpu_ratio "$WORK/consume.md" inorder-fetch15)
 rr_rel=$(cell "$WORK/none12rr.md" inorder-none "produce ×relay")
 rr_cpu=$(cpu_ratio "$WORK/none12rr.md" inorder-none)
+wide_none=$(cell "$WORK/wide.md" inorder-none "path CPU s")
+wide_conn=$(cell "$WORK/wide.md" inorder-connection "path CPU s")
 relay_spread=$(cell "$WORK/latency.md" relay "p99 spread")
 # The twin's reading of the same figures: what two identical processes
 # give in the same rounds.
@@ -430,6 +440,7 @@ cat >"$WORK/targets.md" <<EOF
 | the same at half the relay's rate ($half12 records/s), CPU per GB ×relay | $noneh_cpu$(cpu_rounds "$WORK/none12half.md" inorder-none) | (beside the goal above) | |
 | none mode, 12 partitions round-robin (every write touches every partition), ×relay | $rr_rel | (none: one round trip per request) | |
 | none mode, 12 partitions round-robin, CPU per GB ×relay | $rr_cpu$(cpu_rounds "$WORK/none12rr.md" inorder-none) | (none) | |
+| none mode, 20 pipelined Produce requests of 100,000 partitions without records, proxy CPU s (connection mode's) | ${wide_none:-?} s (${wide_conn:-?} s) | (none: work that follows the bytes, not the partitions) | |
 | p99 at half the relay's saturating rate, connection mode, vs relay (the relay's own p99 spread over rounds: $relay_spread) | $lat_rel | ≤ +$tw_lat_spread (the twin's p99 spread) | $tw_lat_rel |
 | p99 at half the relay's saturating rate, none mode, vs relay | $latn_rel | ≤ +$tw_lat_spread (the twin's p99 spread) | |
 | RSS with $SCALE_CONNS idle connections (${rss_before:-?} MiB before), scaled to 10,000 | ${rss10k:-?} MiB (${rss:-?} MiB measured) | ≤ 150 MiB | |
@@ -571,6 +582,17 @@ writes can overlap; each waits for the one before it to be acknowledged,
 one round trip per request.
 
 $(cat "$WORK/none12rr.md")
+
+## Produce of 100,000 partitions a request, pipelined
+
+\`inorder bench wide\`: 20 Produce requests, each naming 100,000 partitions
+with no records (585 KiB), written back to back on one connection; the
+median over 3 rounds of the time until the last response and of the CPU
+time the path's process spent. Few bytes name many partitions, so the
+work of a path that handles every partition shows here: none mode must find
+each one, connection mode only forwards.
+
+$(cat "$WORK/wide.md")
 
 ## Produce latency at half the relay's saturating rate ($half records/s)
 

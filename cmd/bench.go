@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"time"
 
@@ -110,7 +111,7 @@ repeated runs do not fill the broker's disk.`,
 	f.StringArrayVar(&tlsNames, "tls", nil, "dial the target of this NAME with TLS (repeatable)")
 	f.StringVar(&tlsCA, "tls-ca", "", "PEM CAs that verify the targets named by --tls (default: the system roots)")
 
-	c.AddCommand(newBenchBrokerCommand(), newBenchRelayCommand(), newBenchConnsCommand())
+	c.AddCommand(newBenchBrokerCommand(), newBenchRelayCommand(), newBenchConnsCommand(), newBenchWideCommand())
 	return c
 }
 
@@ -299,6 +300,63 @@ resident memory before and after the idle connections opened.`,
 	f.DurationVar(&churn, "churn", 2*time.Second, "how long to churn connections (0: skip)")
 	f.IntVar(&churnWorker, "churn-parallel", 4, "connections churned at a time")
 	f.IntVar(&pid, "pid", 0, "process whose resident memory to report")
+	return c
+}
+
+func newBenchWideCommand() *cobra.Command {
+	var (
+		bootstrap string
+		compare   []string
+		format    string
+		quiet     bool
+	)
+	var o bench.WideOptions
+	c := &cobra.Command{
+		Use:   "wide",
+		Short: "Pipeline Produce requests of many partitions and no records on one connection",
+		Long: `wide writes --requests Produce requests, each naming --partitions partitions
+with no records (a few bytes each), pipelined on one connection to every
+address in turn, and reports the median time until the last response and,
+with --cpu-pid, the CPU time the process on that path spent. Few bytes name
+many partitions: a proxy whose work follows the partitions rather than the
+bytes shows it here.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			for i, s := range append([]string{bootstrap}, compare...) {
+				t, err := bench.ParseTarget(s)
+				if err != nil {
+					field := "--compare"
+					if i == 0 {
+						field = "--bootstrap"
+					}
+					return usage(&config.FieldError{Field: field, Value: s, Reason: "has no address: write [NAME=]HOST:PORT"})
+				}
+				o.Targets = append(o.Targets, t)
+			}
+			if format != "text" && format != "markdown" {
+				return usage(&config.FieldError{Field: "--format", Value: format, Reason: "must be text or markdown"})
+			}
+			var progress io.Writer
+			if !quiet {
+				progress = c.ErrOrStderr()
+			}
+			res, err := bench.RunWide(c.Context(), o, progress)
+			if err != nil {
+				return err
+			}
+			return bench.WriteWide(c.OutOrStdout(), format, res)
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&bootstrap, "bootstrap", "b", "127.0.0.1:9092", "address to measure, [NAME=]HOST:PORT")
+	f.StringArrayVar(&compare, "compare", nil, "also run against this [NAME=]HOST:PORT in every round (repeatable)")
+	f.StringToIntVar(&o.CPUPIDs, "cpu-pid", nil, "NAME=PID: report the CPU time this process (a proxy on that target's path) spent, read from /proc")
+	f.IntVar(&o.Rounds, "rounds", 3, "rounds; every target runs once per round")
+	f.IntVar(&o.Partitions, "partitions", 100_000, "partitions each request names")
+	f.IntVar(&o.Requests, "requests", 20, "requests pipelined on the connection")
+	f.StringVar(&o.Topic, "topic", "inorder-bench-wide", "topic the requests write to (it need not exist)")
+	f.StringVar(&format, "format", "text", "report format: text or markdown")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")
 	return c
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 
@@ -64,11 +65,24 @@ type bodyStream struct {
 	// lead: bytes at the front of the client socket, scanned already from
 	// a peek, that go upstream before the rest (a head left unread); the
 	// first leadN bytes of peeked are those that follow them.
-	lead   int64
-	leadN  int
-	keys   charge // key state of the partitions added while streaming
-	one    [1][]byte
-	peeked [streamPeek]byte // what peekNext saw
+	lead  int64
+	leadN int
+	keys  charge // key state of the partitions added while streaming
+	// barrier: the write grew past ordering.MaxWriteKeys and holds no
+	// keys; the partitions after are not the sequencer's concern.
+	barrier bool
+	one     [1][]byte
+	peeked  [streamPeek]byte // what peekNext saw
+}
+
+// streamWork counts, over every connection, the work of streaming
+// request bodies in None mode: calls on the sockets that may each be a
+// system call (peeks, reads, writes and splices), and partitions handed
+// to the sequencer. A client chooses how many partitions a request holds
+// and how small they are; neither may buy more than a bounded amount of
+// this work per byte of the request. Tests read it.
+type streamWork struct {
+	calls, extends atomic.Int64
 }
 
 // spliceableNone is spliceable in None mode: a Produce request whose head
@@ -149,6 +163,7 @@ func (c *conn) startStream(body []byte, h wire.RequestHeader, total int) (int, b
 	bs.win, bs.winCh = wire.Get(n), charge{n: int64(wire.Cap(n))}
 	bs.win.B = bs.win.B[:0]
 	bs.done, bs.records, bs.lead, bs.leadN = 0, 0, 0, 0
+	bs.barrier = false
 	return used, true
 }
 
@@ -204,6 +219,13 @@ func (c *conn) streamProduce(seq uint64) error {
 				bs.records -= k
 				continue
 			}
+			if bs.fits(bs.records) {
+				// Read with what follows them, in one call.
+				if err := c.fillWindow(); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := c.sendScanned(bs.records); err != nil {
 				return err
 			}
@@ -244,8 +266,10 @@ func (c *conn) streamProduce(seq uint64) error {
 			// What follows the structure, if anything, goes as it is.
 			return c.passRest()
 		}
-		if err := c.extendPartition(seq, step.Partition); err != nil {
-			return err
+		if !bs.barrier {
+			if err := c.extendPartition(seq, step.Partition); err != nil {
+				return err
+			}
 		}
 		if bs.scan.Last() {
 			return c.passRest()
@@ -254,6 +278,14 @@ func (c *conn) streamProduce(seq uint64) error {
 			// Header and records are still in the socket, behind
 			// the head if it is there too.
 			k := bs.lead + int64(step.Used) + step.Records
+			if bs.fits(k) {
+				// Read with what follows them, in one call.
+				if err := c.readScanned(k); err != nil {
+					return err
+				}
+				bs.lead = 0
+				continue
+			}
 			if err := c.sendScanned(k); err != nil {
 				return err
 			}
@@ -264,6 +296,46 @@ func (c *conn) streamProduce(seq uint64) error {
 		bs.done += step.Used
 		bs.records = step.Records
 	}
+}
+
+// fits reports whether n bytes of the frame, all in the client socket,
+// are better read into the window, whose free space they fit, than
+// spliced: a splice is a few system calls whatever its size, and a
+// request of many small partitions would cost some per partition, where
+// a read brings in what follows too, often many partitions at once.
+func (bs *bodyStream) fits(n int64) bool {
+	return n <= int64(cap(bs.win.B))
+}
+
+// readScanned reads the next n bytes of the frame, which fit the window
+// (fits) and need no scanning, into the window as scanned, with whatever
+// of the frame follows them up to the window's end, which is scanned next.
+// The window holds nothing unscanned: it comes here only once it is empty
+// of what is to scan.
+func (c *conn) readScanned(n int64) error {
+	bs := c.bs
+	if int64(cap(bs.win.B)-len(bs.win.B)) < n {
+		if err := c.writeScanned(true); err != nil {
+			return err
+		}
+	}
+	free := bs.win.B[len(bs.win.B):cap(bs.win.B)]
+	free = free[:min(int64(len(free)), bs.socket)]
+	got := 0
+	for int64(got) < n {
+		c.p.streamWork.calls.Add(1)
+		k, err := c.in.ReadOwn(free[got:])
+		got += k
+		if err != nil {
+			bs.win.B = bs.win.B[:len(bs.win.B)+got]
+			bs.socket -= int64(got)
+			return c.bodyReadError(err)
+		}
+	}
+	bs.win.B = bs.win.B[:len(bs.win.B)+got]
+	bs.socket -= int64(got)
+	bs.done += int(n)
+	return nil
 }
 
 // sendLead splices the unread head upstream by itself.
@@ -287,6 +359,7 @@ func (c *conn) peekNext() int {
 	if p == nil || c.in.Buffered() > 0 || bs.socket == 0 {
 		return 0
 	}
+	c.p.streamWork.calls.Add(1)
 	n, err := p.peek(bs.peeked[:min(int64(len(bs.peeked)), bs.socket)])
 	if err != nil {
 		// Reading says what went wrong.
@@ -319,6 +392,7 @@ func (c *conn) passRest() error {
 // client socket after them. The window is left empty.
 func (c *conn) sendScanned(n int64) error {
 	bs := c.bs
+	c.p.streamWork.calls.Add(1)
 	bufs := c.spliced[:0]
 	if len(bs.win.B) > 0 {
 		bufs = append(bufs, bs.win.B)
@@ -338,6 +412,7 @@ func (c *conn) sendScanned(n int64) error {
 // extendKey adds k to the streaming write seq, waiting while an earlier
 // write in flight holds it. Its state is charged to the budget first.
 func (c *conn) extendKey(seq uint64, k ordering.Key) error {
+	c.p.streamWork.extends.Add(1)
 	if err := c.accts[0].Reserve(ordering.KeyStateBytes); err != nil {
 		return c.timedOut(err)
 	}
@@ -372,9 +447,10 @@ func (c *conn) extendLocked(seq uint64, k ordering.Key) (waited bool, err error)
 			c.p.budget.Release(ordering.KeyStateBytes, false)
 			return waited, nil
 		case ordering.ExtendBarrier:
-			// The write holds no keys any more.
+			// The write holds no keys any more, and takes none.
 			c.p.budget.Release(ordering.KeyStateBytes, false)
 			c.bs.keys.release(c.p.budget)
+			c.bs.barrier = true
 			return waited, nil
 		}
 		if c.dead.Load() {
@@ -397,6 +473,7 @@ func (c *conn) writeScanned(more bool) error {
 	if bs.done == 0 {
 		return nil
 	}
+	c.p.streamWork.calls.Add(1)
 	b := bs.win.B[:bs.done]
 	var err error
 	if more {
@@ -438,7 +515,8 @@ func (c *conn) fillWindow() error {
 		bs.win, bs.winCh = nb, charge{n: int64(wire.Cap(n))}
 	}
 	free := bs.win.B[len(bs.win.B):cap(bs.win.B)]
-	k, err := c.in.Read(free[:min(int64(len(free)), bs.socket)])
+	c.p.streamWork.calls.Add(1)
+	k, err := c.in.ReadOwn(free[:min(int64(len(free)), bs.socket)])
 	bs.win.B = bs.win.B[:len(bs.win.B)+k]
 	bs.socket -= int64(k)
 	if err != nil {

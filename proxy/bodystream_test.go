@@ -478,3 +478,79 @@ func TestStreamedRequestStrandedByReauthentication(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamedProduceManyPartitionsWork pipelines, on one connection
+// through the proxy in none mode in front of kfake, 20 Produce requests
+// each writing many partitions, with no records or with a small batch
+// each: requests large enough to stream, whose partitions the proxy finds
+// on the way. What streaming them costs the proxy is counted, not timed:
+// the calls on the sockets that may each be a system call must stay
+// within one per KiB of the requests, as reading them whole would, and
+// the partitions handed to the sequencer within what a write may hold
+// before it is a barrier, per request.
+func TestStreamedProduceManyPartitionsWork(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		partitions int
+		value      int // 0: no records
+	}{
+		{"no records", 100_000, 0},
+		{"small batches", 5_000, 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const requests = 20
+			c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "w"))
+			m := metrics.New()
+			p := startProxy(t, config.OrderingNone, c.ListenAddrs(), nil, proxy.WithMetrics(m))
+			var batch []byte
+			if tc.value > 0 {
+				batch = pipeprobe.NewProduce(pipeprobe.ProduceSpec{
+					Topic: "w", Value: make([]byte, tc.value), Version: 9,
+				}).Topics[0].Partitions[0].Records
+			}
+			reqs := make([]kmsg.Request, requests)
+			bytes := 0
+			for i := range reqs {
+				req := kmsg.NewPtrProduceRequest()
+				req.Version, req.Acks, req.TimeoutMillis = 9, -1, 5000
+				rt := kmsg.NewProduceRequestTopic()
+				rt.Topic = "w"
+				rt.Partitions = make([]kmsg.ProduceRequestTopicPartition, tc.partitions)
+				for j := range rt.Partitions {
+					rt.Partitions[j] = kmsg.NewProduceRequestTopicPartition()
+					rt.Partitions[j].Partition = int32(j)
+					rt.Partitions[j].Records = batch
+				}
+				req.Topics = append(req.Topics, rt)
+				reqs[i] = req
+				bytes += len(req.AppendTo(nil))
+			}
+			res, err := pipeprobe.Pipeline(testContext(t, 120*time.Second), p.Addr(), reqs, pipeprobe.PipelineOptions{Numbered: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, at := range res.Arrived {
+				if at != i {
+					t.Fatalf("responses arrived in the order %v", res.Arrived)
+				}
+			}
+			for i, ex := range res.Exchanges {
+				resp := ex.Resp.(*kmsg.ProduceResponse)
+				if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != tc.partitions {
+					t.Fatalf("response %d does not answer the %d partitions written", i, tc.partitions)
+				}
+			}
+			if scanned, unread := noneStreamed(t, m, requests); scanned+unread != requests {
+				t.Fatalf("%v of %d requests streamed, want all", scanned+unread, requests)
+			}
+			calls, extends := p.StreamWork()
+			t.Logf("%d requests of %d bytes: %d socket calls, %d partitions to the sequencer", requests, bytes/requests, calls, extends)
+			if limit := int64(bytes / 1024); calls > limit {
+				t.Errorf("streaming cost %d socket calls, want at most %d, one per KiB", calls, limit)
+			}
+			if limit := int64(requests * (ordering.MaxWriteKeys + 1)); extends > limit {
+				t.Errorf("%d partitions handed to the sequencer, want at most %d, %d per request", extends, limit, ordering.MaxWriteKeys+1)
+			}
+		})
+	}
+}

@@ -61,6 +61,17 @@ func (in *clientIn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// ReadOwn is Read into p, a buffer the caller keeps (a window it scans):
+// bytes already buffered come first, and otherwise the socket is read
+// straight into p, whatever its size, not through the buffer, whose copy
+// would leave what p had no room for to a call of its own.
+func (in *clientIn) ReadOwn(p []byte) (int, error) {
+	if in.r < in.w || len(p) == 0 {
+		return in.Read(p)
+	}
+	return in.nc.Read(p)
+}
+
 // Next returns up to n buffered bytes and consumes them; the slice is
 // valid until the next call.
 func (in *clientIn) Next(n int) []byte {

@@ -85,7 +85,7 @@ func TestSpliceBodyStartsWithBuffered(t *testing.T) {
 	for _, size := range []int{100, 64 << 10} {
 		client, clientSide := tcpPair(t)
 		up, upstream := tcpPair(t)
-		c := &conn{client: clientSide, up: up, splice: true, bs: &bodyStream{win: wire.Get(16)}}
+		c := &conn{p: &Proxy{}, client: clientSide, up: up, splice: true, bs: &bodyStream{win: wire.Get(16)}}
 		c.bs.win.B = append(c.bs.win.B[:0], "window|"...)
 		defer wire.Put(c.bs.win)
 		c.in.init(clientSide)

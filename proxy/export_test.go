@@ -135,3 +135,10 @@ var (
 // EncodedSize is the size of a merged Fetch answer's frame, known before
 // it is encoded.
 var EncodedSize = encodedSize
+
+// StreamWork returns what streaming request bodies in none mode has cost
+// so far, over every connection: calls on the sockets that may each be a
+// system call, and partitions handed to the sequencer.
+func (p *Proxy) StreamWork() (calls, extends int64) {
+	return p.streamWork.calls.Load(), p.streamWork.extends.Load()
+}

@@ -94,6 +94,7 @@ type Proxy struct {
 	refused       atomic.Int64   // connections closed at the cap
 	refusedLogged atomic.Int64   // unix nanos of the last refusal logged
 	readyLogged   atomic.Bool    // "proxy ready" was logged
+	streamWork    streamWork     // what None-mode request streams cost
 
 	mu        sync.Mutex
 	closing   bool
