@@ -164,31 +164,38 @@ func (r *reloader) runHooks() {
 	}
 }
 
-// run reloads on SIGHUP and on changes to the --config file until ctx
-// ends. A file that cannot be watched is logged; SIGHUP still works.
-func (r *reloader) run(ctx context.Context) {
+// start begins watching for SIGHUP and changes to the --config file, and
+// returns the loop that reloads on them until ctx ends. The watches are in
+// place when start returns, so that a file changed once the proxy says it
+// serves is never missed. A file that cannot be watched is logged; SIGHUP
+// still works.
+func (r *reloader) start() (run func(ctx context.Context)) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	var changed <-chan struct{}
+	stopWatch := func() {}
 	if f := r.flags.Lookup(config.FlagConfig); f != nil && f.Value.String() != "" {
 		path := f.Value.String()
 		ch, stop, err := watchFile(path, r.log)
 		if err != nil {
 			r.log.Warn("config file not watched; reload with SIGHUP", "file", path, "err", err)
 		} else {
-			defer stop()
+			stopWatch = stop
 			changed = ch
 		}
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			r.reload("SIGHUP")
-		case <-changed:
-			r.reloadIfChanged()
+	return func(ctx context.Context) {
+		defer signal.Stop(hup)
+		defer stopWatch()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				r.reload("SIGHUP")
+			case <-changed:
+				r.reloadIfChanged()
+			}
 		}
 	}
 }

@@ -93,9 +93,10 @@ func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.
 		log: log, m: p.Metrics(), hooks: append(slices.Clone(src.hooks), p.ReloadCertificates), running: cfg, wanted: cfg}
 	rctx, stopReload := context.WithCancel(ctx)
 	reloading := make(chan struct{})
+	runReload := rl.start()
 	go func() {
 		defer close(reloading)
-		rl.run(rctx)
+		runReload(rctx)
 	}()
 	defer func() {
 		stopReload()
