@@ -139,10 +139,12 @@ func (s manifestSet) materialize(t *testing.T, root string, c corev1.Container, 
 	return strings.ReplaceAll(data, "/etc/inorder/", root+"/etc/inorder/")
 }
 
-// containerPorts returns the inorder container's ports by name.
+// containerPorts returns the inorder container's ports by name, whether it
+// is an ordinary container or a native sidecar (an init container).
 func containerPorts(d *appsv1.Deployment) map[string]int32 {
 	ports := map[string]int32{}
-	for _, c := range d.Spec.Template.Spec.Containers {
+	spec := d.Spec.Template.Spec
+	for _, c := range append(spec.InitContainers, spec.Containers...) {
 		if c.Name == "inorder" {
 			for _, p := range c.Ports {
 				ports[p.Name] = p.ContainerPort
