@@ -316,7 +316,7 @@ func TestHelmSNIRefusals(t *testing.T) {
 // the admin endpoint and a memory limit its budget fits under.
 func TestHelmSingle(t *testing.T) {
 	ch := loadChart(t)
-	for _, example := range []string{"gateway.yaml", "sidecar.yaml"} {
+	for _, example := range []string{"gateway.yaml", "sidecar-single.yaml"} {
 		t.Run(example, func(t *testing.T) {
 			values := readValues(t, filepath.Join(chartDir, "examples", example))
 			values["topology"] = "single"
@@ -331,8 +331,23 @@ func TestHelmSingle(t *testing.T) {
 			}
 			cfg := set.inorderConfig(t, ds[0])
 			checkWorkload(t, set.name, ds[0], cfg)
+			if values["shape"] == "sidecar" {
+				checkSidecar(t, set.name, ds[0], cfg)
+			}
 			checkSinglePort(t, set, ds[0], cfg)
 		})
+	}
+	// The small sidecar with only the topology changed is refused: its
+	// budget is below what the single topology was measured to need.
+	small := readValues(t, filepath.Join(chartDir, "examples", "sidecar.yaml"))
+	small["topology"] = "single"
+	if _, err := render(t, ch, small); err == nil || !strings.Contains(err.Error(), "needs limits.maxMemory of 1GiB or more") {
+		t.Errorf("sidecar.yaml with topology: single rendered with error %v", err)
+	}
+	small["limits"].(map[string]any)["maxMemory"] = "1024MiB"
+	small["resources"] = map[string]any{"requests": map[string]any{"cpu": "250m", "memory": "512Mi"}, "limits": map[string]any{"memory": "1152Mi"}}
+	if _, err := render(t, ch, small); err != nil {
+		t.Errorf("a single sidecar with maxMemory 1024MiB is refused: %v", err)
 	}
 }
 

@@ -265,12 +265,17 @@ func checkSidecar(t *testing.T, source string, d *appsv1.Deployment, cfg config.
 }
 
 // TestMemoryChecksCanFail: the memory checks refuse a limit that a full
-// budget does not fit under, a missing limit, and a sidecar sized like a
-// gateway, and accept the sidecar profile.
+// budget does not fit under, a missing limit, a sidecar sized like a
+// gateway, and a sidecar in the single topology with less than the budget
+// it was measured to need, and accept the sidecar profiles.
 func TestMemoryChecksCanFail(t *testing.T) {
 	sidecar := config.Default()
 	sidecar.MaxMemory = 32 << 20
 	gateway := config.Default()
+	single := func(c config.Config) config.Config {
+		c.Topology = config.TopologySingle
+		return c
+	}
 	for _, c := range []struct {
 		name    string
 		problem string
@@ -282,6 +287,9 @@ func TestMemoryChecksCanFail(t *testing.T) {
 		{"1GiB under 1536Mi", memoryLimitProblem(1536<<20, gateway), false},
 		{"1GiB as a sidecar", sidecarProblem(1536<<20, gateway), true},
 		{"32MiB as a sidecar under 128Mi", sidecarProblem(128<<20, sidecar), true},
+		{"32MiB as a single sidecar under 96Mi", sidecarProblem(96<<20, single(sidecar)), true},
+		{"1GiB as a single sidecar under 1024Mi", sidecarProblem(1024<<20, single(gateway)), true},
+		{"1GiB as a single sidecar under 1152Mi", sidecarProblem(1152<<20, single(gateway)), false},
 	} {
 		if got := c.problem != ""; got != c.want {
 			t.Errorf("%s: problem %q, want one: %v", c.name, c.problem, c.want)
