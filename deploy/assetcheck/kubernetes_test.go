@@ -237,6 +237,24 @@ func TestKubernetesSidecar(t *testing.T) {
 	}
 }
 
+// TestKubernetesSidecarSingle: the sidecar in the single topology serves
+// the application the whole cluster on one loopback port, with the budget
+// the topology was measured to need.
+func TestKubernetesSidecarSingle(t *testing.T) {
+	set := readManifestDir(t, "../kubernetes/sidecar/single")
+	ds := set.deployments()
+	if len(ds) != 1 {
+		t.Fatalf("%d Deployments, want 1", len(ds))
+	}
+	cfg := set.inorderConfig(t, ds[0])
+	checkWorkload(t, set.name, ds[0], cfg)
+	checkSidecar(t, set.name, ds[0], cfg)
+	checkSinglePort(t, set, ds[0], cfg)
+	if len(ds[0].Spec.Template.Spec.Containers) != 1 {
+		t.Errorf("want the application as the one ordinary container beside the inorder sidecar")
+	}
+}
+
 func TestKubernetesGateway(t *testing.T) {
 	set := readManifestDir(t, "../kubernetes/gateway")
 	ds := set.deployments()
