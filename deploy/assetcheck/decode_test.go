@@ -160,9 +160,9 @@ const (
 // singleSidecarMinMemory is the smallest budget at which a sidecar in the
 // single topology was measured delivering the sidecar load (consumers at
 // the clients' default fetch settings, producers sending 1 MiB batches):
-// at 32MiB, 128MiB and 256MiB the consumers read nothing (deploy/README.md,
+// from 32MiB to 384MiB the consumers read nothing (deploy/README.md,
 // "The single topology as a sidecar").
-const singleSidecarMinMemory = 1 << 30
+const singleSidecarMinMemory = 512 << 20
 
 // memoryLimitProblem says what is wrong with a container memory limit of
 // limit bytes (0: none) for inorder running with cfg, or "".

@@ -341,13 +341,19 @@ func TestHelmSingle(t *testing.T) {
 	// budget is below what the single topology was measured to need.
 	small := readValues(t, filepath.Join(chartDir, "examples", "sidecar.yaml"))
 	small["topology"] = "single"
-	if _, err := render(t, ch, small); err == nil || !strings.Contains(err.Error(), "needs limits.maxMemory of 1GiB or more") {
+	if _, err := render(t, ch, small); err == nil || !strings.Contains(err.Error(), "needs limits.maxMemory of 512MiB or more") {
 		t.Errorf("sidecar.yaml with topology: single rendered with error %v", err)
 	}
-	small["limits"].(map[string]any)["maxMemory"] = "1024MiB"
+	small["limits"].(map[string]any)["maxMemory"] = "511MiB"
+	if _, err := render(t, ch, small); err == nil || !strings.Contains(err.Error(), "needs limits.maxMemory of 512MiB or more") {
+		t.Errorf("sidecar.yaml with topology: single and maxMemory 511MiB rendered with error %v", err)
+	}
 	small["resources"] = map[string]any{"requests": map[string]any{"cpu": "250m", "memory": "512Mi"}, "limits": map[string]any{"memory": "1152Mi"}}
-	if _, err := render(t, ch, small); err != nil {
-		t.Errorf("a single sidecar with maxMemory 1024MiB is refused: %v", err)
+	for _, mem := range []string{"512MiB", "1GiB"} {
+		small["limits"].(map[string]any)["maxMemory"] = mem
+		if _, err := render(t, ch, small); err != nil {
+			t.Errorf("a single sidecar with maxMemory %s is refused: %v", mem, err)
+		}
 	}
 }
 

@@ -294,6 +294,11 @@ func TestMemoryChecksCanFail(t *testing.T) {
 		c.Topology = config.TopologySingle
 		return c
 	}
+	withMemory := func(mib int64) config.Config {
+		c := config.Default()
+		c.MaxMemory = mib << 20
+		return c
+	}
 	for _, c := range []struct {
 		name    string
 		problem string
@@ -306,7 +311,9 @@ func TestMemoryChecksCanFail(t *testing.T) {
 		{"1GiB as a sidecar", sidecarProblem(1536<<20, gateway), true},
 		{"32MiB as a sidecar under 128Mi", sidecarProblem(128<<20, sidecar), true},
 		{"32MiB as a single sidecar under 96Mi", sidecarProblem(96<<20, single(sidecar)), true},
-		{"1GiB as a single sidecar under 1024Mi", sidecarProblem(1024<<20, single(gateway)), true},
+		{"256MiB as a single sidecar under 640Mi", sidecarProblem(640<<20, single(withMemory(256))), true},
+		{"512MiB as a single sidecar under 512Mi", sidecarProblem(512<<20, single(withMemory(512))), true},
+		{"512MiB as a single sidecar under 640Mi", sidecarProblem(640<<20, single(withMemory(512))), false},
 		{"1GiB as a single sidecar under 1152Mi", sidecarProblem(1152<<20, single(gateway)), false},
 	} {
 		if got := c.problem != ""; got != c.want {
