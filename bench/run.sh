@@ -22,6 +22,7 @@
 #   TLS_BENCH=1                         also measure TLS through inorder (bench/tls.sh), appended to OUT
 #   SIDECAR_MEMORY=32MiB                --max-memory of the proxies in the default-client-settings workload
 #   SINGLE_BENCH=1                      also measure --topology single against port per broker, three brokers
+#   SINGLE_DEFAULT_ROUNDS=3             rounds of its workload with the clients' default fetch settings
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -285,39 +286,47 @@ cleanup
 # goes to every path; through the single endpoint each request is split
 # over the three brokers and the answers merged.
 SINGLE_BENCH=${SINGLE_BENCH:-1}
+SINGLE_DEFAULT_ROUNDS=${SINGLE_DEFAULT_ROUNDS:-3}
 TOPIC3=inorder-bench-3x12
-# start_cluster3 KIND starts the three brokers and the three proxies.
+# 50 partitions, 17 or 16 led by each broker: enough for a fetch at the
+# clients' default settings (50 MiB, 1 MiB per partition) to reach 50 MiB.
+TOPIC3DEFAULT=inorder-bench-3x50
+# start_cluster3 KIND starts the three brokers and the three proxies, the
+# proxies with SERVE_ARGS.
 start_cluster3() {
-	"$BIN" bench broker --kind "$1" --brokers 3 --port "$CLUSTER3" --topic "$TOPIC3=12" --timeout "$LIFETIME" >"$WORK/cluster3.log" 2>&1 &
+	"$BIN" bench broker --kind "$1" --brokers 3 --port "$CLUSTER3" --topic "$TOPIC3=12" --topic "$TOPIC3DEFAULT=50" \
+		--timeout "$LIFETIME" >"$WORK/cluster3.log" 2>&1 &
 	PIDS+=($!)
 	wait_port "$CLUSTER3"
 	wait_port $((CLUSTER3 + 2))
 	local up="127.0.0.1:$CLUSTER3"
 	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$PORTS3" --node-port-base $((PORTS3 + 1)) --upstream "$up" \
-		--upstream-ordering connection --log-level warn --shutdown-grace 1s >"$WORK/inorder-ports3.log" 2>&1 &
+		--upstream-ordering connection --log-level warn --shutdown-grace 1s "${SERVE_ARGS[@]}" >"$WORK/inorder-ports3.log" 2>&1 &
 	PIDS+=($!)
 	PROXY_PORTS3_PID=$(child_of $!)
 	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$SINGLE3" --upstream "$up" --topology single \
-		--upstream-ordering connection --log-level warn --shutdown-grace 1s >"$WORK/inorder-single3.log" 2>&1 &
+		--upstream-ordering connection --log-level warn --shutdown-grace 1s "${SERVE_ARGS[@]}" >"$WORK/inorder-single3.log" 2>&1 &
 	PIDS+=($!)
 	PROXY_SINGLE3_PID=$(child_of $!)
 	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$SINGLE3NONE" --upstream "$up" --topology single \
-		--upstream-ordering none --log-level warn --shutdown-grace 1s >"$WORK/inorder-single3none.log" 2>&1 &
+		--upstream-ordering none --log-level warn --shutdown-grace 1s "${SERVE_ARGS[@]}" >"$WORK/inorder-single3none.log" 2>&1 &
 	PIDS+=($!)
 	PROXY_SINGLE3NONE_PID=$(child_of $!)
 	wait_port "$PORTS3"
 	wait_port "$SINGLE3"
 	wait_port "$SINGLE3NONE"
 }
-# measure3 NAME ARGS... runs one workload over the three-broker paths.
+# measure3 NAME ARGS... runs one workload over the three-broker paths,
+# ROUNDS3 rounds of it (default ROUNDS).
 measure3() {
 	local name=$1
 	shift
-	log "workload $name: ${ROUNDS} rounds x 4 paths x ${DURATION}"
+	local rounds=${ROUNDS3:-$ROUNDS}
+	log "workload $name: ${rounds} rounds x 4 paths x ${DURATION}"
 	run "$BIN" bench -b "single=127.0.0.1:$SINGLE3" --compare "single-none=127.0.0.1:$SINGLE3NONE" \
 		--compare "ports=127.0.0.1:$PORTS3" --compare "direct=127.0.0.1:$CLUSTER3,127.0.0.1:$((CLUSTER3 + 1)),127.0.0.1:$((CLUSTER3 + 2))" \
 		--ratio-to ports,direct --cpu-pid "single=$PROXY_SINGLE3_PID" --cpu-pid "single-none=$PROXY_SINGLE3NONE_PID" \
-		--cpu-pid "ports=$PROXY_PORTS3_PID" --rounds "$ROUNDS" --duration "$DURATION" --warmup "$WARMUP" \
+		--cpu-pid "ports=$PROXY_PORTS3_PID" --rounds "$rounds" --duration "$DURATION" --warmup "$WARMUP" \
 		--topic "$TOPIC3" --create-topic=false --format markdown "$@" >"$WORK/$name.md" 2>"$WORK/$name.progress"
 }
 if [ "$SINGLE_BENCH" = 1 ]; then
@@ -326,6 +335,17 @@ if [ "$SINGLE_BENCH" = 1 ]; then
 	cleanup
 	start_cluster3 synthetic
 	measure3 single-consume --produce=false --consume
+	cleanup
+	# The clients' default fetch settings, through proxies sized as a
+	# sidecar: what an application pointed at the single endpoint with
+	# nothing tuned costs, beside the same application through ports.
+	# Fewer rounds: a path that moves nothing is waited on 30 s a round
+	# for its first record, which keeps this row to minutes either way.
+	SERVE_ARGS=(--max-memory "$SIDECAR_MEMORY")
+	start_cluster3 synthetic
+	ROUNDS3=$SINGLE_DEFAULT_ROUNDS measure3 single-consumedefault --produce=false --consume --topic "$TOPIC3DEFAULT" \
+		--fetch-max-bytes 52428800 --fetch-partition-bytes 1048576
+	SERVE_ARGS=()
 	cleanup
 fi
 
@@ -620,6 +640,15 @@ $(cat "$WORK/single-produce.md")
 Consume, 1 MiB fetches of the 12 partitions, synthetic brokers:
 
 $(cat "$WORK/single-consume.md")
+
+Consume with the clients' default settings (fetches of up to 50 MiB, 1 MiB
+per partition) from a topic of 50 partitions, so that a fetch through the
+single endpoint reaches 50 MiB merged from the three brokers' parts, every
+proxy run as a sidecar would be, with \`--max-memory $SIDECAR_MEMORY\`;
+synthetic brokers, $SINGLE_DEFAULT_ROUNDS rounds. **path peak RSS MiB** is the proxy's highest resident
+memory, sampled every 50 ms through every round:
+
+$(cat "$WORK/single-consumedefault.md")
 EOF
 	fi
 	cat <<EOF

@@ -157,6 +157,13 @@ const (
 	sidecarMaxLimit  = 96 << 20
 )
 
+// singleSidecarMinMemory is the smallest budget at which a sidecar in the
+// single topology was measured delivering the sidecar load (consumers at
+// the clients' default fetch settings, producers sending 1 MiB batches):
+// from 32MiB to 384MiB the consumers read nothing (deploy/README.md,
+// "The single topology as a sidecar").
+const singleSidecarMinMemory = 512 << 20
+
 // memoryLimitProblem says what is wrong with a container memory limit of
 // limit bytes (0: none) for inorder running with cfg, or "".
 func memoryLimitProblem(limit int64, cfg config.Config) string {
@@ -171,8 +178,15 @@ func memoryLimitProblem(limit int64, cfg config.Config) string {
 }
 
 // sidecarProblem says how a sidecar's budget or memory limit is larger
-// than a small pod's, or "".
+// than a small pod's, or, in the single topology, smaller than the budget
+// it was measured to need, or "".
 func sidecarProblem(limit int64, cfg config.Config) string {
+	if cfg.Topology == config.TopologySingle {
+		if cfg.Memory() < singleSidecarMinMemory {
+			return fmt.Sprintf("max-memory %d MiB is less than the %d MiB a sidecar in the single topology was measured to need", cfg.Memory()>>20, singleSidecarMinMemory>>20)
+		}
+		return memoryLimitProblem(limit, cfg)
+	}
 	switch {
 	case cfg.Memory() > sidecarMaxMemory:
 		return fmt.Sprintf("max-memory %d MiB is more than a sidecar's %d MiB", cfg.Memory()>>20, sidecarMaxMemory>>20)

@@ -113,10 +113,17 @@ func TestHelmChart(t *testing.T) {
 					t.Errorf("sidecar listens on %s", cfg.Listen)
 				}
 				checkSidecar(t, name, ds[0], cfg)
+				if cfg.Topology == config.TopologySingle {
+					checkSinglePort(t, set, ds[0], cfg)
+				}
 				return
 			}
-			if cfg.Topology == config.TopologySNI {
+			switch cfg.Topology {
+			case config.TopologySNI:
 				checkSNIPort(t, set, ds[0], cfg)
+				return
+			case config.TopologySingle:
+				checkSinglePort(t, set, ds[0], cfg)
 				return
 			}
 			checkGatewayPorts(t, set, ds[0], cfg)
@@ -300,5 +307,126 @@ func TestHelmSNIRefusals(t *testing.T) {
 		if _, err := render(t, ch, v); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: rendered with error %v, want one saying %q", v, err, tc.want)
 		}
+	}
+}
+
+// TestHelmSingle renders both shapes with topology: single (the gateway and
+// sidecar examples with only the topology changed) and checks that each
+// pod runs the single topology behind one Kafka port, with its probes on
+// the admin endpoint and a memory limit its budget fits under.
+func TestHelmSingle(t *testing.T) {
+	ch := loadChart(t)
+	for _, example := range []string{"gateway.yaml", "sidecar-single.yaml"} {
+		t.Run(example, func(t *testing.T) {
+			values := readValues(t, filepath.Join(chartDir, "examples", example))
+			values["topology"] = "single"
+			set, err := render(t, ch, values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set.name = example + " with topology: single"
+			ds := set.deployments()
+			if len(ds) != 1 {
+				t.Fatalf("%d Deployments, want 1", len(ds))
+			}
+			cfg := set.inorderConfig(t, ds[0])
+			checkWorkload(t, set.name, ds[0], cfg)
+			if values["shape"] == "sidecar" {
+				checkSidecar(t, set.name, ds[0], cfg)
+			}
+			checkSinglePort(t, set, ds[0], cfg)
+		})
+	}
+	// The small sidecar with only the topology changed is refused: its
+	// budget is below what the single topology was measured to need.
+	small := readValues(t, filepath.Join(chartDir, "examples", "sidecar.yaml"))
+	small["topology"] = "single"
+	if _, err := render(t, ch, small); err == nil || !strings.Contains(err.Error(), "needs limits.maxMemory of 512MiB or more") {
+		t.Errorf("sidecar.yaml with topology: single rendered with error %v", err)
+	}
+	small["limits"].(map[string]any)["maxMemory"] = "511MiB"
+	if _, err := render(t, ch, small); err == nil || !strings.Contains(err.Error(), "needs limits.maxMemory of 512MiB or more") {
+		t.Errorf("sidecar.yaml with topology: single and maxMemory 511MiB rendered with error %v", err)
+	}
+	small["resources"] = map[string]any{"requests": map[string]any{"cpu": "250m", "memory": "512Mi"}, "limits": map[string]any{"memory": "1152Mi"}}
+	for _, mem := range []string{"512MiB", "1GiB"} {
+		small["limits"].(map[string]any)["maxMemory"] = mem
+		if _, err := render(t, ch, small); err != nil {
+			t.Errorf("a single sidecar with maxMemory %s is refused: %v", mem, err)
+		}
+	}
+}
+
+// checkSinglePort: in the single topology inorder serves the whole cluster
+// on its listen port and opens no node listener. A gateway's pod has that
+// one Kafka port beside the admin port and its Service exposes it once, on
+// the port inorder advertises, at the host it advertises; a sidecar's
+// application bootstraps from that one loopback address, and nothing else
+// exposes Kafka.
+func checkSinglePort(t *testing.T, s manifestSet, d *appsv1.Deployment, cfg config.Config) {
+	t.Helper()
+	if cfg.Topology != config.TopologySingle {
+		t.Fatalf("%s: topology %q, want single", s.name, cfg.Topology)
+	}
+	if cfg.NodePortBase != 0 || cfg.ExposeControllers {
+		t.Errorf("%s: single with node listeners: node-port-base %d, expose-controllers %v", s.name, cfg.NodePortBase, cfg.ExposeControllers)
+	}
+	host, listenPort, _ := strings.Cut(cfg.Listen, ":")
+	ports := containerPorts(d)
+	var clients []*corev1.Service
+	for _, o := range s.objects {
+		if svc, ok := o.obj.(*corev1.Service); ok && svc.Labels["app.kubernetes.io/component"] != "admin" {
+			clients = append(clients, svc)
+		}
+	}
+	if host == "127.0.0.1" {
+		if len(ports) != 1 || ports["admin"] == 0 {
+			t.Errorf("%s: a sidecar's container ports %v, want admin only: Kafka stays on loopback", s.name, ports)
+		}
+		if len(clients) != 0 {
+			t.Errorf("%s: %d Services expose a sidecar's Kafka port", s.name, len(clients))
+		}
+		if cfg.AdvertisedPort != 0 && strconv.Itoa(cfg.AdvertisedPort) != listenPort {
+			t.Errorf("%s: a sidecar advertises port %d but listens on %s", s.name, cfg.AdvertisedPort, cfg.Listen)
+		}
+		var apps int
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == "KAFKA_BOOTSTRAP_SERVERS" {
+					apps++
+					if e.Value != cfg.Listen {
+						t.Errorf("%s: the application bootstraps from %s, but inorder listens on %s", s.name, e.Value, cfg.Listen)
+					}
+				}
+			}
+		}
+		if apps != 1 {
+			t.Errorf("%s: %d containers are given the bootstrap address, want the application", s.name, apps)
+		}
+		return
+	}
+	if len(ports) != 2 || fmt.Sprint(ports["kafka"]) != listenPort || ports["admin"] == 0 {
+		t.Errorf("%s: container ports %v, want kafka on the listen port %s and admin only", s.name, ports, listenPort)
+	}
+	advertised := cfg.AdvertisedPort
+	if advertised == 0 {
+		advertised, _ = strconv.Atoi(listenPort)
+	}
+	if len(clients) != 1 {
+		t.Fatalf("%s: %d client Services, want 1", s.name, len(clients))
+	}
+	svc := clients[0]
+	if len(svc.Spec.Ports) != 1 {
+		t.Fatalf("%s: the Service has %d ports, want the one", s.name, len(svc.Spec.Ports))
+	}
+	p := svc.Spec.Ports[0]
+	if int(p.Port) != advertised {
+		t.Errorf("%s: the Service listens on %d, but inorder advertises port %d", s.name, p.Port, advertised)
+	}
+	if fmt.Sprint(ports[p.TargetPort.String()]) != listenPort {
+		t.Errorf("%s: the Service targets %s, not the port inorder listens on", s.name, p.TargetPort.String())
+	}
+	if cfg.AdvertisedHost == "" {
+		t.Errorf("%s: a gateway must advertise the Service's host", s.name)
 	}
 }

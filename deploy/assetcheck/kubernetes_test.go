@@ -139,10 +139,12 @@ func (s manifestSet) materialize(t *testing.T, root string, c corev1.Container, 
 	return strings.ReplaceAll(data, "/etc/inorder/", root+"/etc/inorder/")
 }
 
-// containerPorts returns the inorder container's ports by name.
+// containerPorts returns the inorder container's ports by name, whether it
+// is an ordinary container or a native sidecar (an init container).
 func containerPorts(d *appsv1.Deployment) map[string]int32 {
 	ports := map[string]int32{}
-	for _, c := range d.Spec.Template.Spec.Containers {
+	spec := d.Spec.Template.Spec
+	for _, c := range append(spec.InitContainers, spec.Containers...) {
 		if c.Name == "inorder" {
 			for _, p := range c.Ports {
 				ports[p.Name] = p.ContainerPort
@@ -235,6 +237,24 @@ func TestKubernetesSidecar(t *testing.T) {
 	}
 }
 
+// TestKubernetesSidecarSingle: the sidecar in the single topology serves
+// the application the whole cluster on one loopback port, with the budget
+// the topology was measured to need.
+func TestKubernetesSidecarSingle(t *testing.T) {
+	set := readManifestDir(t, "../kubernetes/sidecar/single")
+	ds := set.deployments()
+	if len(ds) != 1 {
+		t.Fatalf("%d Deployments, want 1", len(ds))
+	}
+	cfg := set.inorderConfig(t, ds[0])
+	checkWorkload(t, set.name, ds[0], cfg)
+	checkSidecar(t, set.name, ds[0], cfg)
+	checkSinglePort(t, set, ds[0], cfg)
+	if len(ds[0].Spec.Template.Spec.Containers) != 1 {
+		t.Errorf("want the application as the one ordinary container beside the inorder sidecar")
+	}
+}
+
 func TestKubernetesGateway(t *testing.T) {
 	set := readManifestDir(t, "../kubernetes/gateway")
 	ds := set.deployments()
@@ -263,12 +283,22 @@ func checkSidecar(t *testing.T, source string, d *appsv1.Deployment, cfg config.
 }
 
 // TestMemoryChecksCanFail: the memory checks refuse a limit that a full
-// budget does not fit under, a missing limit, and a sidecar sized like a
-// gateway, and accept the sidecar profile.
+// budget does not fit under, a missing limit, a sidecar sized like a
+// gateway, and a sidecar in the single topology with less than the budget
+// it was measured to need, and accept the sidecar profiles.
 func TestMemoryChecksCanFail(t *testing.T) {
 	sidecar := config.Default()
 	sidecar.MaxMemory = 32 << 20
 	gateway := config.Default()
+	single := func(c config.Config) config.Config {
+		c.Topology = config.TopologySingle
+		return c
+	}
+	withMemory := func(mib int64) config.Config {
+		c := config.Default()
+		c.MaxMemory = mib << 20
+		return c
+	}
 	for _, c := range []struct {
 		name    string
 		problem string
@@ -280,6 +310,11 @@ func TestMemoryChecksCanFail(t *testing.T) {
 		{"1GiB under 1536Mi", memoryLimitProblem(1536<<20, gateway), false},
 		{"1GiB as a sidecar", sidecarProblem(1536<<20, gateway), true},
 		{"32MiB as a sidecar under 128Mi", sidecarProblem(128<<20, sidecar), true},
+		{"32MiB as a single sidecar under 96Mi", sidecarProblem(96<<20, single(sidecar)), true},
+		{"256MiB as a single sidecar under 640Mi", sidecarProblem(640<<20, single(withMemory(256))), true},
+		{"512MiB as a single sidecar under 512Mi", sidecarProblem(512<<20, single(withMemory(512))), true},
+		{"512MiB as a single sidecar under 640Mi", sidecarProblem(640<<20, single(withMemory(512))), false},
+		{"1GiB as a single sidecar under 1152Mi", sidecarProblem(1152<<20, single(gateway)), false},
 	} {
 		if got := c.problem != ""; got != c.want {
 			t.Errorf("%s: problem %q, want one: %v", c.name, c.problem, c.want)

@@ -11,9 +11,19 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
-{{/* The port clients connect to in the sni topology: the Service's one port. */}}
+{{/* The port clients connect to in the sni and single topologies: the
+Service's one port, written into every broker address. */}}
 {{- define "inorder.clientPort" -}}
+{{- if eq .Values.topology "single" -}}
+{{- .Values.single.advertisedPort | default .Values.listenPort -}}
+{{- else -}}
 {{- .Values.sni.advertisedPort | default .Values.listenPort -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The host a gateway's clients resolve to the Service. */}}
+{{- define "inorder.advertisedHost" -}}
+{{- .Values.advertisedHost | default (printf "%s.%s.svc.cluster.local" (include "inorder.fullname" .) .Release.Namespace) -}}
 {{- end -}}
 
 {{- define "inorder.labels" -}}
