@@ -624,6 +624,13 @@ func TestAuthorizerDifferential(t *testing.T) {
 				switch {
 				case len(d) == 0:
 				case c.refused:
+					// The proxy must refuse, not claim to have done it.
+					for _, k := range got.keys() {
+						if (strings.HasPrefix(k, "createacl ") || strings.HasPrefix(k, "deleteacls ")) && !strings.HasSuffix(k, " matched") && got[k] == ok {
+							differences++
+							t.Errorf("%s as %s: the proxy answered %s = 0; it keeps its ACLs in its file and must refuse", c.name, c.user, k)
+						}
+					}
 					refused++
 					t.Logf("%s as %s: refused by the proxy by design (its ACLs are its file):\n\t%s", c.name, c.user, strings.Join(d, "\n\t"))
 				default:
