@@ -606,18 +606,27 @@ func TestAuthorizerDifferential(t *testing.T) {
 	t.Logf("authz against Kafka: %d cases, %d answers other than the table's", len(table), mismatches)
 
 	bin, missing := inorderBinary(t)
-	if len(missing) > 0 {
+	proxied := len(missing) == 0
+	if !proxied {
 		msg := fmt.Sprintf("authz differential: the proxy half did not run: inorder serve lacks %s", strings.Join(missing, ", "))
 		if os.Getenv("INORDER_AUTHZ_REQUIRE_PROXY") != "" {
 			t.Fatal(msg)
 		}
 		t.Log(msg)
-		return
 	}
-	creds := credentials(t, e, bin)
-	for i, ordering := range []string{"connection", "none"} {
+	orderings := []string{"connection", "none"}
+	var creds string
+	if proxied {
+		creds = credentials(t, e, bin)
+	}
+	seeds := make([]string, len(orderings))
+	for i, ordering := range orderings {
+		if !proxied {
+			break
+		}
 		t.Run("ordering="+ordering, func(t *testing.T) {
 			seed := serve(t, e, bin, creds, ordering, 22700+100*i)
+			seeds[i] = seed
 			differences, refused := 0, 0
 			for j, c := range table {
 				got := h.runCase(side{name: "proxy", seed: seed, tok: fmt.Sprintf("pq%d", i)}, c)
@@ -643,6 +652,57 @@ func TestAuthorizerDifferential(t *testing.T) {
 				len(table)-countRefused(table), differences, ordering, countRefused(table), refused)
 		})
 	}
+
+	// Kafka's Java clients, after every franz-go case: the groups they
+	// make must not show in those cases' lists.
+	libs := os.Getenv("INORDER_AUTHZ_KAFKA_LIBS")
+	if libs == "" {
+		t.Log("authz differential: the Java clients' cases did not run: INORDER_AUTHZ_KAFKA_LIBS (Kafka's jars) is unset")
+		return
+	}
+	jkafka := h.javaCases(libs, e.bootstrap, "kj7")
+	if d := diff(javaWant, jkafka); len(d) > 0 {
+		t.Errorf("Kafka's Java clients against Kafka: not what the table expects:\n\t%s\n\tKafka answered:%s", strings.Join(d, "\n\t"), jkafka)
+	}
+	t.Logf("authz Java clients against Kafka: %d cases, %d answers other than the table's", len(javaWant), len(diff(javaWant, jkafka)))
+	for i, ordering := range orderings {
+		if !proxied {
+			break
+		}
+		t.Run("java/ordering="+ordering, func(t *testing.T) {
+			seed := serve(t, e, bin, creds, ordering, 22700+100*i)
+			got := h.javaCases(libs, seed, fmt.Sprintf("pj%d", i))
+			d := diff(jkafka, got)
+			for _, x := range d {
+				t.Errorf("Java client through the proxy differs from Kafka: %s", x)
+			}
+			t.Logf("authz differential (Java clients): %d cases, %d differences (--upstream-ordering %s)", len(jkafka), len(d), ordering)
+		})
+	}
+}
+
+// javaCases runs AuthzClients.java against seed and gives its answers;
+// the consumer group it makes is deleted after.
+func (h *harness) javaCases(libs, seed, tok string) outcome {
+	h.t.Helper()
+	cmd := exec.CommandContext(h.ctx, "java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Dorg.apache.logging.log4j.level=OFF",
+		"-cp", filepath.Join(libs, "*"), "AuthzClients.java", seed, h.e.secrets, tok)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	h.deleteGroup("g-alice-" + tok)
+	if err != nil {
+		h.t.Fatalf("AuthzClients.java: %v\n%s\n%s", err, out, stderr.Bytes())
+	}
+	r := &run{tok: tok, out: outcome{}}
+	// The clients' own logging may share standard output.
+	for _, line := range strings.Split(string(out), "\n") {
+		k, v, found := strings.Cut(strings.TrimPrefix(line, "case "), " = ")
+		if found && strings.HasPrefix(line, "case ") {
+			r.set(k, v)
+		}
+	}
+	return r.out
 }
 
 func countRefused(table []tcase) int {

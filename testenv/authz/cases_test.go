@@ -268,3 +268,26 @@ func fileACLs(keep func(acl.Binding) bool) string {
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
 }
+
+// javaWant is what Kafka's Java clients see (AuthzClients.java): "ok", a
+// list, or the exception raised.
+var javaWant = outcome{
+	"admin listTopics alice":                   "[t-alice, t-public, t-shared]",
+	"admin listTopics bob":                     "[p-data-1, p-data-2, t-host, t-public, t-shared]",
+	"admin listTopics dave":                    "[t-public, t-shared]",
+	"admin describeAcls alice":                 "ClusterAuthorizationException",
+	"admin describeAcls bob":                   "28",
+	"admin createTopics alice new-alice-j":     "ok",
+	"admin createTopics alice new-other-j":     "TopicAuthorizationException",
+	"admin deleteConsumerGroups alice g-alice": "GroupAuthorizationException",
+	"producer alice t-alice":                   "ok",
+	"producer alice t-shared":                  "TopicAuthorizationException",
+	"producer idempotent alice t-alice":        "ok",
+	"producer idempotent carol t-public":       "TopicAuthorizationException",
+	"producer idempotent dave t-public":        "ClusterAuthorizationException",
+	"transaction alice tx-alice":               "ok",
+	"transaction bob tx-alice":                 "TransactionalIdAuthorizationException",
+	"consumer alice g-alice-{run} t-alice":     "ok",
+	"consumer bob g-bob t-host":                "GroupAuthorizationException",
+	"consumer dave g-alice t-shared":           "GroupAuthorizationException",
+}
