@@ -83,6 +83,27 @@ func cases() []tcase {
 			addOffsets(r, txnAlice, pid, epoch, "g-bob")
 			endTxn(r, txnAlice, pid, epoch, false)
 		}, want: outcome{"init": ok, "addoffsets g-bob": groupDenied, "endtxn": ok}},
+		{name: "transactional Produce with a transactional id not granted", user: "alice", do: func(r *run) {
+			produceTopics(r, []string{"t-alice"}, kmsg.StringPtr("tx-bob"), 1000, 0)
+		}, want: outcome{"produce t-alice/0": txnDenied}},
+		{name: "AddOffsetsToTxn and EndTxn for another's transactional id", user: "bob", do: func(r *run) {
+			addOffsets(r, txnAlice, 1000, 0, "g-bob")
+			endTxn(r, txnAlice, 1000, 0, false)
+		}, want: outcome{"addoffsets g-bob": txnDenied, "endtxn": txnDenied}},
+		{name: "TxnOffsetCommit with a topic not readable", user: "alice", do: func(r *run) {
+			pid, epoch := initProducerID(r, &txnAlice)
+			addOffsets(r, txnAlice, pid, epoch, "g-alice")
+			txnOffsetCommit(r, txnAlice, pid, epoch, "g-alice", "t-alice", "p-data-1")
+			endTxn(r, txnAlice, pid, epoch, false)
+		}, want: outcome{"init": ok, "addoffsets g-alice": ok, "txncommit g-alice t-alice/0": ok, "txncommit g-alice p-data-1/0": topicDenied, "endtxn": ok}},
+		{name: "ListTransactions filtered by Write on a transactional id", user: "alice", do: listTransactions,
+			want: outcome{"listtransactions": ok, "transactions": "[tx-alice]"}},
+		{name: "ListTransactions with no transactional id allowed", user: "dave", do: listTransactions,
+			want: outcome{"listtransactions": ok, "transactions": "[]"}},
+		{name: "ListTransactions by the super user", user: "admin", do: listTransactions,
+			want: outcome{"listtransactions": ok, "transactions": "[tx-alice, tx-setup]"}},
+		{name: "DescribeTransactions", user: "alice", do: func(r *run) { describeTransactions(r, "tx-alice", "tx-bob") },
+			want: outcome{"describetransaction tx-alice": ok, "describetransaction tx-bob": txnDenied}},
 		{name: "FindCoordinator for transactional ids", user: "alice", do: func(r *run) { findCoordinator(r, 1, "tx-alice", "tx-bob") },
 			want: outcome{"findcoordinator tx-alice": ok, "findcoordinator tx-bob": txnDenied}},
 
@@ -189,6 +210,16 @@ func cases() []tcase {
 			want: outcome{"offsetfetch g-bob": ok, "offsetfetch g-bob t-alice/0": topicDenied}},
 		{name: "OffsetFetch without Describe on the group", user: "dave", do: func(r *run) { offsetFetch(r, "g-alice", "t-shared") },
 			want: outcome{"offsetfetch g-alice": groupDenied}},
+		{name: "SyncGroup, Heartbeat and LeaveGroup with Read on the group", user: "alice", do: func(r *run) {
+			syncGroup(r, "g-alice")
+			heartbeat(r, "g-alice")
+			leaveGroup(r, "g-alice")
+		}, want: outcome{"sync g-alice": code(25), "heartbeat g-alice": code(25), "leave g-alice": ok, "leave g-alice member m": code(25)}},
+		{name: "SyncGroup, Heartbeat and LeaveGroup without Read", user: "dave", do: func(r *run) {
+			syncGroup(r, "g-alice")
+			heartbeat(r, "g-alice")
+			leaveGroup(r, "g-alice")
+		}, want: outcome{"sync g-alice": groupDenied, "heartbeat g-alice": groupDenied, "leave g-alice": groupDenied}},
 		{name: "ListGroups with Describe on the cluster", user: "bob", do: listGroups,
 			want: outcome{"listgroups": ok, "groups": "[g-alice, g-bob]"}},
 		{name: "ListGroups filtered by Read on a prefix", user: "alice", do: listGroups,
@@ -215,6 +246,10 @@ func cases() []tcase {
 		// ListOffsets: Describe; DeleteRecords: Delete.
 		{name: "ListOffsets", user: "alice", do: func(r *run) { listOffsets(r, "t-alice", "t-secret", "p-data-1", "t-public") },
 			want: outcome{"listoffsets t-alice/0": ok, "listoffsets t-secret/0": topicDenied, "listoffsets p-data-1/0": topicDenied, "listoffsets t-public/0": ok}},
+		{name: "DescribeProducers: Read on the topic", user: "alice", do: func(r *run) { describeProducers(r, "t-alice", "p-data-1", "t-public") },
+			want: outcome{"describeproducers t-alice/0": ok, "describeproducers p-data-1/0": topicDenied, "describeproducers t-public/0": topicDenied}},
+		{name: "DescribeTopicPartitions", user: "alice", do: func(r *run) { describeTopicPartitions(r, "t-alice", "t-secret", "nope") },
+			want: outcome{"describetopicpartitions t-alice": ok, "describetopicpartitions t-secret": topicDenied, "describetopicpartitions nope": topicDenied}},
 		{name: "DeleteRecords", user: "alice", do: func(r *run) { deleteRecords(r, "t-alice", "t-shared") },
 			want: outcome{"deleterecords t-alice/0": ok, "deleterecords t-shared/0": topicDenied}},
 

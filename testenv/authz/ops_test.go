@@ -592,3 +592,107 @@ func deleteACLs(r *run, principal string) {
 		r.set("deleteacls "+principal+" matched", fmt.Sprint(len(x.MatchingACLs)))
 	}
 }
+
+func syncGroup(r *run, group string) {
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Group, req.Generation, req.MemberID = group, 1, "m"
+	req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+	resp, _ := r.req("sync "+group, req).(*kmsg.SyncGroupResponse)
+	if resp != nil {
+		r.code("sync "+group, resp.ErrorCode)
+	}
+}
+
+func heartbeat(r *run, group string) {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.Generation, req.MemberID = group, 1, "m"
+	resp, _ := r.req("heartbeat "+group, req).(*kmsg.HeartbeatResponse)
+	if resp != nil {
+		r.code("heartbeat "+group, resp.ErrorCode)
+	}
+}
+
+func leaveGroup(r *run, group string) {
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Group, req.MemberID = group, "m"
+	m := kmsg.NewLeaveGroupRequestMember()
+	m.MemberID = "m"
+	req.Members = append(req.Members, m)
+	resp, _ := r.req("leave "+group, req).(*kmsg.LeaveGroupResponse)
+	if resp == nil {
+		return
+	}
+	r.code("leave "+group, resp.ErrorCode)
+	for _, m := range resp.Members {
+		r.code("leave "+group+" member "+m.MemberID, m.ErrorCode)
+	}
+}
+
+// listTransactions records the transactional ids listed, among those
+// the cases make.
+func listTransactions(r *run) {
+	resp, _ := r.req("listtransactions", kmsg.NewPtrListTransactionsRequest()).(*kmsg.ListTransactionsResponse)
+	if resp == nil {
+		return
+	}
+	var ids []string
+	for _, x := range resp.TransactionStates {
+		if strings.HasPrefix(x.TransactionalID, "tx-") {
+			ids = append(ids, x.TransactionalID)
+		}
+	}
+	sort.Strings(ids)
+	r.code("listtransactions", resp.ErrorCode)
+	r.set("transactions", "["+strings.Join(ids, ", ")+"]")
+}
+
+func describeTransactions(r *run, ids ...string) {
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = ids
+	resp, _ := r.req("describetransactions", req).(*kmsg.DescribeTransactionsResponse)
+	if resp == nil {
+		return
+	}
+	for _, x := range resp.TransactionStates {
+		r.code("describetransaction "+x.TransactionalID, x.ErrorCode)
+	}
+}
+
+func describeProducers(r *run, topics ...string) {
+	req := kmsg.NewPtrDescribeProducersRequest()
+	for _, n := range topics {
+		rt := kmsg.NewDescribeProducersRequestTopic()
+		rt.Topic, rt.Partitions = n, []int32{0}
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, _ := r.req("describeproducers", req).(*kmsg.DescribeProducersResponse)
+	if resp == nil {
+		return
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			r.code("describeproducers "+pt(t.Topic, p.Partition), p.ErrorCode)
+		}
+	}
+}
+
+func describeTopicPartitions(r *run, topics ...string) {
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	req.ResponsePartitionLimit = 100
+	for _, n := range topics {
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = n
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, _ := r.req("describetopicpartitions", req).(*kmsg.DescribeTopicPartitionsResponse)
+	if resp == nil {
+		return
+	}
+	for _, t := range resp.Topics {
+		n := ""
+		if t.Topic != nil {
+			n = *t.Topic
+		}
+		r.code("describetopicpartitions "+n, t.ErrorCode)
+	}
+}
