@@ -134,6 +134,30 @@ func cases() []tcase {
 			want: outcome{"metadata t-alice": ok, "metadata t-shared": ok, "metadata t-secret": topicDenied, "metadata p-data-1": topicDenied, "metadata nope": topicDenied}},
 		// Auto-creation: the first answer says the topic is not there
 		// yet; it is, soon after.
+		// Authorized operations: what Metadata, DescribeCluster and
+		// DescribeGroups report a principal may do, when asked.
+		{name: "Metadata with authorized operations", user: "alice", do: func(r *run) { metadataOps(r, "t-alice", "t-shared", "t-public", "t-secret") },
+			want: outcome{"metadata t-alice": ok, "operations t-alice": "[Read Write Delete Alter Describe DescribeConfigs]",
+				"metadata t-shared": ok, "operations t-shared": "[Read Describe]",
+				"metadata t-public": ok, "operations t-public": "[Describe]",
+				"metadata t-secret": topicDenied, "operations t-secret": "not given"}},
+		{name: "Metadata with authorized operations", user: "bob", do: func(r *run) { metadataOps(r, "t-alice", "p-data-1", "t-host") },
+			want: outcome{"metadata t-alice": topicDenied, "operations t-alice": "not given",
+				"metadata p-data-1": ok, "operations p-data-1": "[Read Write Describe]",
+				"metadata t-host": ok, "operations t-host": "[Read Describe]"}},
+		{name: "DescribeCluster with authorized operations", user: "bob", do: describeClusterOps,
+			want: outcome{"describecluster": ok, "operations cluster": "[Create Describe DescribeConfigs]"}},
+		// Without Describe on the cluster Kafka reports none of its
+		// operations, IdempotentWrite included (KafkaApis: 0 unless
+		// DESCRIBE on CLUSTER).
+		{name: "DescribeCluster with authorized operations", user: "carol", do: describeClusterOps,
+			want: outcome{"describecluster": ok, "operations cluster": "[]"}},
+		{name: "DescribeCluster with authorized operations", user: "admin", do: describeClusterOps,
+			want: outcome{"describecluster": ok, "operations cluster": "[Create Alter Describe ClusterAction DescribeConfigs AlterConfigs IdempotentWrite]"}},
+		{name: "DescribeGroups with authorized operations", user: "carol", do: func(r *run) { describeGroupsOps(r, "g-alice") },
+			want: outcome{"describegroup g-alice": ok, "operations g-alice": "[Describe]"}},
+		{name: "DescribeGroups with authorized operations", user: "alice", do: func(r *run) { describeGroupsOps(r, "g-alice") },
+			want: outcome{"describegroup g-alice": ok, "operations g-alice": "[Read Describe]"}},
 		{name: "Metadata auto-creates with Create and Describe", user: "alice",
 			do: func(r *run) {
 				metadata(r, true, r.n("auto-alice"))

@@ -2,6 +2,7 @@ package authz
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -694,5 +695,67 @@ func describeTopicPartitions(r *run, topics ...string) {
 			n = *t.Topic
 		}
 		r.code("describetopicpartitions "+n, t.ErrorCode)
+	}
+}
+
+// authorizedOps writes an authorized-operations field as the operations
+// it names; Kafka's "not asked" value (the lowest int32) as itself.
+func authorizedOps(v int32) string {
+	if v == math.MinInt32 {
+		return "not given"
+	}
+	var ops []string
+	for op := acl.Operation(0); op < 32; op++ {
+		if v&(1<<uint(op)) != 0 {
+			ops = append(ops, op.String())
+		}
+	}
+	return "[" + strings.Join(ops, " ") + "]"
+}
+
+// metadataOps records each named topic's code and authorized operations.
+func metadataOps(r *run, topics ...string) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.IncludeTopicAuthorizedOperations = true
+	for _, n := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(n)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, _ := r.req("metadata", req).(*kmsg.MetadataResponse)
+	if resp == nil {
+		return
+	}
+	for _, t := range resp.Topics {
+		n := ""
+		if t.Topic != nil {
+			n = *t.Topic
+		}
+		r.code("metadata "+n, t.ErrorCode)
+		r.set("operations "+n, authorizedOps(t.AuthorizedOperations))
+	}
+}
+
+func describeClusterOps(r *run) {
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.IncludeClusterAuthorizedOperations = true
+	resp, _ := r.req("describecluster", req).(*kmsg.DescribeClusterResponse)
+	if resp == nil {
+		return
+	}
+	r.code("describecluster", resp.ErrorCode)
+	r.set("operations cluster", authorizedOps(resp.ClusterAuthorizedOperations))
+}
+
+func describeGroupsOps(r *run, groups ...string) {
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups, req.IncludeAuthorizedOperations = groups, true
+	resp, _ := r.req("describegroups", req).(*kmsg.DescribeGroupsResponse)
+	if resp == nil {
+		return
+	}
+	for _, g := range resp.Groups {
+		r.code("describegroup "+g.Group, g.ErrorCode)
+		r.set("operations "+g.Group, authorizedOps(g.AuthorizedOperations))
 	}
 }
