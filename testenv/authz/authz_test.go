@@ -174,13 +174,12 @@ func code(c int16) string {
 // broker, and the token that names what the case creates, so that
 // Kafka's run and the proxy's do not meet on one name.
 type run struct {
-	t      *testing.T
-	ctx    context.Context
-	cl     *kgo.Client
-	tok    string
-	ids    map[string][16]byte
-	out    outcome
-	failed bool
+	t   *testing.T
+	ctx context.Context
+	cl  *kgo.Client
+	tok string
+	ids map[string][16]byte
+	out outcome
 }
 
 // n names a resource of this run only.
@@ -442,7 +441,7 @@ func (h *harness) deleteGroup(group string) {
 	}
 }
 
-// bindings converts the ACL file to Kafka's CreateAcls creations: the
+// creations converts the ACL file to Kafka's CreateAcls creations: the
 // same file the proxy reads is what Kafka's authorizer holds.
 func creations(s *acl.Set) []kmsg.CreateACLsRequestCreation {
 	var out []kmsg.CreateACLsRequestCreation
