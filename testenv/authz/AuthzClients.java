@@ -134,7 +134,15 @@ public class AuthzClients {
         for (String user : List.of("alice", "bob")) {
             report("admin describeAcls " + user, () -> {
                 try (var a = admin(user)) {
-                    return Integer.toString(a.describeAcls(AclBindingFilter.ANY).values().get().size());
+                    // As Kafka's tools list a binding, sorted, " | " between.
+                    var lines = new TreeSet<String>();
+                    for (var x : a.describeAcls(AclBindingFilter.ANY).values().get()) {
+                        var e = x.entry();
+                        var p = x.pattern();
+                        lines.add(String.format("(principal=%s, host=%s, operation=%s, permissionType=%s) on ResourcePattern(resourceType=%s, name=%s, patternType=%s)",
+                                e.principal(), e.host(), e.operation(), e.permissionType(), p.resourceType(), p.name(), p.patternType()));
+                    }
+                    return String.join(" | ", lines);
                 }
             });
         }
