@@ -43,6 +43,14 @@ func cases() []tcase {
 			want: outcome{"produce t-alice/0": topicDenied}},
 		{name: "produce to allowed, read-only and denied topics at once", user: "alice", do: func(r *run) { produce(r, "t-alice", "t-shared", "t-secret") },
 			want: outcome{"produce t-alice/0": ok, "produce t-shared/0": topicDenied, "produce t-secret/0": topicDenied}},
+		// As clients do: Metadata first, whose answer gives the topic ids
+		// the request then names. (The cases above name ids the client
+		// has from elsewhere: cached across a reconnection, or before its
+		// ACLs changed.)
+		{name: "produce after Metadata", user: "alice", do: func(r *run) {
+			metadata(r, false, "t-alice", "t-shared")
+			produce(r, "t-alice", "t-shared")
+		}, want: outcome{"metadata t-alice": ok, "metadata t-shared": ok, "produce t-alice/0": ok, "produce t-shared/0": topicDenied}},
 		{name: "produce by User:* only", user: "dave", do: func(r *run) { produce(r, "t-public") },
 			want: outcome{"produce t-public/0": topicDenied}},
 		{name: "produce by the super user to a topic denied to User:*", user: "admin", do: func(r *run) { produce(r, "t-secret") },
@@ -118,6 +126,11 @@ func cases() []tcase {
 			want: outcome{"fetch t-host/0": ok}},
 		{name: "fetch denied from this host though everyone may read", user: "bob", do: func(r *run) { fetch(r, "t-shared") },
 			want: outcome{"fetch t-shared/0": topicDenied}},
+		{name: "fetch after Metadata", user: "bob", do: func(r *run) {
+			metadata(r, false, "t-host", "t-shared", "p-data-1")
+			fetch(r, "t-host", "t-shared", "p-data-1")
+		}, want: outcome{"metadata t-host": ok, "metadata t-shared": ok, "metadata p-data-1": ok,
+			"fetch t-host/0": ok, "fetch t-shared/0": topicDenied, "fetch p-data-1/0": ok}},
 		{name: "fetch allowed only from another host", user: "carol", do: func(r *run) { fetch(r, "t-host") },
 			want: outcome{"fetch t-host/0": topicDenied}},
 		{name: "fetch allowed and denied topics at once", user: "alice", do: func(r *run) { fetch(r, "t-alice", "p-data-1") },
