@@ -574,7 +574,9 @@ func createACLs(r *run, bs ...acl.Binding) {
 		return
 	}
 	for i, x := range resp.Results {
-		r.code(fmt.Sprintf("createacl %d", i), x.ErrorCode)
+		k := fmt.Sprintf("createacl %d", i)
+		r.code(k, x.ErrorCode)
+		r.message(k, x.ErrorMessage)
 	}
 }
 
@@ -590,6 +592,7 @@ func deleteACLs(r *run, principal string) {
 	}
 	for _, x := range resp.Results {
 		r.code("deleteacls "+principal, x.ErrorCode)
+		r.message("deleteacls "+principal, x.ErrorMessage)
 		r.set("deleteacls "+principal+" matched", fmt.Sprint(len(x.MatchingACLs)))
 	}
 }
@@ -758,4 +761,14 @@ func describeGroupsOps(r *run, groups ...string) {
 		r.code("describegroup "+g.Group, g.ErrorCode)
 		r.set("operations "+g.Group, authorizedOps(g.AuthorizedOperations))
 	}
+}
+
+func (r *run) message(key string, m *string) {
+	if m == nil {
+		return
+	}
+	if r.msgs == nil {
+		r.msgs = map[string]string{}
+	}
+	r.msgs[key] = *m
 }
