@@ -4,13 +4,19 @@
 // `inorder serve --acl-file` in front of the same node, where the proxy
 // authenticates upstream as the super user, so that only its own
 // authorizer decides. Every case of the table runs straight at Kafka, as
-// its principal, and through the proxy; the error codes per topic,
-// partition and group, the visible topic lists and the described ACLs
-// must be the same.
+// its principal, and through the proxy, with --upstream-ordering
+// connection and none; the error codes per topic, partition, group and
+// transactional id, the visible topic, group and transaction lists, the
+// authorized operations and the described ACLs must be the same. The
+// cases are franz-go requests (kmsg, sent as the principal by kgo), then
+// Kafka's Java Admin, producers and consumer (AuthzClients.java, run with
+// the jars of INORDER_AUTHZ_KAFKA_LIBS). CreateAcls and DeleteAcls are
+// not counted: the proxy's ACLs are its file, and it refuses both by
+// design, naming the file.
 //
 // Kafka's answers are also checked against what the table expects, which
-// is what Kafka's documented rules give: the half that needs only Kafka
-// runs wherever the authz node does, and proves the harness itself.
+// is what Kafka's rules give: the half that needs only Kafka runs
+// wherever the authz node does, and proves the harness itself.
 //
 //	KAFKA_RUN_DIR=/tmp/$USER-kafka testenv/kafka/start.sh authz
 //	set -a; . /tmp/$USER-kafka/authz/secrets/env; set +a
