@@ -32,6 +32,13 @@ const (
 func cases() []tcase {
 	txnAlice := "tx-alice"
 	cs := []tcase{
+		// Authentication first: a wrong password, or a user Kafka does
+		// not know, is told SASL_AUTHENTICATION_FAILED and nothing else.
+		{name: "a wrong password", user: "alice", password: "not-alice-secret", do: func(r *run) { metadata(r, false, "t-alice") },
+			want: outcome{"metadata": code(58)}},
+		{name: "an unknown user", user: "mallory", password: "mallory-secret", do: func(r *run) { metadata(r, false, "t-public") },
+			want: outcome{"metadata": code(58)}},
+
 		// Produce: Write on the topic, per topic.
 		{name: "produce to an allowed topic", user: "alice", do: func(r *run) { produce(r, "t-alice") },
 			want: outcome{"produce t-alice/0": ok}},
