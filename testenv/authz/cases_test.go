@@ -267,6 +267,17 @@ func cases() []tcase {
 			heartbeat(r, "g-alice")
 			leaveGroup(r, "g-alice")
 		}, want: outcome{"sync g-alice": groupDenied, "heartbeat g-alice": groupDenied, "leave g-alice": groupDenied}},
+		// The consumer protocol: Read on the group, Describe on every
+		// subscribed topic.
+		{name: "ConsumerGroupHeartbeat", user: "alice", do: func(r *run) { consumerGroupJoin(r, r.n("g-alice-cg"), "t-alice") },
+			clean: func(h *harness, tok string) { h.deleteGroup("g-alice-cg-" + tok) },
+			want:  outcome{"consumergroupheartbeat g-alice-cg-{run}": ok, "consumergroupheartbeat g-alice-cg-{run} leave": ok}},
+		{name: "ConsumerGroupHeartbeat subscribed to a topic not described", user: "alice", do: func(r *run) { consumerGroupJoin(r, r.n("g-alice-cg"), "t-alice", "p-data-1") },
+			clean: func(h *harness, tok string) { h.deleteGroup("g-alice-cg-" + tok) },
+			want:  outcome{"consumergroupheartbeat g-alice-cg-{run}": topicDenied}},
+		{name: "ConsumerGroupHeartbeat without Read on the group", user: "dave", do: func(r *run) { consumerGroupJoin(r, r.n("g-alice-cg"), "t-shared") },
+			clean: func(h *harness, tok string) { h.deleteGroup("g-alice-cg-" + tok) },
+			want:  outcome{"consumergroupheartbeat g-alice-cg-{run}": groupDenied}},
 		{name: "ListGroups with Describe on the cluster", user: "bob", do: listGroups,
 			want: outcome{"listgroups": ok, "groups": "[g-alice, g-bob]"}},
 		{name: "ListGroups filtered by Read on a prefix", user: "alice", do: listGroups,

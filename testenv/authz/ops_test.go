@@ -772,3 +772,25 @@ func (r *run) message(key string, m *string) {
 	}
 	r.msgs[key] = *m
 }
+
+// consumerGroupJoin joins a consumer group with the consumer protocol
+// (KIP-848), subscribed to topics, and leaves it again when it got in.
+func consumerGroupJoin(r *run, group string, topics ...string) {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = group, "authz-member-"+r.tok, 0
+	req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 10000, topics
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	key := "consumergroupheartbeat " + group
+	resp, _ := r.req(key, req).(*kmsg.ConsumerGroupHeartbeatResponse)
+	if resp == nil {
+		return
+	}
+	r.code(key, resp.ErrorCode)
+	if resp.ErrorCode == 0 {
+		leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		leave.Group, leave.MemberID, leave.MemberEpoch = group, req.MemberID, -1
+		if l, _ := r.req(key+" leave", leave).(*kmsg.ConsumerGroupHeartbeatResponse); l != nil {
+			r.code(key+" leave", l.ErrorCode)
+		}
+	}
+}
