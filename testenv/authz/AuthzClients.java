@@ -97,9 +97,10 @@ public class AuthzClients {
         }
     }
 
-    static String consume(String user, String group, String topic) throws Exception {
+    static String consume(String user, String group, String topic, String protocol) throws Exception {
         Properties p = props(user);
         p.put("group.id", group);
+        p.put("group.protocol", protocol);
         p.put("key.deserializer", StringDeserializer.class.getName());
         p.put("value.deserializer", StringDeserializer.class.getName());
         p.put("auto.offset.reset", "earliest");
@@ -185,8 +186,12 @@ public class AuthzClients {
             }
         });
 
-        report("consumer alice g-alice-" + tok + " t-alice", () -> consume("alice", "g-alice-" + tok, "t-alice"));
-        report("consumer bob g-bob t-host", () -> consume("bob", "g-bob", "t-host"));
-        report("consumer dave g-alice t-shared", () -> consume("dave", "g-alice", "t-shared"));
+        report("consumer alice g-alice-" + tok + " t-alice", () -> consume("alice", "g-alice-" + tok, "t-alice", "classic"));
+        report("consumer bob g-bob t-host", () -> consume("bob", "g-bob", "t-host", "classic"));
+        report("consumer dave g-alice t-shared", () -> consume("dave", "g-alice", "t-shared", "classic"));
+        // The consumer group protocol (KIP-848).
+        report("consumer protocol alice g-alice-cg-" + tok + " t-alice", () -> consume("alice", "g-alice-cg-" + tok, "t-alice", "consumer"));
+        report("consumer protocol alice g-alice-cg-" + tok + " p-data-1", () -> consume("alice", "g-alice-cg-" + tok, "p-data-1", "consumer"));
+        report("consumer protocol dave g-alice t-shared", () -> consume("dave", "g-alice", "t-shared", "consumer"));
     }
 }

@@ -707,6 +707,7 @@ func (h *harness) javaCases(libs, seed, tok string) outcome {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	h.deleteGroup("g-alice-" + tok)
+	h.deleteGroup("g-alice-cg-" + tok)
 	if err != nil {
 		h.t.Fatalf("AuthzClients.java: %v\n%s\n%s", err, out, stderr.Bytes())
 	}
