@@ -308,6 +308,12 @@ func cases() []tcase {
 			want: outcome{"describeproducers t-alice/0": ok, "describeproducers p-data-1/0": topicDenied, "describeproducers t-public/0": topicDenied}},
 		{name: "DescribeTopicPartitions", user: "alice", do: func(r *run) { describeTopicPartitions(r, "t-alice", "t-secret", "nope") },
 			want: outcome{"describetopicpartitions t-alice": ok, "describetopicpartitions t-secret": topicDenied, "describetopicpartitions nope": topicDenied}},
+		// A topic that does not exist: 29 unless the principal may
+		// describe it (or delete it), then 3.
+		{name: "ListOffsets of missing topics", user: "dave", do: func(r *run) { listOffsets(r, "auto-dave-none", "nope") },
+			want: outcome{"listoffsets auto-dave-none/0": unknown, "listoffsets nope/0": topicDenied}},
+		{name: "DeleteTopics of missing topics", user: "alice", do: func(r *run) { deleteTopics(r, "del-alice-none", "nope") },
+			want: outcome{"deletetopic del-alice-none": unknown, "deletetopic nope": topicDenied}},
 		{name: "DeleteRecords", user: "alice", do: func(r *run) { deleteRecords(r, "t-alice", "t-shared") },
 			want: outcome{"deleterecords t-alice/0": ok, "deleterecords t-shared/0": topicDenied}},
 
