@@ -10,6 +10,8 @@
 #                  inter-broker PLAINTEXT 23292
 #   secure-cluster: node.id 1,2,3, SASL_SSL 127.0.0.1:24092-24094,
 #                  controllers 24192-24194, inter-broker PLAINTEXT 24292-24294
+#   authz        : node.id 1, SASL_PLAINTEXT 127.0.0.1:25092, controller 25192,
+#                  inter-broker PLAINTEXT 25292; StandardAuthorizer
 
 TESTENV_KAFKA_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
@@ -37,26 +39,31 @@ CLUSTER_RELAY_BASE=29391      # node N -> 29391+N (advertised; the relay listens
 KAFKA_RELAYED_LISTENER="${KAFKA_RELAYED_LISTENER:-}"
 SECURE_BASE=23091             # secure: node N -> SASL_SSL 23091+N, controller +100, inter-broker +200
 SECURE_CLUSTER_BASE=24091     # secure-cluster: the same layout from 24091+N
+AUTHZ_BASE=25091              # authz: node N -> SASL_PLAINTEXT 25091+N, controller +100, inter-broker +200
 
 # Test-only SCRAM/PLAIN users of the secure modes (documented in README.md):
 # "client" is what clients use, "inorder" what the proxy authenticates as.
 SECURE_USERS="client inorder"
 SECURE_MECHANISMS="SCRAM-SHA-256 SCRAM-SHA-512 PLAIN"
 secure_password() { echo "$1-secret"; }
+# SCRAM users of the authz mode: admin is the super user (what a proxy in
+# front of it authenticates as), the others get only what ACLs grant.
+AUTHZ_USERS="admin alice bob carol dave"
 
 klog() { printf '[testenv/kafka %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
 # mode -> node ids
 mode_nodes() {
   case "$1" in
-    single|secure) echo 1 ;;
+    single|secure|authz) echo 1 ;;
     cluster|secure-cluster) echo 1 2 3 ;;
-    *) klog "unknown mode '$1' (single|cluster|secure|secure-cluster)"; return 2 ;;
+    *) klog "unknown mode '$1' (single|cluster|secure|secure-cluster|authz)"; return 2 ;;
   esac
 }
 mode_secure() { case "$1" in secure|secure-cluster) return 0 ;; esac; return 1; }
 mode_multi() { case "$1" in cluster|secure-cluster) return 0 ;; esac; return 1; }
-ALL_MODES="single cluster secure secure-cluster"
+mode_authz() { [ "$1" = authz ]; }
+ALL_MODES="single cluster secure secure-cluster authz"
 
 broker_port() { # mode node
   case "$1" in
@@ -64,6 +71,7 @@ broker_port() { # mode node
     cluster) echo $((CLUSTER_BROKER_BASE + $2)) ;;
     secure) echo $((SECURE_BASE + $2)) ;;
     secure-cluster) echo $((SECURE_CLUSTER_BASE + $2)) ;;
+    authz) echo $((AUTHZ_BASE + $2)) ;;
   esac
 }
 controller_port() { # mode node
@@ -72,6 +80,7 @@ controller_port() { # mode node
     cluster) echo $((CLUSTER_CONTROLLER_BASE + $2)) ;;
     secure) echo $((SECURE_BASE + 100 + $2)) ;;
     secure-cluster) echo $((SECURE_CLUSTER_BASE + 100 + $2)) ;;
+    authz) echo $((AUTHZ_BASE + 100 + $2)) ;;
   esac
 }
 # The plaintext inter-broker listener of the secure modes, and the
@@ -81,6 +90,7 @@ internal_port() { # mode node
   case "$1" in
     secure) echo $((SECURE_BASE + 200 + $2)) ;;
     secure-cluster) echo $((SECURE_CLUSTER_BASE + 200 + $2)) ;;
+    authz) echo $((AUTHZ_BASE + 200 + $2)) ;;
     cluster) [ -z "$KAFKA_RELAYED_LISTENER" ] || echo $((CLUSTER_RELAYED_BASE + $2)) ;;
   esac
 }
@@ -135,6 +145,8 @@ write_node_config() { # mode node dir
   mkdir -p "$dir/data" "$dir/logs"
   if mode_secure "$mode"; then
     secure_listeners "$mode" "$n" "$(dirname "$dir")/secrets"
+  elif mode_authz "$mode"; then
+    authz_listeners "$mode" "$n"
   elif [ "$mode" = cluster ] && [ -n "$KAFKA_RELAYED_LISTENER" ]; then
     cat <<EOF
 listeners=PLAINTEXT://127.0.0.1:$(broker_port "$mode" "$n"),CONTROLLER://127.0.0.1:$(controller_port "$mode" "$n"),RELAYED://127.0.0.1:$((CLUSTER_RELAYED_BASE + n))
@@ -322,5 +334,62 @@ INORDER_SECURE_KAFKA_USER=client
 INORDER_SECURE_KAFKA_PASSWORD_FILE=$s/client.password
 INORDER_SECURE_KAFKA_PROXY_USER=inorder
 INORDER_SECURE_KAFKA_PROXY_PASSWORD_FILE=$s/inorder.password
+EOF
+}
+
+# ------------------------------------------------------------- authz mode
+# Listener settings of the authz node: SASL_PLAINTEXT with SCRAM for
+# clients, Kafka's StandardAuthorizer deciding every request. The
+# controller and inter-broker listeners are PLAINTEXT on loopback, whose
+# principal is User:ANONYMOUS: it must be a super user, or the node could
+# not register with its own controller.
+authz_listeners() { # mode node
+  local mode=$1 n=$2
+  cat <<EOF
+listeners=SASL_PLAINTEXT://127.0.0.1:$(broker_port "$mode" "$n"),INTERNAL://127.0.0.1:$(internal_port "$mode" "$n"),CONTROLLER://127.0.0.1:$(controller_port "$mode" "$n")
+advertised.listeners=SASL_PLAINTEXT://127.0.0.1:$(broker_port "$mode" "$n"),INTERNAL://127.0.0.1:$(internal_port "$mode" "$n")
+inter.broker.listener.name=INTERNAL
+listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT
+sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:admin;User:ANONYMOUS
+allow.everyone.if.no.acl.found=false
+EOF
+}
+
+# --add-scram arguments of `kafka-storage format` for the authz users.
+authz_scram_args() {
+  local u m
+  for u in $AUTHZ_USERS; do
+    for m in SCRAM-SHA-256 SCRAM-SHA-512; do
+      printf '%s\n' --add-scram "$m=[name=$u,password=$(secure_password "$u")]"
+    done
+  done
+}
+
+# Files a test of the authz mode uses: <user>.password (0600, no newline),
+# client.properties (Java client, SCRAM-SHA-256 as admin) and env (see
+# README.md).
+write_authz_client_files() { # mode secretsdir bootstrap
+  local mode=$1 s=$2 boot=$3 u
+  mkdir -p "$s" && chmod 700 "$s"
+  for u in $AUTHZ_USERS; do
+    (umask 077; printf '%s' "$(secure_password "$u")" >"$s/$u.password")
+  done
+  (umask 077; cat >"$s/client.properties" <<EOF
+security.protocol=SASL_PLAINTEXT
+sasl.mechanism=SCRAM-SHA-256
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$(secure_password admin)";
+EOF
+  )
+  cat >"$s/env" <<EOF
+INORDER_AUTHZ_KAFKA_BOOTSTRAP=$boot
+INORDER_AUTHZ_KAFKA_INTERNAL=127.0.0.1:$(internal_port "$mode" 1)
+INORDER_AUTHZ_KAFKA_USERS=$(echo $AUTHZ_USERS | tr ' ' ,)
+INORDER_AUTHZ_KAFKA_SUPER_USER=admin
+INORDER_AUTHZ_KAFKA_SECRETS=$s
+INORDER_AUTHZ_KAFKA_LIBS=$KAFKA_LIBS
 EOF
 }

@@ -3,7 +3,8 @@
 # or `start.sh cluster` (nodes 1,2,3, 127.0.0.1:29092-29094); `start.sh secure`
 # (node 1, SASL_SSL on 127.0.0.1:23092) or `start.sh secure-cluster` (nodes
 # 1,2,3, SASL_SSL on 127.0.0.1:24092-24094) with certificates and SCRAM users
-# made at start (see README.md). Installs Kafka first if needed, formats fresh
+# made at start; `start.sh authz` (node 1, SASL_PLAINTEXT on 127.0.0.1:25092,
+# SCRAM users, StandardAuthorizer, admin the super user) (see README.md). Installs Kafka first if needed, formats fresh
 # storage, waits until the broker(s) answer a metadata request, and prints the
 # bootstrap address on stdout.
 set -euo pipefail
@@ -32,6 +33,10 @@ if mode_secure "$mode"; then
   make_secrets "$base/secrets" || fail "could not make the certificates in $base/secrets"
   write_secure_client_files "$mode" "$base/secrets" "$bootstrap"
   mapfile -t format_args < <(secure_scram_args)
+  ready_args=("$base/secrets/client.properties")
+elif mode_authz "$mode"; then
+  write_authz_client_files "$mode" "$base/secrets" "$bootstrap"
+  mapfile -t format_args < <(authz_scram_args)
   ready_args=("$base/secrets/client.properties")
 fi
 
@@ -66,4 +71,5 @@ fi
 grep -v '^SLF4J' "$base/ready.log" >&2 || true
 klog "Kafka $KAFKA_VERSION ($mode) ready at $bootstrap"
 mode_secure "$mode" && klog "secure mode: certificates, passwords and settings in $base/secrets (env: $base/secrets/env)"
+mode_authz "$mode" && klog "authz mode: passwords and settings in $base/secrets (env: $base/secrets/env)"
 echo "$bootstrap"
