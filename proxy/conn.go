@@ -149,7 +149,8 @@ type conn struct {
 	// sequenced, constant after.
 	corrBase uint32
 	sasl     saslState
-	auth     connAuth // client authentication at the proxy (clientauth.go)
+	auth     connAuth  // client authentication at the proxy (clientauth.go)
+	quota    connQuota // quotas and connection caps (quota.go)
 
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).
@@ -198,6 +199,7 @@ func (c *conn) serve() {
 	c.wg.Wait()
 	c.closeClient()
 	c.release()
+	c.releaseQuota()
 	c.logClose()
 	// It leaves the open connections before its close is counted, so a
 	// scrape never sees it both open and closed.

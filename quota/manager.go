@@ -132,6 +132,13 @@ func (m *Manager) Update(c *Config) {
 	m.state.Store(&state{r: r, gen: gen, on: on})
 }
 
+// On reports whether some client quota is configured: when not, nothing
+// is recorded and the caller may skip even looking a client up. A nil
+// Manager is off.
+func (m *Manager) On() bool {
+	return m != nil && m.state.Load().on
+}
+
 // Stats returns the totals of every configured entity and kind.
 func (m *Manager) Stats() []*Stats {
 	if m == nil {
