@@ -177,11 +177,25 @@ func (c *conn) mute(now time.Time, d time.Duration) {
 	}
 }
 
-// quotaClient returns the connection's view of the quotas for r's client
-// id, made anew when the principal or the client id changes.
-func (c *conn) quotaClient(r *request) *quota.Client {
+// requestHead returns the frame of r as the client reader holds it, the
+// head at least (length prefix included), and the request's size less the
+// prefix. A request going upstream unread (unread.go) has its head in the
+// peek buffer. Nil: the proxy answers r itself.
+func (c *conn) requestHead(r *request) ([]byte, int) {
+	switch {
+	case r.frame != nil:
+		return r.frame.B, len(r.frame.B) - 4 + r.stream
+	case r.stream > 0 && c.uh.buf != nil:
+		return c.uh.buf[:], r.stream - 4
+	}
+	return nil, 0
+}
+
+// quotaClient returns the connection's view of the quotas for the client
+// id in head, made anew when the principal or the client id changes.
+func (c *conn) quotaClient(head []byte) *quota.Client {
 	user := c.quotaUser()
-	id := clientID(r.frame.B)
+	id := clientID(head)
 	if c.quota.cl == nil || user != c.quota.clUser || id != c.quota.clientID {
 		c.quota.cl = c.p.quotas.Client(user, id)
 		c.quota.clUser, c.quota.clientID = user, id
@@ -220,13 +234,17 @@ func (c *conn) quotaRequest(r *request) error {
 		}
 		c.quota.user = user
 	}
-	if r.frame == nil || r.hdr.Key != keyProduce && r.hdr.Key != keyFetch || !c.p.quotas.On() {
+	if r.hdr.Key != keyProduce && r.hdr.Key != keyFetch || !c.p.quotas.On() {
 		return nil
 	}
-	cl := c.quotaClient(r)
+	head, size := c.requestHead(r)
+	if head == nil {
+		return nil
+	}
+	cl := c.quotaClient(head)
 	now := time.Now()
 	if r.hdr.Key == keyProduce {
-		if d := cl.RecordProduce(now, len(r.frame.B)-4+r.stream); d > 0 {
+		if d := cl.RecordProduce(now, size); d > 0 {
 			r.throttle = d
 			c.mute(now, d)
 		}

@@ -1,0 +1,327 @@
+package proxy_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/proxy"
+	"github.com/inorder-proxy/inorder/quota"
+)
+
+// quotaWindow is the quota window of these tests: Kafka's 11 samples,
+// of 200ms each in place of 1s, so that a rate is held within seconds
+// (with 1s samples, Kafka's rate lets a new client send ten seconds of
+// its quota before it is throttled at all).
+var quotaWindow = quota.Window{Samples: 11, Size: 200 * time.Millisecond}
+
+// throttleHook counts the responses a kgo client saw throttle_time_ms
+// set on.
+type throttleHook struct{ n atomic.Int64 }
+
+func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d > 0 {
+		h.n.Add(1)
+	}
+}
+
+func parseQuotas(t *testing.T, doc string) *quota.Config {
+	t.Helper()
+	q, err := quota.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// acked sums, by the time of their acknowledgement, the bytes of records
+// a window of a run delivered.
+type acked struct {
+	mu       sync.Mutex
+	from, to time.Time
+	bytes    int64
+}
+
+func (a *acked) add(n int) {
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !now.Before(a.from) && now.Before(a.to) {
+		a.bytes += int64(n)
+	}
+}
+
+func (a *acked) rate() float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return float64(a.bytes) / a.to.Sub(a.from).Seconds()
+}
+
+// produceAt produces records of size bytes to topic at about rate bytes a
+// second until ctx ends, adding each acknowledged record to a.
+func produceAt(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, size int, rate float64, a *acked) {
+	start := time.Now()
+	var sent float64
+	val := randomValue(size)
+	for ctx.Err() == nil {
+		for sent < rate*time.Since(start).Seconds() && ctx.Err() == nil {
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: val}, func(r *kgo.Record, err error) {
+				if err == nil {
+					a.add(len(r.Value))
+				}
+			})
+			sent += float64(size)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// randomValue is a record value of n bytes that no compression shrinks,
+// so that the bytes a quota counts are the bytes the test counts.
+func randomValue(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+// TestQuotaProduceHeldToRate: a producer offering three times its
+// producer_byte_rate is held to it, within 10%, over the last 5s of an 8s
+// run; its responses carry throttle_time_ms, while another client id on
+// the same proxy, with no quota, is never throttled.
+func TestQuotaProduceHeldToRate(t *testing.T) {
+	const rate = 1 << 20
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "q", "free"))
+	q := parseQuotas(t, "- client-id: slow\n  producer_byte_rate: 1048576\n")
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow))
+
+	client := func(id string, h *throttleHook) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID(id), kgo.WithHooks(h),
+			kgo.ProducerBatchMaxBytes(64<<10), kgo.MaxBufferedRecords(16), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	var slowHook, freeHook throttleHook
+	slow, free := client("slow", &slowHook), client("free", &freeHook)
+
+	start := time.Now()
+	held := &acked{from: start.Add(3 * time.Second), to: start.Add(8 * time.Second)}
+	other := &acked{from: start, to: start.Add(8 * time.Second)}
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(8*time.Second))
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); produceAt(ctx, t, slow, "q", 16<<10, 3*rate, held) }()
+	go func() { defer wg.Done(); produceAt(ctx, t, free, "free", 16<<10, rate/2, other) }()
+	wg.Wait()
+
+	got := held.rate()
+	t.Logf("held to %.0f B/s (quota %d B/s, %.3f of it); %d throttled responses; the other client sent %.0f B/s",
+		got, rate, got/rate, slowHook.n.Load(), other.rate())
+	if got < 0.9*rate || got > 1.1*rate {
+		t.Errorf("producer held to %.0f B/s; want %d ±10%%", got, rate)
+	}
+	if slowHook.n.Load() == 0 {
+		t.Error("no produce response carried throttle_time_ms")
+	}
+	if n := freeHook.n.Load(); n != 0 {
+		t.Errorf("the client with no quota saw %d throttled responses", n)
+	}
+	if o := other.rate(); o < 0.8*rate/2 {
+		t.Errorf("the client with no quota sent %.0f B/s of its %d", o, rate/2)
+	}
+}
+
+// TestQuotaFetchHeldToRate: a consumer with far more to read than its
+// consumer_byte_rate is held to it, within 10%, over the last 5s of an 8s
+// run; its throttled fetches come back empty, the records fetched again
+// later, none lost; another client id reading the same records is never
+// throttled.
+func TestQuotaFetchHeldToRate(t *testing.T) {
+	const (
+		rate  = 1 << 20
+		size  = 16 << 10
+		total = 14 << 20
+	)
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "c"))
+	seed, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := randomValue(size)
+	for range total / size {
+		seed.Produce(context.Background(), &kgo.Record{Topic: "c", Value: val}, nil)
+	}
+	if err := seed.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seed.Close()
+
+	q := parseQuotas(t, "- client-id: slow\n  consumer_byte_rate: 1048576\n")
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow))
+	consumer := func(id string, h *throttleHook) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID(id), kgo.WithHooks(h),
+			kgo.ConsumeTopics("c"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchMaxBytes(64<<10), kgo.FetchMaxPartitionBytes(64<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	var slowHook, freeHook throttleHook
+	slow, free := consumer("slow", &slowHook), consumer("free", &freeHook)
+
+	start := time.Now()
+	held := &acked{from: start.Add(3 * time.Second), to: start.Add(8 * time.Second)}
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(8*time.Second))
+	defer cancel()
+	var freeRead atomic.Int64
+	go func() {
+		for ctx.Err() == nil {
+			free.PollFetches(ctx).EachRecord(func(r *kgo.Record) { freeRead.Add(int64(len(r.Value))) })
+		}
+	}()
+	var next int64 // the next offset expected: none lost, none twice
+	for ctx.Err() == nil {
+		fs := slow.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset != next {
+				t.Errorf("record at offset %d; want %d", r.Offset, next)
+			}
+			next = r.Offset + 1
+			held.add(len(r.Value))
+		})
+	}
+	got := held.rate()
+	t.Logf("held to %.0f B/s (quota %d B/s, %.3f of it); %d throttled responses; the other client read %d B",
+		got, rate, got/rate, slowHook.n.Load(), freeRead.Load())
+	if got < 0.9*rate || got > 1.1*rate {
+		t.Errorf("consumer held to %.0f B/s; want %d ±10%%", got, rate)
+	}
+	if slowHook.n.Load() == 0 {
+		t.Error("no fetch response carried throttle_time_ms")
+	}
+	if n := freeHook.n.Load(); n != 0 {
+		t.Errorf("the client with no quota saw %d throttled responses", n)
+	}
+	if r := freeRead.Load(); r != total {
+		t.Errorf("the client with no quota read %d of %d bytes", r, total)
+	}
+}
+
+// apiVersionsVia sends an ApiVersions request on nc and reads the answer.
+func apiVersionsVia(nc net.Conn) error {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "t", "1"
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)); err != nil {
+		return err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(nc, size[:]); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(nc, make([]byte, binary.BigEndian.Uint32(size[:])))
+	return err
+}
+
+// TestQuotaConnectionsPerIP: with --max-connections-per-ip 2 the third
+// connection from the address is closed at once, with a log line, and
+// one more is served once one of the two closes.
+func TestQuotaConnectionsPerIP(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1))
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.MaxConnectionsPerIP = 2 })
+	var open []net.Conn
+	for i := range 2 {
+		nc := dialProxy(t, p.Addr())
+		if err := apiVersionsVia(nc); err != nil {
+			t.Fatalf("connection %d: %v", i+1, err)
+		}
+		open = append(open, nc)
+	}
+	third := dialProxy(t, p.Addr())
+	if err := apiVersionsVia(third); err == nil {
+		t.Fatal("the third connection from one address was served")
+	}
+	p.log.waitFor(t, "too many connections from this address")
+	open[0].Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		nc := dialProxy(t, p.Addr())
+		err := apiVersionsVia(nc)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection served after one of two closed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestQuotaReloadAppliesToOpenConnections: a producer_byte_rate added by
+// a reload throttles a client on the connection it already had open.
+func TestQuotaReloadAppliesToOpenConnections(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "q"))
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), nil, proxy.WithQuotaWindow(quotaWindow))
+	var h throttleHook
+	var dials atomic.Int64
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID("slow"), kgo.WithHooks(&h),
+		kgo.ProducerBatchMaxBytes(64<<10), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+			dials.Add(1)
+			return (&net.Dialer{}).DialContext(ctx, network, host)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	val := randomValue(16 << 10)
+	produce := func(n int) {
+		for range n {
+			cl.Produce(context.Background(), &kgo.Record{Topic: "q", Value: val}, nil)
+		}
+		if err := cl.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(64)
+	if n := h.n.Load(); n != 0 {
+		t.Fatalf("%d throttled responses with no quota", n)
+	}
+	before := dials.Load()
+
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Upstreams = kc.ListenAddrs()
+	cfg.UpstreamOrdering = config.OrderingConnection
+	cfg.DialTimeout = 5 * time.Second
+	cfg.Quotas = parseQuotas(t, "- client-id: slow\n  producer_byte_rate: 262144\n")
+	if err := p.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	produce(64)
+	if h.n.Load() == 0 {
+		t.Error("no throttled response after the quota was reloaded")
+	}
+	if d := dials.Load(); d != before {
+		t.Errorf("the client dialed %d more times; the quota must apply to its open connections", d-before)
+	}
+	if !strings.Contains(strings.Join(proxy.ReloadableSettings, " "), config.KeyQuotas) {
+		t.Error("quotas not among the reloadable settings")
+	}
+}
