@@ -136,6 +136,7 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 		o(p)
 	}
 	p.metrics.SetGaugeSource(p.gauges)
+	p.metrics.SetQuotaSource(p.quotaStats)
 	if cfg.Verify {
 		p.verifier = newVerifier(p.metrics)
 	}

@@ -383,3 +383,24 @@ func (c *conn) throttledResponse(r *request, buf *wire.Buf) (*wire.Buf, error) {
 	wire.Put(buf)
 	return &wire.Buf{B: out}, nil
 }
+
+// quotaStats are the quota figures by configured entity, for metrics.
+func (p *Proxy) quotaStats() []metrics.QuotaStat {
+	stats := p.quotas.Stats()
+	out := make([]metrics.QuotaStat, 0, len(stats))
+	for _, s := range stats {
+		st := metrics.QuotaStat{Entity: s.Entity.String(), Throttle: time.Duration(s.Throttle.Load())}
+		switch s.Kind {
+		case quota.Produce:
+			st.Kind, st.Bytes = metrics.QuotaProduce, s.Amount.Load()
+		case quota.Fetch:
+			st.Kind, st.Bytes = metrics.QuotaFetch, s.Amount.Load()
+		case quota.Request:
+			st.Kind = metrics.QuotaRequest
+		default:
+			continue
+		}
+		out = append(out, st)
+	}
+	return out
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/proxy"
 	"github.com/inorder-proxy/inorder/quota"
 )
@@ -104,7 +105,8 @@ func TestQuotaProduceHeldToRate(t *testing.T) {
 	const rate = 1 << 20
 	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "q", "free"))
 	q := parseQuotas(t, "- client-id: slow\n  producer_byte_rate: 1048576\n")
-	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow))
+	m := metrics.New()
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow), proxy.WithMetrics(m))
 
 	client := func(id string, h *throttleHook) *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID(id), kgo.WithHooks(h),
@@ -143,6 +145,21 @@ func TestQuotaProduceHeldToRate(t *testing.T) {
 	}
 	if o := other.rate(); o < 0.8*rate/2 {
 		t.Errorf("the client with no quota sent %.0f B/s of its %d", o, rate/2)
+	}
+	// Counted under the configured entity only: the other client's
+	// bytes are under no label.
+	if s := counter(t, m, metrics.NameQuotaThrottle, "kind", "produce", "entity", "clients/slow"); s <= 0 {
+		t.Errorf("%s{kind=produce,entity=clients/slow} = %v; want > 0", metrics.NameQuotaThrottle, s)
+	}
+	b := counter(t, m, metrics.NameQuotaBytes, "kind", "produce", "entity", "clients/slow")
+	if b < float64(held.bytes) {
+		t.Errorf("%s{kind=produce,entity=clients/slow} = %v; want at least the %d bytes acknowledged in the window", metrics.NameQuotaBytes, b, held.bytes)
+	}
+	fams, _ := m.Registry().Gather()
+	for _, f := range fams {
+		if f.GetName() == metrics.NameQuotaBytes && len(f.GetMetric()) != 1 {
+			t.Errorf("%s has %d series; want the one configured entity", f.GetName(), len(f.GetMetric()))
+		}
 	}
 }
 
