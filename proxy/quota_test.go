@@ -347,3 +347,115 @@ func TestQuotaReloadAppliesToOpenConnections(t *testing.T) {
 		t.Error("quotas not among the reloadable settings")
 	}
 }
+
+// quotaRoundTrip sends req as client id "slow" on nc and returns the body of
+// its response, read at req's version.
+func quotaRoundTrip(t *testing.T, nc net.Conn, req kmsg.Request, corr int32) kmsg.Response {
+	t.Helper()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("slow")).AppendRequest(nil, req, corr)); err != nil {
+		t.Fatal(err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(nc, size[:]); err != nil {
+		t.Fatal(err)
+	}
+	frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(nc, frame); err != nil {
+		t.Fatal(err)
+	}
+	body := frame[4:]
+	if req.IsFlexible() && req.Key() != 18 {
+		body = body[1:] // the response header's empty tag section
+	}
+	resp := req.ResponseKind()
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// sessionlessFetch is a Fetch outside any fetch session of partition 0
+// of topic from offset 0.
+func sessionlessFetch(topic string) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 11
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 100
+	req.MinBytes = 1
+	req.MaxBytes = 64 << 10
+	req.SessionEpoch = -1
+	tp := kmsg.NewFetchRequestTopic()
+	tp.Topic = topic
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.PartitionMaxBytes = 64 << 10
+	tp.Partitions = append(tp.Partitions, p)
+	req.Topics = append(req.Topics, tp)
+	return req
+}
+
+// TestQuotaThrottledFetchAnsweredByProxy: a sessionless Fetch from a
+// client already over its consumer_byte_rate (here, after a reload
+// lowered it below what it had fetched) is answered by the proxy at
+// once, empty, with throttle_time_ms set and no session, without reaching
+// the broker; then the connection is not read for the throttle time.
+func TestQuotaThrottledFetchAnsweredByProxy(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "c"))
+	seed, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 16 {
+		seed.Produce(context.Background(), &kgo.Record{Topic: "c", Value: randomValue(8 << 10)}, nil)
+	}
+	if err := seed.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seed.Close()
+	var fetches atomic.Int64
+	kc.ControlKey(1, func(kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		fetches.Add(1)
+		return nil, nil, false
+	})
+
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Upstreams = kc.ListenAddrs()
+	cfg.UpstreamOrdering = config.OrderingConnection
+	cfg.DialTimeout = 5 * time.Second
+	cfg.Quotas = parseQuotas(t, "- client-id: slow\n  consumer_byte_rate: 1048576\n")
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = cfg.Quotas }, proxy.WithQuotaWindow(quotaWindow))
+	nc := dialProxy(t, p.Addr())
+
+	first := quotaRoundTrip(t, nc, sessionlessFetch("c"), 1).(*kmsg.FetchResponse)
+	if first.ThrottleMillis != 0 || len(first.Topics) != 1 || len(first.Topics[0].Partitions[0].RecordBatches) == 0 {
+		t.Fatalf("the first fetch: throttle %dms, %d topics; want records and no throttle", first.ThrottleMillis, len(first.Topics))
+	}
+	before := fetches.Load()
+
+	cfg.Quotas = parseQuotas(t, "- client-id: slow\n  consumer_byte_rate: 40960\n")
+	if err := p.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	second := quotaRoundTrip(t, nc, sessionlessFetch("c"), 2).(*kmsg.FetchResponse)
+	answered := time.Now()
+	if second.ThrottleMillis <= 0 || len(second.Topics) != 0 || second.SessionID != 0 || second.ErrorCode != 0 {
+		t.Fatalf("the throttled fetch: throttle %dms, %d topics, session %d, error %d; want a throttle, no topics, no session, no error",
+			second.ThrottleMillis, len(second.Topics), second.SessionID, second.ErrorCode)
+	}
+	if n := fetches.Load() - before; n != 0 {
+		t.Errorf("the throttled fetch reached the broker (%d fetches)", n)
+	}
+	// The mute: the next request is read only once the throttle has
+	// passed, counted from before the answer was written (100ms of slack
+	// for that and the rounding to milliseconds).
+	throttle := time.Duration(second.ThrottleMillis) * time.Millisecond
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "t", "1"
+	quotaRoundTrip(t, nc, req, 3)
+	if took := time.Since(answered); took < throttle-100*time.Millisecond {
+		t.Errorf("the next request was answered %v after the throttled fetch; want about its %v throttle", took, throttle)
+	}
+	t.Logf("throttled for %v; the next request answered %v later", throttle, time.Since(answered))
+}
