@@ -38,6 +38,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/inorder-proxy/inorder/clientauth"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/ordering"
@@ -219,7 +220,7 @@ func clientID(frame []byte) string {
 
 // errUserConnections closes a connection whose user has its most
 // connections open.
-var errUserConnections = errors.New("connection closed")
+var errUserConnections = errors.New("user connection cap")
 
 // quotaRequest applies the quotas to r, read and screened, before it is
 // sequenced: the user's connection cap once known, and the Produce and
@@ -229,6 +230,12 @@ func (c *conn) quotaRequest(r *request) error {
 		user := c.quotaUser()
 		if err := c.p.connCaps.AcquireUser(user); err != nil {
 			c.p.metrics.ConnRejected(metrics.RejectLimit)
+			if r.local != nil && c.auth.after.Action != clientauth.AnswerThenTokens {
+				// The request that authenticated: its answer goes,
+				// so the client learns it is in, then the close.
+				c.auth.after = clientauth.Verdict{Action: clientauth.AnswerThenClose, Err: err}
+				return nil
+			}
 			c.p.log.Info("connection closed", append(c.who(), "reason", err.Error())...)
 			return fmt.Errorf("%w: %w", errUserConnections, err)
 		}

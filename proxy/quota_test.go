@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/metrics"
@@ -458,4 +459,57 @@ func TestQuotaThrottledFetchAnsweredByProxy(t *testing.T) {
 		t.Errorf("the next request was answered %v after the throttled fetch; want about its %v throttle", took, throttle)
 	}
 	t.Logf("throttled for %v; the next request answered %v later", throttle, time.Since(answered))
+}
+
+// TestQuotaConnectionsPerUser: with max_connections 1 for alice, her
+// second connection is closed once it authenticates, its answer given
+// first; another user is not affected, and alice may connect again once
+// her first connection closes.
+func TestQuotaConnectionsPerUser(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1))
+	m := metrics.New()
+	q := parseQuotas(t, "- user: alice\n  max_connections: 1\n")
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q },
+		proxy.WithMetrics(m), proxy.WithClientAuth(authGate(t, m, 0, true)))
+	alice := scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()
+	apiVersions := func(c *authClient) {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "t", "1"
+		c.do(req)
+	}
+	first := dialAuth(t, p.Addr())
+	first.scramLogin(alice)
+	apiVersions(first)
+
+	second := dialAuth(t, p.Addr())
+	second.scramLogin(alice)
+	second.waitClosed()
+	p.log.waitFor(t, "too many connections for this user")
+
+	for user, pw := range authUsers {
+		if user == "alice" {
+			continue
+		}
+		other := dialAuth(t, p.Addr())
+		other.scramLogin(scram.Auth{User: user, Pass: pw}.AsSha256Mechanism())
+		apiVersions(other)
+		break
+	}
+
+	first.nc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		again := dialAuth(t, p.Addr())
+		again.scramLogin(alice)
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "t", "1"
+		again.send(req)
+		if _, err := readRaw(again.nc); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("alice could not connect again after her first connection closed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
