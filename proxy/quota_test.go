@@ -103,11 +103,17 @@ func randomValue(n int) []byte {
 // run; its responses carry throttle_time_ms, while another client id on
 // the same proxy, with no quota, is never throttled.
 func TestQuotaProduceHeldToRate(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		t.Run(string(mode), func(t *testing.T) { testQuotaProduceHeldToRate(t, mode) })
+	}
+}
+
+func testQuotaProduceHeldToRate(t *testing.T, mode config.Ordering) {
 	const rate = 1 << 20
 	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "q", "free"))
 	q := parseQuotas(t, "- client-id: slow\n  producer_byte_rate: 1048576\n")
 	m := metrics.New()
-	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow), proxy.WithMetrics(m))
+	p := startProxy(t, mode, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow), proxy.WithMetrics(m))
 
 	client := func(id string, h *throttleHook) *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID(id), kgo.WithHooks(h),
@@ -512,4 +518,34 @@ func TestQuotaConnectionsPerUser(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestQuotaConnectionCreationRate: connections from an address over its
+// connection_creation_rate are held unserved and closed once their
+// throttle (at most one sample's span) has passed.
+func TestQuotaConnectionCreationRate(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1))
+	q := parseQuotas(t, "- ip: 127.0.0.1\n  connection_creation_rate: 2\n")
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow))
+	var served, refused int
+	for range 10 {
+		nc := dialProxy(t, p.Addr())
+		start := time.Now()
+		if err := apiVersionsVia(nc); err != nil {
+			refused++
+			if took := time.Since(start); took > quotaWindow.Size+time.Second {
+				t.Errorf("a connection over the rate was closed after %v; want within one sample's span", took)
+			}
+		} else {
+			served++
+		}
+		nc.Close()
+	}
+	// 2 a second over a window of 2s lets about 4 connections through
+	// at once.
+	if served == 0 || refused == 0 {
+		t.Fatalf("%d served, %d refused; want some of each", served, refused)
+	}
+	p.log.waitFor(t, "connection_creation_rate exceeded")
+	t.Logf("%d served, %d refused", served, refused)
 }
