@@ -149,8 +149,7 @@ type conn struct {
 	// sequenced, constant after.
 	corrBase uint32
 	sasl     saslState
-	auth     connAuth  // client authentication at the proxy (clientauth.go)
-	quota    connQuota // quotas and connection caps (quota.go)
+	auth     connAuth // client authentication at the proxy (clientauth.go)
 
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).
@@ -167,6 +166,8 @@ type conn struct {
 	// one: the connection's upstreams in the single topology, which
 	// stand in for up (single_conn.go); nil in the others.
 	one *singleConn
+
+	quota connQuota // quotas and connection caps (quota.go)
 }
 
 func newConn(p *Proxy, nc net.Conn, t target) *conn {
