@@ -549,3 +549,40 @@ func TestQuotaConnectionCreationRate(t *testing.T) {
 	p.log.waitFor(t, "connection_creation_rate exceeded")
 	t.Logf("%d served, %d refused", served, refused)
 }
+
+// TestQuotaFetchMaxBytesLowered: a Fetch asking for more than its
+// client's consumer_byte_rate allows over the window reaches the broker
+// with max_bytes lowered to that (Kafka's getMaxValueInQuotaWindow); one
+// with no quota goes as the client sent it.
+func TestQuotaFetchMaxBytesLowered(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "c"))
+	var mu sync.Mutex
+	var seen []int32
+	kc.ControlKey(1, func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		mu.Lock()
+		seen = append(seen, req.(*kmsg.FetchRequest).MaxBytes)
+		mu.Unlock()
+		return nil, nil, false
+	})
+	q := parseQuotas(t, "- client-id: slow\n  consumer_byte_rate: 10240\n")
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow))
+	nc := dialProxy(t, p.Addr())
+	quotaRoundTrip(t, nc, sessionlessFetch("c"), 1)
+	other := dialProxy(t, p.Addr())
+	req := sessionlessFetch("c")
+	other.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := other.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("free")).AppendRequest(nil, req, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readRaw(other); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// 10240 B/s over 10 samples of 200ms.
+	want := []int32{20480, 64 << 10}
+	if len(seen) != 2 || seen[0] != want[0] || seen[1] != want[1] {
+		t.Fatalf("the broker saw max_bytes %v; want %v", seen, want)
+	}
+}
