@@ -99,8 +99,8 @@ func randomValue(n int) []byte {
 }
 
 // TestQuotaProduceHeldToRate: a producer offering three times its
-// producer_byte_rate is held to it, within 10%, over the last 5s of an 8s
-// run; its responses carry throttle_time_ms, while another client id on
+// producer_byte_rate is held to it, from 15% under to 10% over, over the
+// last 5s of an 8s run, in both ordering modes; its responses carry throttle_time_ms, while another client id on
 // the same proxy, with no quota, is never throttled.
 func TestQuotaProduceHeldToRate(t *testing.T) {
 	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
@@ -141,8 +141,13 @@ func testQuotaProduceHeldToRate(t *testing.T, mode config.Ordering) {
 	got := held.rate()
 	t.Logf("held to %.0f B/s (quota %d B/s, %.3f of it); %d throttled responses; the other client sent %.0f B/s",
 		got, rate, got/rate, slowHook.n.Load(), other.rate())
-	if got < 0.9*rate || got > 1.1*rate {
-		t.Errorf("producer held to %.0f B/s; want %d ±10%%", got, rate)
+	// The client holds off from when it reads its answer, a round trip
+	// after the throttle began at the proxy, so each throttle costs the
+	// client that round trip: a producer is held at its quota or a
+	// little under it (0.92 to 0.97 of it in runs of this test), never
+	// over.
+	if got < 0.85*rate || got > 1.1*rate {
+		t.Errorf("producer held to %.0f B/s; want %d -15%%/+10%%", got, rate)
 	}
 	if slowHook.n.Load() == 0 {
 		t.Error("no produce response carried throttle_time_ms")
