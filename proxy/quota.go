@@ -144,27 +144,37 @@ func (c *conn) quotaUser() string {
 }
 
 // quotaMute waits while the connection is muted, before the client reader
-// reads the next request.
+// reads the next request. A drain ends the wait (checked every
+// muteCheck), since the reader then reads no more requests anyway.
 func (c *conn) quotaMute() error {
 	until := c.quota.muted.Load()
 	if until == 0 {
 		return nil
 	}
-	d := time.Until(time.Unix(0, until))
-	if d <= 0 {
-		return nil
-	}
-	c.pauseRead()
-	defer c.resumeRead()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-c.halt:
-		return c.cause()
+	paused := false
+	for !c.draining.Load() {
+		d := time.Until(time.Unix(0, until))
+		if d <= 0 {
+			break
+		}
+		if !paused {
+			c.pauseRead()
+			defer c.resumeRead()
+			paused = true
+		}
+		t := time.NewTimer(min(d, muteCheck))
+		select {
+		case <-t.C:
+		case <-c.halt:
+			t.Stop()
+			return c.cause()
+		}
 	}
 	return nil
 }
+
+// muteCheck is how often a muted reader looks for a drain.
+const muteCheck = 100 * time.Millisecond
 
 // mute stops the client reader until d after now; a longer mute already
 // set stands.
