@@ -273,6 +273,7 @@ func (c *conn) quotaRequest(r *request) error {
 	}
 	if d := cl.FetchThrottle(now); d > 0 && f.session == 0 {
 		c.answerThrottledFetch(r, d)
+		cl.FetchAnswered(now, d)
 		c.mute(now, d)
 		return nil
 	}

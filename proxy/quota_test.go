@@ -437,7 +437,8 @@ func TestQuotaThrottledFetchAnsweredByProxy(t *testing.T) {
 	cfg.UpstreamOrdering = config.OrderingConnection
 	cfg.DialTimeout = 5 * time.Second
 	cfg.Quotas = parseQuotas(t, "- client-id: slow\n  consumer_byte_rate: 1048576\n")
-	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = cfg.Quotas }, proxy.WithQuotaWindow(quotaWindow))
+	m := metrics.New()
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = cfg.Quotas }, proxy.WithQuotaWindow(quotaWindow), proxy.WithMetrics(m))
 	nc := dialProxy(t, p.Addr())
 
 	first := quotaRoundTrip(t, nc, sessionlessFetch("c"), 1).(*kmsg.FetchResponse)
@@ -458,6 +459,9 @@ func TestQuotaThrottledFetchAnsweredByProxy(t *testing.T) {
 	}
 	if n := fetches.Load() - before; n != 0 {
 		t.Errorf("the throttled fetch reached the broker (%d fetches)", n)
+	}
+	if s := counter(t, m, metrics.NameQuotaThrottle, "kind", "fetch", "entity", "clients/slow"); s < float64(second.ThrottleMillis-1)/1000 {
+		t.Errorf("%s{kind=fetch,entity=clients/slow} = %v; want the %dms handed out", metrics.NameQuotaThrottle, s, second.ThrottleMillis)
 	}
 	// The mute: the next request is read only once the throttle has
 	// passed, counted from before the answer was written (100ms of slack

@@ -353,6 +353,26 @@ func (c *Client) FetchThrottle(now time.Time) time.Duration {
 	return rt.r.over(t, rt.bound, 0)
 }
 
+// FetchAnswered counts, in the Stats of the client's fetch quota, a fetch
+// answered empty at once for a throttle d that FetchThrottle gave: no
+// bytes, but the throttle handed out.
+func (c *Client) FetchAnswered(now time.Time, d time.Duration) {
+	if c == nil || d <= 0 {
+		return
+	}
+	rt := c.rate(Fetch, ms(now))
+	if rt == nil {
+		return
+	}
+	rt.mu.Lock()
+	stats := rt.stats
+	rt.mu.Unlock()
+	if stats != nil {
+		stats.Throttle.Add(int64(d))
+		stats.Throttled.Add(1)
+	}
+}
+
 // MaxFetchBytes returns the most a Fetch response may carry without being
 // throttled for certain: the quota over Samples-1 windows (Kafka's
 // getMaxValueInQuotaWindow), which Kafka takes as the fetch's max_bytes
