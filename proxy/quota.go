@@ -84,12 +84,12 @@ func (p *Proxy) reloadQuotas(cfg *config.Config) {
 // refused, closed at once over the connection cap, or after the throttle
 // over the connection creation rate, and must not be served.
 func (p *Proxy) admitAddress(nc net.Conn) (netip.Addr, bool) {
-	ap, err := netip.ParseAddrPort(nc.RemoteAddr().String())
-	if err != nil {
-		// Not an IP peer (a pipe in tests): nothing to count.
+	ta, ok := nc.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		// Not a TCP peer (a pipe in tests): nothing to count.
 		return netip.Addr{}, true
 	}
-	ip := ap.Addr().Unmap()
+	ip := ta.AddrPort().Addr().Unmap()
 	throttle, err := p.connCaps.Accept(time.Now(), ip)
 	switch {
 	case throttle > 0:
