@@ -45,6 +45,8 @@ const (
 	NameSNIConnections         = "inorder_sni_connections_total"
 	NameSNIBytes               = "inorder_sni_bytes_total"
 	NameSNIRefusals            = "inorder_sni_refusals_total"
+	NameQuotaThrottle          = "inorder_quota_throttle_seconds_total"
+	NameQuotaBytes             = "inorder_quota_bytes_total"
 )
 
 // Names returns every inorder_* family the registry exports. Histograms are
@@ -58,6 +60,7 @@ func Names() []string {
 		NameUpstreamDialErrors, NameUpstreamProtocolErrors, NameListenersOpen,
 		NameConfigReloads, NameConfigReloadTimestamp, NameTLSHandshakeFailures,
 		NameSASLAuthentications, NameClientAuthentications, NameStreamed, NameFramesRefused, NameSNIConnections, NameSNIBytes, NameSNIRefusals,
+		NameQuotaThrottle, NameQuotaBytes,
 	}
 }
 
@@ -121,6 +124,8 @@ type Metrics struct {
 	sni            sniSet
 
 	source atomic.Pointer[func(*Gauges)]
+	// quotaSource gives the quota figures at scrape time (quota.go).
+	quotaSource atomic.Pointer[func() []QuotaStat]
 }
 
 // New returns enabled Metrics with a registry of their own, holding every
@@ -167,7 +172,7 @@ func New() *Metrics {
 		m.clientAuth[r] = newClosedSet(ca.MustCurryWith(prometheus.Labels{"result": string(r)}), saslMechanisms, "other")
 	}
 	m.sni = newSNISet(f)
-	m.reg.MustRegister(newGaugeCollector(m), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(newGaugeCollector(m), newQuotaCollector(&m.quotaSource), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -35,6 +35,9 @@ func exerciseAll(m *Metrics) {
 	r.Sent(20)
 	m.SNIRefused(SNIUnknownName)
 	m.SetGaugeSource(func(g *Gauges) { g.ConnectionsOpen = 1 })
+	m.SetQuotaSource(func() []QuotaStat {
+		return []QuotaStat{{Kind: QuotaProduce, Entity: "users/alice", Bytes: 10, Throttle: time.Second}, {Kind: QuotaRequest, Entity: "users/alice"}}
+	})
 }
 
 func TestDisabledRecordsNothing(t *testing.T) {

@@ -21,6 +21,9 @@ func (c *conn) readClient() error {
 		if err := c.waitCapacity(); err != nil {
 			return err
 		}
+		if err := c.quotaMute(); err != nil {
+			return err
+		}
 		limit := c.frameLimit(maxReq)
 		size, err := c.readPrefix(&lenBuf, limit)
 		if err != nil {
@@ -41,6 +44,12 @@ func (c *conn) readClient() error {
 			return err
 		}
 		if err := c.screen(r); err != nil {
+			putRequest(r)
+			c.endFrame()
+			c.finishInFlight()
+			return err
+		}
+		if err := c.quotaRequest(r); err != nil {
 			putRequest(r)
 			c.endFrame()
 			c.finishInFlight()

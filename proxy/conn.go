@@ -166,6 +166,8 @@ type conn struct {
 	// one: the connection's upstreams in the single topology, which
 	// stand in for up (single_conn.go); nil in the others.
 	one *singleConn
+
+	quota connQuota // quotas and connection caps (quota.go)
 }
 
 func newConn(p *Proxy, nc net.Conn, t target) *conn {
@@ -198,6 +200,7 @@ func (c *conn) serve() {
 	c.wg.Wait()
 	c.closeClient()
 	c.release()
+	c.releaseQuota()
 	c.logClose()
 	// It leaves the open connections before its close is counted, so a
 	// scrape never sees it both open and closed.

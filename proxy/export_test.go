@@ -6,7 +6,18 @@ import (
 	"time"
 
 	"github.com/inorder-proxy/inorder/internal/budget"
+	"github.com/inorder-proxy/inorder/quota"
 )
+
+// WithQuotaWindow measures the quotas over w in place of Kafka's 11
+// samples of one second, so that a test sees a rate held within seconds.
+func WithQuotaWindow(w quota.Window) Option {
+	return func(p *Proxy) {
+		opts := quota.Options{Window: w}
+		p.quotas = quota.NewManager(p.cfg.Quotas, opts)
+		p.connCaps = quota.NewConns(quotaLimits(&p.cfg), p.cfg.Quotas, opts)
+	}
+}
 
 // SetEOFDrain sets the bound on requests sent before a client's EOF for a
 // test, which must call the function returned once its proxies are

@@ -18,6 +18,7 @@ import (
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/metrics"
+	"github.com/inorder-proxy/inorder/quota"
 	"github.com/inorder-proxy/inorder/upauth"
 )
 
@@ -80,6 +81,10 @@ type Proxy struct {
 	single   *singleView      // the single topology's view; nil in the others
 	// clientAuth authenticates clients at the proxy; nil: none.
 	clientAuth ClientAuth
+	// quotas and connCaps enforce the client quotas and connection caps
+	// (quota.go); Reload updates them.
+	quotas   *quota.Manager
+	connCaps *quota.Conns
 
 	listenHost string
 	advHost    string
@@ -127,10 +132,12 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.budget = budget.New(cfg.Memory())
 	p.live.Store(&cfg)
+	p.initQuotas(&cfg)
 	for _, o := range opts {
 		o(p)
 	}
 	p.metrics.SetGaugeSource(p.gauges)
+	p.metrics.SetQuotaSource(p.quotaStats)
 	if cfg.Verify {
 		p.verifier = newVerifier(p.metrics)
 	}
@@ -318,12 +325,19 @@ func (p *Proxy) acceptLoop(ln net.Listener, t target) error {
 			continue
 		}
 		delay = 0
+		ip, ok := p.admitAddress(nc)
+		if !ok {
+			continue
+		}
 		c := newConn(p, nc, t)
+		c.quota.ip = ip
 		switch err := p.track(c); {
 		case errors.Is(err, errTooManyConns):
+			c.releaseQuota()
 			p.refuse(c)
 			continue
 		case err != nil:
+			c.releaseQuota()
 			nc.Close()
 			p.metrics.ConnRejected(metrics.RejectShutdown)
 			return err

@@ -19,6 +19,7 @@ var ReloadableSettings = []string{
 	"upstream", "upstream-ordering", "max-in-flight", "max-buffered-bytes",
 	"max-request-size", "max-response-size", "dial-timeout", "api-version-cap",
 	"idle-timeout", "read-timeout", "write-timeout", "max-connections",
+	config.KeyQuotas, "max-connections-per-ip", "max-connections-per-ip-overrides",
 }
 
 // startOnly are settings the proxy reads only in New; Reload refuses a
@@ -50,6 +51,7 @@ func (p *Proxy) Reload(cfg config.Config) error {
 		return fmt.Errorf("%s %w", strings.Join(refused, ", "), ErrRestartRequired)
 	}
 	p.live.Store(&cfg)
+	p.reloadQuotas(&cfg)
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/quota"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -50,6 +51,11 @@ type request struct {
 	// split is the request's life in the single topology
 	// (single_gather.go); nil in the others.
 	split *splitState
+
+	// quota is the client's quotas when they apply to the request, and
+	// throttle how long it is throttled for them (quota.go).
+	quota    *quota.Client
+	throttle time.Duration
 
 	noResp    bool  // the client expects no response (acks=0)
 	forcedAck bool  // acks=0 forwarded as acks=1 to learn when it is accepted

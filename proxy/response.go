@@ -17,6 +17,13 @@ import (
 // ownership of buf and returns the frame to send.
 func (c *conn) response(r *request, buf *wire.Buf) (*wire.Buf, error) {
 	wire.SetResponseCorrelation(buf.B, r.hdr.Correlation)
+	if r.throttle > 0 {
+		out, err := c.throttledResponse(r, buf)
+		if err != nil || r.hdr.Key == keyFetch {
+			return out, err
+		}
+		buf = out
+	}
 	key, version := r.hdr.Key, r.hdr.Version
 	if key == keySaslHandshake {
 		c.noteHandshakeResponse(r, buf.B)

@@ -173,7 +173,8 @@ func (c *conn) readResponse(rd *bufio.Reader, lenBuf *[4]byte, head *[8]byte) er
 	if c.verify != nil {
 		sent = c.verify.answered(r)
 	}
-	if c.streamable(r, size) {
+	c.quotaResponse(r, size)
+	if r.throttle == 0 && c.streamable(r, size) {
 		if err := c.deliverUndelivered(); err != nil {
 			return err
 		}

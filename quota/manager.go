@@ -132,6 +132,13 @@ func (m *Manager) Update(c *Config) {
 	m.state.Store(&state{r: r, gen: gen, on: on})
 }
 
+// On reports whether some client quota is configured: when not, nothing
+// is recorded and the caller may skip even looking a client up. A nil
+// Manager is off.
+func (m *Manager) On() bool {
+	return m != nil && m.state.Load().on
+}
+
 // Stats returns the totals of every configured entity and kind.
 func (m *Manager) Stats() []*Stats {
 	if m == nil {
@@ -344,6 +351,26 @@ func (c *Client) FetchThrottle(now time.Time) time.Duration {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	return rt.r.over(t, rt.bound, 0)
+}
+
+// FetchAnswered counts, in the Stats of the client's fetch quota, a fetch
+// answered empty at once for a throttle d that FetchThrottle gave: no
+// bytes, but the throttle handed out.
+func (c *Client) FetchAnswered(now time.Time, d time.Duration) {
+	if c == nil || d <= 0 {
+		return
+	}
+	rt := c.rate(Fetch, ms(now))
+	if rt == nil {
+		return
+	}
+	rt.mu.Lock()
+	stats := rt.stats
+	rt.mu.Unlock()
+	if stats != nil {
+		stats.Throttle.Add(int64(d))
+		stats.Throttled.Add(1)
+	}
 }
 
 // MaxFetchBytes returns the most a Fetch response may carry without being

@@ -362,3 +362,26 @@ func TestKafkaRequestQuotaViolation(t *testing.T) {
 		t.Fatalf("after the spike rolled out: %v", d)
 	}
 }
+
+// TestFetchAnswered: a fetch answered empty for its throttle counts the
+// throttle in its entity's Stats, and no bytes.
+func TestFetchAnswered(t *testing.T) {
+	q, err := Parse([]byte("- client-id: app\n  consumer_byte_rate: 100\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(q, Options{})
+	now := time.Unix(1000, 0)
+	m.Client("ANONYMOUS", "app").FetchAnswered(now, time.Second)
+	m.Client("ANONYMOUS", "other").FetchAnswered(now, time.Second)
+	var nilClient *Client
+	nilClient.FetchAnswered(now, time.Second)
+	stats := m.Stats()
+	if len(stats) != 1 {
+		t.Fatalf("%d stats; want the one configured entity", len(stats))
+	}
+	s := stats[0]
+	if s.Kind != Fetch || s.Throttle.Load() != int64(time.Second) || s.Throttled.Load() != 1 || s.Amount.Load() != 0 {
+		t.Fatalf("stats %v %v: throttle %d, throttled %d, amount %d", s.Kind, s.Entity, s.Throttle.Load(), s.Throttled.Load(), s.Amount.Load())
+	}
+}
