@@ -49,10 +49,11 @@ func TestClientHalfClose(t *testing.T) {
 func TestClientGoneMidWrite(t *testing.T) {
 	p := startProxy(t, config.OrderingConnection, []string{rawUpstream(t, 16<<20)}, nil, proxy.WithoutSplice())
 	c := dial(t, p.Addr()).(*net.TCPConn)
-	if _, err := c.Write(frame(32, 0, 9, "c", false, []byte{0, 0, 0, 0, 0})); err != nil {
+	if _, err := c.Write(frame(35, 0, 9, "c", false, []byte{0, 0, 0, 0, 0})); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 64<<10)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.ReadFull(c, buf); err != nil {
 		t.Fatal(err)
 	}

@@ -260,8 +260,9 @@ func TestShutdownWaitsForTheLastWrite(t *testing.T) {
 	// 16 MiB is more than the socket buffers of both ends hold, so the
 	// proxy's write is still under way while the client does not read.
 	c := dial(t, p.Addr())
-	// DescribeConfigs v0: forwarded and answered as read.
-	if _, err := c.Write(frame(32, 0, 9, "c", false, []byte{0, 0, 0, 0, 0})); err != nil {
+	// DescribeLogDirs v0, whose answer carries no address: forwarded and
+	// answered as read.
+	if _, err := c.Write(frame(35, 0, 9, "c", false, []byte{0, 0, 0, 0, 0})); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond) // the response is being written, the client not reading
@@ -296,7 +297,7 @@ func TestHalfCloseGetsEveryResponse(t *testing.T) {
 	// than the socket buffers hold while the client does not read.
 	p := startProxy(t, config.OrderingConnection, []string{rawUpstream(t, size)}, nil, proxy.WithoutSplice())
 	c := dial(t, p.Addr())
-	if _, err := c.Write(frame(32, 0, 9, "c", false, []byte{0, 0, 0, 0, 0})); err != nil {
+	if _, err := c.Write(frame(35, 0, 9, "c", false, []byte{0, 0, 0, 0, 0})); err != nil {
 		t.Fatal(err)
 	}
 	c.(*net.TCPConn).CloseWrite()
@@ -319,7 +320,7 @@ func TestClientResetMidResponse(t *testing.T) {
 	p := startProxy(t, config.OrderingConnection, []string{rawUpstream(t, 16<<20)}, nil)
 	c := dial(t, p.Addr()).(*net.TCPConn)
 	local := c.LocalAddr().String()
-	if _, err := c.Write(frame(32, 0, 9, "c", false, []byte{0, 0, 0, 0, 0})); err != nil {
+	if _, err := c.Write(frame(35, 0, 9, "c", false, []byte{0, 0, 0, 0, 0})); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := io.ReadFull(c, make([]byte, 64<<10)); err != nil {
