@@ -136,7 +136,7 @@ func (c *conn) screen(r *request) error {
 	r.frame = nil
 	r.frameCharge.release(c.p.budget)
 	if r.split != nil {
-		r.split.release(c.p.budget)
+		r.split.releaseAll(c.p.budget)
 		r.split = nil
 	}
 	r.ord = ordering.Request{Kind: ordering.Barrier}

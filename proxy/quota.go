@@ -333,7 +333,7 @@ func (c *conn) answerThrottledFetch(r *request, d time.Duration) {
 	r.frame = nil
 	r.frameCharge.release(c.p.budget)
 	if r.split != nil {
-		r.split.release(c.p.budget)
+		r.split.releaseAll(c.p.budget)
 		r.split = nil
 	}
 	r.ord = ordering.Request{Kind: ordering.Barrier}
