@@ -150,6 +150,9 @@ type conn struct {
 	corrBase uint32
 	sasl     saslState
 	auth     connAuth // client authentication at the proxy (clientauth.go)
+	// deniedAfter closes the connection once the request just submitted
+	// is forwarded (authz.go); client reader only.
+	deniedAfter error
 
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).
@@ -258,7 +261,9 @@ func (c *conn) enableSplice() {
 	_, clientTCP := c.client.(*net.TCPConn)
 	_, upTCP := c.up.(*net.TCPConn)
 	c.splice = clientTCP && upTCP && !c.p.noSplice
-	c.streamReq = !c.p.noSplice
+	// A request is read whole when ACLs are enforced: every topic it
+	// names is checked before any of it is forwarded.
+	c.streamReq = !c.p.noSplice && c.p.authz == nil
 	c.streamResp = !c.p.noSplice
 }
 

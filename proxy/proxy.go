@@ -80,6 +80,8 @@ type Proxy struct {
 	single   *singleView      // the single topology's view; nil in the others
 	// clientAuth authenticates clients at the proxy; nil: none.
 	clientAuth ClientAuth
+	// authz enforces ACLs; nil: nothing is checked.
+	authz Authorizer
 
 	listenHost string
 	advHost    string

@@ -198,6 +198,7 @@ func (s *singleConn) finish(st *splitState) {
 		c.die(err)
 		return
 	}
+	r.fixResponse(resp)
 	if av, ok := resp.(*kmsg.ApiVersionsResponse); ok {
 		c.clampSingleVersions(av)
 		if av.ErrorCode == kerr.UnsupportedVersion.Code {
