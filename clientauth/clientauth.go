@@ -15,6 +15,7 @@ package clientauth
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -35,6 +36,12 @@ const (
 	keySaslHandshake    = 17
 	keySaslAuthenticate = 36
 )
+
+// MaxUnauthenticatedFrame bounds a frame a client sends before it has
+// authenticated, as Kafka's sasl.server.max.receive.size (512 KiB) does:
+// SASL messages are small, and a client nobody knows must not make the
+// proxy read and hold a large one.
+const MaxUnauthenticatedFrame = 512 << 10
 
 // Errors a Verdict closes a connection with. Match them with errors.Is.
 var (
@@ -116,15 +123,18 @@ type Config struct {
 	// (they pass, as without the gate).
 	Mechanisms []authn.Mechanism
 	// MaxSessionLifetime bounds every session (Kafka's
-	// connections.max.reauth.ms): a client that authenticated with
-	// SaslAuthenticate v1 or later is told the smaller of it and the
-	// mechanism's own lifetime, and must re-authenticate within it. Zero:
-	// no bound of its own.
+	// connections.max.reauth.ms): a session ends at the smaller of it and
+	// the mechanism's own lifetime, which SaslAuthenticate v1 and later
+	// tell the client, and the client must re-authenticate before then.
+	// Zero: no bound of its own.
 	MaxSessionLifetime time.Duration
-	// CertPrincipal gives the principal of a client whose TLS connection
-	// presented a certificate, for connections that do not authenticate
-	// with SASL. Nil: such clients have no principal of their own.
-	CertPrincipal func(*tls.ConnectionState) (authn.Principal, bool)
+	// CertPrincipal gives the principal of a client that presented a
+	// certificate, when the gate answers no SASL (Kafka's
+	// ssl.principal.mapping.rules; with SASL, the SASL principal is the
+	// client's, as on Kafka's SASL_SSL listeners). An error refuses the
+	// client at its first request, as Kafka refuses a subject no rule
+	// maps. Nil: such clients have no principal of their own.
+	CertPrincipal func(*x509.Certificate) (authn.Principal, error)
 	// Metrics counts the authentications; nil counts nothing.
 	Metrics *metrics.Metrics
 	// Now reads the clock; nil is time.Now. Tests move it.
@@ -159,13 +169,17 @@ func (g *Gate) SASL() bool { return len(g.names) > 0 }
 // after the handshake, nil on a plaintext connection.
 func (g *Gate) Open(cs *tls.ConnectionState) Session {
 	s := &session{g: g, tls: cs != nil}
-	if cs != nil && g.cfg.CertPrincipal != nil {
-		if p, ok := g.cfg.CertPrincipal(cs); ok {
+	if g.SASL() {
+		return s
+	}
+	s.state = stateOpen
+	if cs != nil && len(cs.PeerCertificates) > 0 && g.cfg.CertPrincipal != nil {
+		p, err := g.cfg.CertPrincipal(cs.PeerCertificates[0])
+		if err != nil {
+			s.state, s.refused = stateFailed, fmt.Errorf("%w: client certificate: %w", ErrRefused, err)
+		} else {
 			s.cert, s.principal = true, p
 		}
-	}
-	if !g.SASL() {
-		s.state = stateOpen
 	}
 	return s
 }
@@ -196,7 +210,18 @@ type session struct {
 	reauth bool
 	// expires ends the session; zero: never.
 	expires time.Time
+	// refused is why a client whose certificate maps to no principal is
+	// closed.
+	refused error
+	// badMech refuses a re-authentication that changed mechanism.
+	badMech error
+	// reauthAt is when the last re-authentication began; zero: none.
+	reauthAt time.Time
 }
+
+// minReauthInterval is the least time between two re-authentications of a
+// connection, as Kafka's KafkaChannel allows.
+const minReauthInterval = time.Second
 
 func (s *session) Principal() string {
 	if !s.authed && !s.cert {
@@ -232,7 +257,18 @@ func (s *session) Request(h wire.RequestHeader, frame []byte) Verdict {
 				// flight; KIP-368 re-authenticates with v1.
 				return s.illegal(h, "after authentication (re-authentication needs SaslHandshake v1)")
 			}
-			s.reauth = true
+			now := s.g.cfg.Now()
+			if s.expires.IsZero() || !s.reauthAt.IsZero() && now.Sub(s.reauthAt) < minReauthInterval {
+				// As Kafka's broker: a session without end is not
+				// renewed, nor one renewed less than a second ago (each
+				// costs a key derivation); the handshake is answered
+				// with an error and the session goes on.
+				resp := kmsg.NewPtrSASLHandshakeResponse()
+				resp.Version = h.Version
+				resp.ErrorCode = kerr.IllegalSaslState.Code
+				return Verdict{Action: Answer, Response: wire.AppendResponse(nil, h.Correlation, h.ResponseFlexible(), resp.AppendTo)}
+			}
+			s.reauth, s.reauthAt = true, now
 			return s.handshake(h, frame)
 		}
 		if !s.expires.IsZero() && s.g.cfg.Now().After(s.expires) {
@@ -244,6 +280,9 @@ func (s *session) Request(h wire.RequestHeader, frame []byte) Verdict {
 			return s.answerAuthenticate(h, kerr.IllegalSaslState.Code, "SaslAuthenticate after successful authentication", nil, 0)
 		}
 		return Verdict{Action: Pass}
+	}
+	if s.refused != nil {
+		return Verdict{Action: Close, Err: s.refused}
 	}
 	return Verdict{Action: Close, Err: fmt.Errorf("%w: %s v%d after a refused authentication", ErrIllegalState, kmsg.NameForKey(h.Key), h.Version)}
 }
@@ -278,9 +317,12 @@ func (s *session) handshake(h wire.RequestHeader, frame []byte) Verdict {
 		}
 		refused = fmt.Errorf("%w: mechanism %s is not enabled", ErrRefused, strconv.Quote(name))
 	case s.reauth && m != s.mech:
-		// Kafka refuses a re-authentication that changes mechanism.
-		resp.ErrorCode = kerr.IllegalSaslState.Code
-		refused = fmt.Errorf("%w: re-authentication with %s, not the session's %s", ErrRefused, m.Name(), s.mech.Name())
+		// As Kafka: the handshake is answered, and the exchange that
+		// follows refused, since the mechanism may not change.
+		s.badMech = fmt.Errorf("%w: SASL mechanism %s is not supported for re-authentication of mechanism %s",
+			authn.ErrAuthentication, m.Name(), s.mech.Name())
+		s.state = stateHandshaken
+		return Verdict{Action: Answer, Response: wire.AppendResponse(nil, h.Correlation, h.ResponseFlexible(), resp.AppendTo)}
 	}
 	out := wire.AppendResponse(nil, h.Correlation, h.ResponseFlexible(), resp.AppendTo)
 	if refused != nil {
@@ -304,6 +346,12 @@ func (s *session) authenticate(h wire.RequestHeader, frame []byte) Verdict {
 		s.state = stateFailed
 		return Verdict{Action: Close, Err: fmt.Errorf("%w: SaslAuthenticate v%d: %v", ErrMalformed, h.Version, err)}
 	}
+	if s.badMech != nil {
+		err := s.badMech
+		v := s.fail(err)
+		v.Response = s.answerAuthenticate(h, kerr.SaslAuthenticationFailed.Code, clientMessage(err), nil, 0).Response
+		return v
+	}
 	reply, done, err := s.x.Step(req.SASLAuthBytes)
 	if err != nil {
 		v := s.fail(err)
@@ -314,14 +362,16 @@ func (s *session) authenticate(h wire.RequestHeader, frame []byte) Verdict {
 	if !done {
 		return s.answerAuthenticate(h, 0, "", reply, 0)
 	}
-	if err := s.succeed(h.Version >= 1); err != nil {
+	if err := s.succeed(); err != nil {
 		v := s.fail(err)
 		a := s.answerAuthenticate(h, kerr.SaslAuthenticationFailed.Code, clientMessage(err), nil, 0)
 		v.Response = a.Response
 		return v
 	}
 	var life time.Duration
-	if !s.expires.IsZero() {
+	if !s.expires.IsZero() && h.Version >= 1 {
+		// SaslAuthenticate v0 has no field to tell it in; the session
+		// ends all the same, as Kafka ends it.
 		life = s.expires.Sub(s.g.cfg.Now())
 	}
 	return s.answerAuthenticate(h, 0, "", reply, life)
@@ -369,6 +419,11 @@ func (s *session) fail(err error) Verdict {
 	if !errors.Is(err, authn.ErrAuthentication) {
 		err = fmt.Errorf("%w: %w", authn.ErrAuthentication, err)
 	}
+	var oauth *authn.OAuthRefusal
+	if errors.As(err, &oauth) {
+		// Its message is the client's; its reason is the log's.
+		err = fmt.Errorf("%w (%s)", err, oauth.Reason)
+	}
 	return Verdict{Action: AnswerThenClose, Err: fmt.Errorf("%w: %s: %w", ErrRefused, s.mech.Name(), err), Delay: authn.FailureDelay}
 }
 
@@ -376,10 +431,12 @@ func (s *session) fail(err error) Verdict {
 // Kafka does.
 var errPrincipalChanged = fmt.Errorf("%w: the principal may not change on re-authentication", authn.ErrAuthentication)
 
-// succeed records the end of a successful exchange; lifetime says the
-// client learns the session's lifetime (SaslAuthenticate v1+), which
-// only then bounds it. An error refuses the exchange after all.
-func (s *session) succeed(lifetime bool) error {
+// succeed records the end of a successful exchange and when the session
+// ends. As Kafka does, the session ends whether or not the client could
+// be told (SaslAuthenticate v1+ tells it): a client that cannot
+// re-authenticate is disconnected then, and connects again. An error
+// refuses the exchange after all.
+func (s *session) succeed() error {
 	p := s.x.Principal()
 	if s.authed && p != s.principal {
 		return errPrincipalChanged
@@ -387,10 +444,8 @@ func (s *session) succeed(lifetime bool) error {
 	s.principal, s.authed, s.reauth = p, true, false
 	s.state = stateDone
 	s.expires = time.Time{}
-	if lifetime {
-		if life := s.mechLifetime(); life > 0 {
-			s.expires = s.g.cfg.Now().Add(life)
-		}
+	if life := s.mechLifetime(); life > 0 {
+		s.expires = s.g.cfg.Now().Add(life)
 	}
 	s.x = nil
 	s.g.cfg.Metrics.ClientAuthentication(s.mech.Name(), metrics.ResultSuccess)
@@ -423,8 +478,7 @@ func (s *session) Token(tok []byte) Verdict {
 	if !done {
 		return Verdict{Action: AnswerThenTokens, Response: rawToken(reply)}
 	}
-	// The v0 flow tells the client no lifetime, so none bounds it.
-	if err := s.succeed(false); err != nil {
+	if err := s.succeed(); err != nil {
 		return s.fail(err)
 	}
 	return Verdict{Action: Answer, Response: rawToken(reply)}

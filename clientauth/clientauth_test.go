@@ -198,7 +198,7 @@ func TestSessionLifetime(t *testing.T) {
 		{"mechanism", 30 * time.Second, 0, 30 * time.Second, 2},
 		{"smaller of both", 30 * time.Second, time.Minute, 30 * time.Second, 2},
 		{"smaller of both, configured", 2 * time.Minute, time.Minute, time.Minute, 2},
-		{"not told at v0", 0, time.Minute, 0, 0},
+		{"not told at v0, ends all the same", 0, time.Minute, time.Minute, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, c := testGate(tc.mech, tc.max)
@@ -246,8 +246,17 @@ func TestReauthentication(t *testing.T) {
 	if v, _ := do(t, s, metadata()); v.Action != Pass {
 		t.Fatalf("after re-authentication: %+v", v)
 	}
+	// Again within a second: refused, and the session goes on.
+	v, resp := do(t, s, handshake(1, "FAKE"))
+	if v.Action != Answer || resp.(*kmsg.SASLHandshakeResponse).ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("re-authentication within a second: %+v %+v", v, resp)
+	}
+	if v, _ := do(t, s, metadata()); v.Action != Pass {
+		t.Fatalf("after a refused early re-authentication: %+v", v)
+	}
+	c.t = c.t.Add(time.Second)
 	// A SaslAuthenticate outside an exchange is answered, not fatal.
-	v, resp := do(t, s, authenticate("alice"))
+	v, resp = do(t, s, authenticate("alice"))
 	if v.Action != Answer || resp.(*kmsg.SASLAuthenticateResponse).ErrorCode != kerr.IllegalSaslState.Code {
 		t.Fatalf("SaslAuthenticate after authentication: %+v %+v", v, resp)
 	}
@@ -262,12 +271,25 @@ func TestReauthentication(t *testing.T) {
 		t.Fatalf("principal after a refused change: %q", s.Principal())
 	}
 
-	// With another mechanism: refused.
+	// With another mechanism: the handshake is answered, the exchange
+	// refused, as Kafka does.
 	s = g.Open(nil)
 	login(t, s, "alice")
-	v, resp = do(t, s, handshake(1, "OTHER"))
-	if v.Action != AnswerThenClose || resp.(*kmsg.SASLHandshakeResponse).ErrorCode != kerr.IllegalSaslState.Code {
-		t.Fatalf("re-authentication with another mechanism: %+v %+v", v, resp)
+	if v, resp = do(t, s, handshake(1, "OTHER")); v.Action != Answer || resp.(*kmsg.SASLHandshakeResponse).ErrorCode != 0 {
+		t.Fatalf("re-authentication handshake with another mechanism: %+v %+v", v, resp)
+	}
+	v, resp = do(t, s, authenticate("alice"))
+	if a := resp.(*kmsg.SASLAuthenticateResponse); v.Action != AnswerThenClose || a.ErrorCode != kerr.SaslAuthenticationFailed.Code ||
+		!strings.Contains(*a.ErrorMessage, "re-authentication of mechanism FAKE") {
+		t.Fatalf("re-authentication with another mechanism: %+v %+v", v, a)
+	}
+
+	// A session without end is not renewed.
+	g2, _ := testGate(0, 0)
+	s = g2.Open(nil)
+	login(t, s, "alice")
+	if v, resp = do(t, s, handshake(1, "FAKE")); v.Action != Answer || resp.(*kmsg.SASLHandshakeResponse).ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("re-authentication of a session without end: %+v %+v", v, resp)
 	}
 
 	// With the raw v0 flow: closed.
@@ -326,7 +348,6 @@ func TestLegacyTokensSCRAM(t *testing.T) {
 		if s.Principal() != "User:alice" {
 			t.Fatalf("principal %q", s.Principal())
 		}
-		// The v0 flow tells no lifetime, so none is enforced.
 		if v, _ := do(t, s, metadata()); v.Action != Pass {
 			t.Fatalf("after the raw exchange: %+v", v)
 		}

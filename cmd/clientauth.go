@@ -21,18 +21,25 @@ type clientAuth struct {
 	gate  *clientauth.Gate
 	store *authn.Store // nil without SCRAM or PLAIN
 	path  string
+	oauth *authn.OAuthBearer // nil without OAUTHBEARER; refreshes its keys until closed
 	log   *slog.Logger
 	mu    sync.Mutex // one load at a time, so that the last file read wins
 }
 
 // newClientAuth builds what cfg asks for; nil when it authenticates no
-// client. The credential file must read: a proxy told to check clients
-// against a file it cannot read would refuse every one of them.
-func newClientAuth(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*clientAuth, error) {
-	if !cfg.ClientSASL() {
+// client and names none by its certificate. The credential file and the
+// OAUTHBEARER keys must read: a proxy told to check clients against what
+// it cannot read would refuse every one of them.
+func newClientAuth(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (_ *clientAuth, err error) {
+	if !cfg.ClientSASL() && cfg.TLSClientCA == "" {
 		return nil, nil
 	}
 	a := &clientAuth{path: cfg.ClientCredentials, log: log}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
 	if a.path != "" {
 		creds, err := authn.ReadCredentials(a.path)
 		if err != nil {
@@ -51,14 +58,48 @@ func newClientAuth(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*cl
 			mechs = append(mechs, mech)
 		case config.MechanismPlain:
 			mechs = append(mechs, authn.NewPlain(a.store, authn.PlainOptions{AllowWithoutTLS: cfg.ClientSASLPlainWithoutTLS}))
+		case config.MechanismOAuthBearer:
+			a.oauth, err = authn.NewOAuthBearer(authn.OAuthConfig{
+				JWKS: cfg.ClientOAuthJWKS, Issuer: cfg.ClientOAuthIssuer, Audience: cfg.ClientOAuthAudience,
+				PrincipalClaim: cfg.ClientOAuthPrincipalClaim, Logger: log,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("--client-oauth-jwks: %w", err)
+			}
+			mechs = append(mechs, a.oauth)
+			if !cfg.ListenerTLS() {
+				log.Warn("OAUTHBEARER tokens cross the network in the clear: the listeners have no --tls-cert")
+			}
 		default:
 			return nil, fmt.Errorf("--client-sasl-mechanisms: %s is not available", name)
 		}
 	}
-	a.gate = clientauth.New(clientauth.Config{Mechanisms: mechs, MaxSessionLifetime: cfg.ClientSessionLifetime, Metrics: m})
-	log.Info("authenticating clients", "mechanisms", cfg.ClientSASLMechanisms, "credentials", a.path,
-		"session_lifetime", cfg.ClientSessionLifetime, "plain_without_tls", cfg.ClientSASLPlainWithoutTLS)
+	gc := clientauth.Config{Mechanisms: mechs, MaxSessionLifetime: cfg.ClientSessionLifetime, Metrics: m}
+	if cfg.TLSClientCA != "" && !cfg.ClientSASL() {
+		rules := cfg.TLSPrincipalMappingRules
+		if rules == "" {
+			rules = authn.DefaultPrincipalMappingRules
+		}
+		mapper, err := authn.ParsePrincipalMappingRules(rules)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-principal-mapping-rules: %w", err)
+		}
+		gc.CertPrincipal = mapper.Principal
+		log.Info("naming clients by their certificates", "tls_principal_mapping_rules", mapper.String())
+	}
+	a.gate = clientauth.New(gc)
+	if cfg.ClientSASL() {
+		log.Info("authenticating clients", "mechanisms", cfg.ClientSASLMechanisms, "credentials", a.path,
+			"session_lifetime", cfg.ClientSessionLifetime, "plain_without_tls", cfg.ClientSASLPlainWithoutTLS)
+	}
 	return a, nil
+}
+
+// close stops what runs in the background (the refresh of a JWKS URL).
+func (a *clientAuth) close() {
+	if a != nil && a.oauth != nil {
+		a.oauth.Close()
+	}
 }
 
 // options gives the proxy the gate.

@@ -101,6 +101,11 @@ func TestServeClientAuthFlagsValidated(t *testing.T) {
 		{[]string{"--client-credentials", creds}, "needs --client-sasl-mechanisms"},
 		{[]string{"--client-sasl-mechanisms", "SCRAM-SHA-256", "--client-credentials", creds, "--client-sasl-plain-without-tls"}, "needs PLAIN"},
 		{[]string{"--client-sasl-mechanisms", "PLAIN", "--client-credentials", creds, "--client-session-lifetime", "-1s"}, "must not be negative"},
+		{[]string{"--client-sasl-mechanisms", "OAUTHBEARER"}, "--client-oauth-jwks is required"},
+		{[]string{"--client-sasl-mechanisms", "OAUTHBEARER", "--client-oauth-jwks", "http://idp/jwks"}, "must be an https:// URL or a file"},
+		{[]string{"--client-sasl-mechanisms", "SCRAM-SHA-256", "--client-credentials", creds, "--client-oauth-issuer", "x"}, "needs OAUTHBEARER"},
+		{[]string{"--client-sasl-mechanisms", "PLAIN,PLAIN", "--client-credentials", creds}, "listed twice"},
+		{[]string{"--tls-principal-mapping-rules", "DEFAULT"}, "needs --tls-client-ca"},
 	} {
 		root, _, errOut := newCLI(append([]string{"serve", "--upstream", "127.0.0.1:1", "--listen", "127.0.0.1:0"}, tc.args...)...)
 		err := root.Execute()

@@ -158,6 +158,7 @@ partition keeps at most --retention-bytes and nothing older than
 			kc.Close()
 			return err
 		}
+		defer auth.close()
 		guard, err := newACLGuard(cfg, m, log)
 		if err != nil {
 			kc.Close()

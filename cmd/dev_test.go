@@ -2,8 +2,10 @@ package cmd
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -216,6 +218,82 @@ func TestDevAutoCreatesForOldAndNewClients(t *testing.T) {
 			t.Errorf("%s (Metadata v%d): %+v; want created with 2 partitions", tc.topic, resp.Version, resp.Topics)
 		}
 	}
+}
+
+// TestDevSingleCreateTopics: through `dev --topology single`, a fresh
+// connection's first request, a CreateTopics, is answered by the embedded
+// cluster's controller, also after an old client's Metadata v0 (whose
+// answer names no controller), and the topic gets the partitions asked
+// for. A raw connection, since kgo would retry a NOT_CONTROLLER answer.
+func TestDevSingleCreateTopics(t *testing.T) {
+	addr, stop := start(t, "dev", "--listen", "127.0.0.1:0", "--data-dir", "", "--topology", "single")
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 3 {
+		old, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V0_9_0()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, old)
+		old.Close()
+		if err != nil || md.Version != 0 {
+			t.Fatalf("old client's Metadata: v%d, %v; want v0", md.GetVersion(), err)
+		}
+
+		topic := "single-create-" + strconv.Itoa(i)
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version, req.TimeoutMillis = 3, 5000
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 4, 1
+		req.Topics = []kmsg.CreateTopicsRequestTopic{rt}
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		_, err = c.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("fresh")).AppendRequest(nil, req, 1))
+		var frame []byte
+		if err == nil {
+			frame, err = readFrame(c)
+		}
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := kmsg.NewPtrCreateTopicsResponse()
+		resp.Version = 3
+		if err := resp.ReadFrom(frame[4:]); err != nil { // the correlation id
+			t.Fatal(err)
+		}
+		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+			t.Fatalf("CreateTopics %s: %+v", topic, resp.Topics)
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(topic)
+		mreq := kmsg.NewPtrMetadataRequest()
+		mreq.Topics = []kmsg.MetadataRequestTopic{mt}
+		got, err := mreq.RequestWith(ctx, cl)
+		cl.Close()
+		if err != nil || len(got.Topics) != 1 || len(got.Topics[0].Partitions) != 4 {
+			t.Fatalf("%s: %+v, %v; want 4 partitions", topic, got, err)
+		}
+	}
+}
+
+// readFrame reads one length-prefixed frame from c, without its prefix.
+func readFrame(c net.Conn) ([]byte, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(c, n[:]); err != nil {
+		return nil, err
+	}
+	frame := make([]byte, binary.BigEndian.Uint32(n[:]))
+	_, err := io.ReadFull(c, frame)
+	return frame, err
 }
 
 // TestDevDataDirIsExclusive runs a second dev on the data directory of a

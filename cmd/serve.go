@@ -34,6 +34,7 @@ rewritten to those listeners.`,
 		if err != nil {
 			return err
 		}
+		defer auth.close()
 		guard, err := newACLGuard(cfg, m, log)
 		if err != nil {
 			return err

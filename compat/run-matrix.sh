@@ -531,11 +531,44 @@ write_matrix() {
         echo "${DETAIL[$c,$b]}" | sed 's/^/- /; s/|/\\|/g'
       done
     done
+    if [ ${#EXTRA[@]} -gt 0 ]; then
+      echo
+      echo "## Further checks"
+      echo
+      for e in "${EXTRA[@]}"; do echo "- $e"; done
+    fi
     echo
     echo "## Timings"
     echo
     for t in "${TIMINGS[@]}"; do echo "- $t"; done
   } >"$tmp" && mv "$tmp" "$MATRIX"
+}
+
+# ------------------------------------------------------------------ further checks
+# kafka-python's admin client through `inorder dev --topology single`
+# (compat/python/single_admin.py): fresh clients' CreateTopics answered by
+# the controller at once, while another client bootstraps with Metadata v0.
+EXTRA=()
+EXTRA_FAILS=0
+single_admin_check() {
+  local port=22200 log="$RESULTS/dev-single-admin.log" pid rc
+  "$BIN/inorder" dev --listen "127.0.0.1:$port" --topology single --data-dir "" --admin-listen "" >"$RESULTS/proxy-dev-single.log" 2>&1 &
+  pid=$!
+  if ! port_wait "$port" 30 "$pid"; then
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    EXTRA+=("kafka-python admin client × dev --topology single: **FAIL**: the proxy did not start (compat/results/proxy-dev-single.log)")
+    EXTRA_FAILS=$((EXTRA_FAILS + 1))
+    return
+  fi
+  timeout -k 10 120 "$VENV/bin/python" "$COMPAT/python/single_admin.py" "127.0.0.1:$port" >"$log" 2>&1
+  rc=$?
+  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  if [ $rc = 0 ]; then
+    EXTRA+=("kafka-python admin client × dev --topology single: pass ($(tail -n 1 "$log"))")
+  else
+    EXTRA+=("kafka-python admin client × dev --topology single: **FAIL** (log: \`compat/results/dev-single-admin.log\`): $(grep '^FAIL' "$log" | head -n 3 | tr '\n' ' ')")
+    EXTRA_FAILS=$((EXTRA_FAILS + 1))
+  fi
 }
 
 # ------------------------------------------------------------------ main
@@ -572,6 +605,11 @@ for b in $BACKENDS; do
     log "proxy log for $b has errors: $PROXYLOG"; grep -E 'level=(ERROR|error)|panic' "$PROXYLOG" | head -n 5 >&2
   fi
 done
+if has kafkapython && case " $BACKENDS " in *" dev "*) true ;; *) false ;; esac; then
+  tb=$SECONDS
+  single_admin_check
+  TIMINGS+=("kafka-python admin client x dev --topology single: $((SECONDS - tb)) s")
+fi
 cleanup
 TIMINGS+=("total: $((SECONDS - T0)) s")
 write_matrix
@@ -584,6 +622,11 @@ if [ -n "$PUBLISH" ]; then
   fi
 fi
 cat "$MATRIX" | sed -n '/^| client/,/^$/p'
+for e in "${EXTRA[@]}"; do log "$e"; done
+if [ $EXTRA_FAILS -gt 0 ] && [ $FAILS -eq 0 ]; then
+  log "$EXTRA_FAILS further check(s) failed"
+  exit 1
+fi
 if [ $FAILS -gt 0 ]; then
   log "$FAILS row(s) failed"
   echo "matrix: $(( $(echo $CLIENTS | wc -w) * $(echo $BACKENDS | wc -w) - FAILS )) passed, $FAILS failed"

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/inorder-proxy/inorder/authn"
 )
 
 // ClientMechanisms are the SASL mechanisms the proxy can authenticate
@@ -29,10 +31,28 @@ type ClientAuth struct {
 	// there.
 	ClientSASLPlainWithoutTLS bool
 	// ClientSessionLifetime bounds a client's SASL session, as Kafka's
-	// connections.max.reauth.ms does: clients that authenticate with
-	// SaslAuthenticate v1 or later must re-authenticate within it or be
+	// connections.max.reauth.ms does: clients must re-authenticate within
+	// it (SaslAuthenticate v1 and later tell them when it ends) or be
 	// disconnected. Zero: no bound.
 	ClientSessionLifetime time.Duration
+
+	// ClientOAuthJWKS is where OAUTHBEARER's verification keys are: an
+	// https:// URL, fetched at start and refreshed, or a file, re-read
+	// when it changes. Required by OAUTHBEARER.
+	ClientOAuthJWKS string
+	// ClientOAuthIssuer, if set, must equal a token's "iss".
+	ClientOAuthIssuer string
+	// ClientOAuthAudience, if set, must be among a token's "aud".
+	ClientOAuthAudience string
+	// ClientOAuthPrincipalClaim names the claim holding the principal's
+	// name. Empty means "sub", as Kafka's sasl.oauthbearer.sub.claim.name.
+	ClientOAuthPrincipalClaim string
+
+	// TLSPrincipalMappingRules maps a client certificate's subject to its
+	// principal, in Kafka's ssl.principal.mapping.rules syntax, for
+	// clients that present a certificate (--tls-client-ca) and do not
+	// authenticate with SASL. Empty means DEFAULT: the subject as is.
+	TLSPrincipalMappingRules string
 }
 
 func bindClientAuthFlags(fs *pflag.FlagSet, a *ClientAuth) {
@@ -40,6 +60,11 @@ func bindClientAuthFlags(fs *pflag.FlagSet, a *ClientAuth) {
 	fs.StringVar(&a.ClientCredentials, "client-credentials", a.ClientCredentials, "file of client credentials (inorder credentials) for SCRAM and PLAIN, re-read when it changes")
 	fs.BoolVar(&a.ClientSASLPlainWithoutTLS, "client-sasl-plain-without-tls", a.ClientSASLPlainWithoutTLS, "accept PLAIN from clients on a listener without TLS (the password crosses the network in the clear)")
 	fs.DurationVar(&a.ClientSessionLifetime, "client-session-lifetime", a.ClientSessionLifetime, "longest client SASL session; clients re-authenticate within it or are disconnected (0: no bound)")
+	fs.StringVar(&a.ClientOAuthJWKS, "client-oauth-jwks", a.ClientOAuthJWKS, "OAUTHBEARER: the keys that sign clients' tokens, an https:// JWKS URL or a JWKS file")
+	fs.StringVar(&a.ClientOAuthIssuer, "client-oauth-issuer", a.ClientOAuthIssuer, "OAUTHBEARER: the issuer (iss) tokens must name (default: not checked)")
+	fs.StringVar(&a.ClientOAuthAudience, "client-oauth-audience", a.ClientOAuthAudience, "OAUTHBEARER: an audience (aud) tokens must name (default: not checked)")
+	fs.StringVar(&a.ClientOAuthPrincipalClaim, "client-oauth-principal-claim", a.ClientOAuthPrincipalClaim, "OAUTHBEARER: the claim holding the principal's name (default: sub)")
+	fs.StringVar(&a.TLSPrincipalMappingRules, "tls-principal-mapping-rules", a.TLSPrincipalMappingRules, "with --tls-client-ca, Kafka's ssl.principal.mapping.rules giving a certificate's principal (default: DEFAULT, the subject)")
 }
 
 func (c *Config) validateClientAuth() error {
@@ -52,10 +77,36 @@ func (c *Config) validateClientAuth() error {
 		if slices.Contains(a.ClientSASLMechanisms[:i], m) {
 			return invalid("client-sasl-mechanisms", m, "is listed twice")
 		}
-		if m == MechanismOAuthBearer {
-			return invalid("client-sasl-mechanisms", m, "is not available in this build")
-		}
 		scram = scram || m != MechanismOAuthBearer
+	}
+	oauth := slices.Contains(a.ClientSASLMechanisms, MechanismOAuthBearer)
+	for _, f := range []struct{ name, value string }{
+		{"client-oauth-issuer", a.ClientOAuthIssuer},
+		{"client-oauth-audience", a.ClientOAuthAudience},
+		{"client-oauth-principal-claim", a.ClientOAuthPrincipalClaim},
+		{"client-oauth-jwks", a.ClientOAuthJWKS},
+	} {
+		if !oauth && f.value != "" {
+			return invalid(f.name, f.value, "needs OAUTHBEARER in --client-sasl-mechanisms")
+		}
+	}
+	switch {
+	case oauth && a.ClientOAuthJWKS == "":
+		return invalid("client-oauth-jwks", "", "is required by --client-sasl-mechanisms OAUTHBEARER")
+	case strings.Contains(a.ClientOAuthJWKS, "://") && !strings.HasPrefix(a.ClientOAuthJWKS, "https://"):
+		return invalid("client-oauth-jwks", a.ClientOAuthJWKS, "must be an https:// URL or a file")
+	case a.ClientOAuthJWKS != "" && !strings.Contains(a.ClientOAuthJWKS, "://"):
+		if err := checkFile("client-oauth-jwks", a.ClientOAuthJWKS, false); err != nil {
+			return err
+		}
+	}
+	if a.TLSPrincipalMappingRules != "" {
+		if c.TLSClientCA == "" {
+			return invalid("tls-principal-mapping-rules", a.TLSPrincipalMappingRules, "needs --tls-client-ca: only client certificates are mapped")
+		}
+		if _, err := authn.ParsePrincipalMappingRules(a.TLSPrincipalMappingRules); err != nil {
+			return invalid("tls-principal-mapping-rules", a.TLSPrincipalMappingRules, "does not parse: "+err.Error())
+		}
 	}
 	switch {
 	case scram && a.ClientCredentials == "":

@@ -21,9 +21,13 @@ func (c *conn) readClient() error {
 		if err := c.waitCapacity(); err != nil {
 			return err
 		}
-		size, err := c.readPrefix(&lenBuf, maxReq)
+		limit := c.frameLimit(maxReq)
+		size, err := c.readPrefix(&lenBuf, limit)
 		if err != nil {
 			c.endFrame()
+			if limit < maxReq && errors.Is(err, wire.ErrFrameTooLarge) {
+				return c.unauthenticatedFrame(limit)
+			}
 			return c.clientReadError(err)
 		}
 		r, readErr, err := c.readRequest(size, &lenBuf)

@@ -46,6 +46,16 @@ type connAuth struct {
 	after clientauth.Verdict
 }
 
+// who are the attributes that name the connection in a log line: the
+// client's address, the node, and the principal once known.
+func (c *conn) who() []any {
+	attrs := []any{"client", c.client.RemoteAddr().String(), "node", c.node}
+	if p := c.principal(); p != "" {
+		attrs = append(attrs, "principal", p)
+	}
+	return attrs
+}
+
 // principal is who the client is, once known; "" otherwise.
 func (c *conn) principal() string {
 	if c.auth.s == nil {
@@ -76,6 +86,23 @@ func (p *Proxy) advertiseClientSASL(av *kmsg.ApiVersionsResponse) {
 		av.ApiKeys[i].MinVersion, av.ApiKeys[i].MaxVersion = 0, max
 	}
 	slices.SortFunc(av.ApiKeys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
+}
+
+// frameLimit is the largest frame the client may send now: max, or
+// before it authenticated with SASL, no more than an exchange needs, so
+// that a client nobody knows cannot make the proxy hold a large frame.
+func (c *conn) frameLimit(max int32) int32 {
+	if !c.p.clientSASL() || c.principal() != "" {
+		return max
+	}
+	return min(max, clientauth.MaxUnauthenticatedFrame)
+}
+
+// unauthenticatedFrame closes a client that announced a frame above limit
+// before it authenticated; what it sent before is answered first.
+func (c *conn) unauthenticatedFrame(limit int32) error {
+	c.finishInFlight()
+	return c.authClosed(fmt.Errorf("%w: a frame of more than %d bytes before authentication", clientauth.ErrIllegalState, limit))
 }
 
 // screen hands r to the client authentication. An error closes the
@@ -202,8 +229,7 @@ func (c *conn) authTokens() error {
 // connection, and returns the reason it closes with.
 func (c *conn) authClosed(err error) error {
 	if skipped, ok := c.p.sec.failures.allow("client-auth", time.Now()); ok {
-		c.p.log.Info("client authentication closed the connection", "client", c.client.RemoteAddr().String(), "node", c.node,
-			"reason", err.Error(), "similar_not_logged", skipped)
+		c.p.log.Info("client authentication closed the connection", append(c.who(), "reason", err.Error(), "similar_not_logged", skipped)...)
 	}
 	return fmt.Errorf("%w: %w", ErrClientAuth, err)
 }

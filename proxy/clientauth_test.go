@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -60,8 +61,14 @@ func authGate(t testing.TB, m *metrics.Metrics, life time.Duration, plainWithout
 // authProxy runs a proxy authenticating clients in front of kc.
 func authProxy(t *testing.T, kc *kfake.Cluster, topology config.Topology, life time.Duration, plainWithoutTLS bool) (*testProxy, *metrics.Metrics) {
 	t.Helper()
+	return authProxyMode(t, kc, config.OrderingNone, topology, life, plainWithoutTLS)
+}
+
+// authProxyMode is authProxy in an ordering mode.
+func authProxyMode(t *testing.T, kc *kfake.Cluster, mode config.Ordering, topology config.Topology, life time.Duration, plainWithoutTLS bool) (*testProxy, *metrics.Metrics) {
+	t.Helper()
 	m := metrics.New()
-	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), func(c *config.Config) { c.Topology = topology },
+	p := startProxy(t, mode, kc.ListenAddrs(), func(c *config.Config) { c.Topology = topology },
 		proxy.WithMetrics(m), proxy.WithClientAuth(authGate(t, m, life, plainWithoutTLS)))
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -250,8 +257,14 @@ func TestClientAuthRequestBeforeAuthentication(t *testing.T) {
 // length-prefixed tokens, then Kafka framing resumes; a wrong password
 // closes the connection.
 func TestClientAuthLegacyTokens(t *testing.T) {
+	for _, topology := range []config.Topology{config.TopologyPorts, config.TopologySingle} {
+		t.Run(string(topology), func(t *testing.T) { testClientAuthLegacyTokens(t, topology) })
+	}
+}
+
+func testClientAuthLegacyTokens(t *testing.T, topology config.Topology) {
 	kc := newCluster(t, kfake.NumBrokers(1))
-	p, m := authProxy(t, kc, config.TopologyPorts, 0, false)
+	p, m := authProxy(t, kc, topology, 0, false)
 	for _, tc := range []struct {
 		pass string
 		ok   bool
@@ -309,11 +322,26 @@ func TestClientAuthLegacyTokens(t *testing.T) {
 // after it succeed in order, and a session left to expire closes the
 // connection at its next request.
 func TestClientAuthReauthenticatePipelined(t *testing.T) {
-	for _, topology := range []config.Topology{config.TopologyPorts, config.TopologySingle} {
-		t.Run(string(topology), func(t *testing.T) {
+	for _, tc := range []struct {
+		topology config.Topology
+		mode     config.Ordering
+	}{
+		{config.TopologyPorts, config.OrderingNone},
+		{config.TopologyPorts, config.OrderingConnection},
+		{config.TopologySingle, config.OrderingNone},
+	} {
+		topology := tc.topology
+		t.Run(string(topology)+"-"+string(tc.mode), func(t *testing.T) {
 			const life = 1500 * time.Millisecond
 			kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-			p, m := authProxy(t, kc, topology, life, false)
+			p, m := authProxyMode(t, kc, tc.mode, topology, life, false)
+			// Slow produces, so that the re-authentication is read and
+			// answered while they are still in flight upstream.
+			kc.ControlKey(0, func(kmsg.Request) (kmsg.Response, error, bool) {
+				kc.KeepControl()
+				time.Sleep(40 * time.Millisecond)
+				return nil, nil, false
+			})
 			c := dialAuth(t, p.Addr())
 			mech := scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()
 			if r := c.scramLogin(mech); r.SessionLifetimeMillis <= 0 || r.SessionLifetimeMillis > life.Milliseconds() {
@@ -409,7 +437,10 @@ func TestClientAuthReauthenticatePipelined(t *testing.T) {
 // the session the proxy announced ends, and keeps producing.
 func TestClientAuthReauthenticateKgo(t *testing.T) {
 	kc := newCluster(t, kfake.SeedTopics(1, "t"))
-	p, m := authProxy(t, kc, config.TopologyPorts, 1500*time.Millisecond, false)
+	// kgo renews at least a second before the end, and the proxy, as
+	// Kafka, renews a session at most once a second: 2.5s renews every
+	// 1.5s.
+	p, m := authProxy(t, kc, config.TopologyPorts, 2500*time.Millisecond, false)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()),
 		kgo.DefaultProduceTopic("t"), kgo.ProducerLinger(0))
 	if err != nil {
@@ -417,17 +448,22 @@ func TestClientAuthReauthenticateKgo(t *testing.T) {
 	}
 	defer cl.Close()
 	ctx := testContext(t, 30*time.Second)
-	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Every connection the client uses has authenticated once.
+	before := counter(t, m, metrics.NameClientAuthentications, "mechanism", "SCRAM-SHA-256", "result", "success")
+	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := counter(t, m, metrics.NameClientAuthentications, "mechanism", "SCRAM-SHA-256", "result", "success"); n < 4 {
-		t.Fatalf("successes counted: %v, want re-authentications", n)
+	if n := counter(t, m, metrics.NameClientAuthentications, "mechanism", "SCRAM-SHA-256", "result", "success"); n < before+2 {
+		t.Fatalf("successes counted: %v, %v before producing for 4s: want re-authentications", n, before)
 	}
-	if strings.Contains(p.log.String(), "session expired") {
-		t.Fatalf("a session expired:\n%s", p.log.String())
+	if strings.Contains(p.log.String(), "client authentication closed") {
+		t.Fatalf("a connection closed by the client authentication:\n%s", p.log.String())
 	}
 }
 
@@ -524,5 +560,30 @@ func (c *authClient) scramLogin(mech sasl.Mechanism) *kmsg.SASLAuthenticateRespo
 			return r
 		}
 		tok = next
+	}
+}
+
+// TestClientAuthLargeFrameBeforeAuthentication: before authentication a
+// frame may not exceed Kafka's sasl.server.max.receive.size; the client is
+// closed on its length prefix, before the proxy reads it.
+func TestClientAuthLargeFrameBeforeAuthentication(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1))
+	p, _ := authProxy(t, kc, config.TopologyPorts, 0, false)
+	c := dialAuth(t, p.Addr())
+	c.nc.Write([]byte{0, 0x10, 0, 0}) // 1 MiB announced, nothing more sent
+	c.waitClosed()
+	p.log.waitFor(t, "before authentication")
+
+	// Once authenticated, the usual bound applies.
+	c = dialAuth(t, p.Addr())
+	c.scramLogin(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism())
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 9
+	md.Topics = make([]kmsg.MetadataRequestTopic, 30000)
+	for i := range md.Topics {
+		md.Topics[i].Topic = kmsg.StringPtr(fmt.Sprintf("t%029d", i))
+	}
+	if r := c.do(md).(*kmsg.MetadataResponse); len(r.Topics) != len(md.Topics) {
+		t.Fatalf("a %d-topic Metadata after authentication: %d topics answered", len(md.Topics), len(r.Topics))
 	}
 }

@@ -375,10 +375,7 @@ func (c *conn) release() {
 
 func (c *conn) logClose() {
 	reason := c.cause()
-	attrs := []any{"client", c.client.RemoteAddr().String(), "node", c.node}
-	if p := c.principal(); p != "" {
-		attrs = append(attrs, "principal", p)
-	}
+	attrs := c.who()
 	switch {
 	case reason == nil, errors.Is(reason, errClientClosed), errors.Is(reason, ErrShutdown),
 		errors.Is(reason, ErrTLSHandshake), errors.Is(reason, ErrServerName), errors.Is(reason, ErrUpstreamAuth),

@@ -21,7 +21,8 @@ import (
 // TestMutatedAddresses runs pipelines of the requests whose responses carry
 // broker addresses (Metadata, FindCoordinator, DescribeCluster for brokers
 // and for controllers, Produce v10 and later and Fetch v16 and later with
-// KIP-951 endpoints, and both without them) through the proxy to a backend
+// KIP-951 endpoints, and both without them, DescribeConfigs of a broker
+// whose listeners and quorum name the backend) through the proxy to a backend
 // that names its nodes at its own address and damages one response of each
 // connection, as TestMutatedResponses does. In both modes:
 //   - no response the client can read names the upstream's address, the
@@ -50,14 +51,15 @@ func addressedNodes(tag int64) []int32 {
 
 // randomAddressed is a Metadata (v0 to v13), FindCoordinator (v0 to v6),
 // DescribeCluster (v0 to v2, for brokers or controllers), Produce (v10 to
-// v13) or Fetch (v16 to v18) request; its client id names its tag.
+// v13), DescribeConfigs (v0 to v4, of the last node of addressedNodes) or
+// Fetch (v16 to v18) request; its client id names its tag.
 func randomAddressed(rng *rand.Rand, corr int32) tagged {
 	tag := nextTag.Add(1)
 	name := "a" + strconv.FormatInt(tag, 10)
 	fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID(name))
 	var req kmsg.Request
 	var parts []string
-	switch rng.IntN(5) {
+	switch rng.IntN(6) {
 	case 0:
 		r := kmsg.NewPtrMetadataRequest()
 		r.Version = int16(rng.IntN(14))
@@ -93,6 +95,15 @@ func randomAddressed(rng *rand.Rand, corr int32) tagged {
 		parts = append(parts, fmt.Sprintf("%d/%d", tag, rp.Partition))
 		r.Topics = append(r.Topics, rt)
 		req = r
+	case 4:
+		r := kmsg.NewPtrDescribeConfigsRequest()
+		r.Version = int16(rng.IntN(5))
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType = kmsg.ConfigResourceTypeBroker
+		ids := addressedNodes(tag)
+		rr.ResourceName = strconv.Itoa(int(ids[len(ids)-1]))
+		r.Resources = append(r.Resources, rr)
+		req = r
 	default:
 		r := kmsg.NewPtrFetchRequest()
 		r.Version = int16(16 + rng.IntN(3))
@@ -112,7 +123,8 @@ func randomAddressed(rng *rand.Rand, corr int32) tagged {
 }
 
 // answerAddressed answers a request of randomAddressed, naming the nodes
-// of addressedNodes at self. Produce and Fetch partitions answer
+// of addressedNodes at self (a DescribeConfigs, its broker's listeners
+// and its quorum). Produce and Fetch partitions answer
 // NOT_LEADER_FOR_PARTITION with a current leader, as a broker that moved
 // them does, and carry the endpoints when the tag is odd.
 func answerAddressed(frame []byte, self net.Addr, rng *rand.Rand) ([]byte, int64, bool) {
@@ -180,6 +192,20 @@ func answerAddressed(frame []byte, self net.Addr, rng *rand.Rand) ([]byte, int64
 			r.Brokers = append(r.Brokers, b)
 		}
 		resp = r
+	case 32:
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.Version = h.Version
+		if err := req.ReadFrom(frame[h.Body:]); err != nil {
+			return nil, 0, false
+		}
+		r := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		for _, rr := range req.Resources {
+			res := kmsg.NewDescribeConfigsResponseResource()
+			res.ResourceType, res.ResourceName, res.ErrorMessage = rr.ResourceType, rr.ResourceName, kmsg.StringPtr(name)
+			res.Configs = brokerAddressConfigs(rr.ResourceName, host, port)
+			r.Resources = append(r.Resources, res)
+		}
+		resp = r
 	case 0:
 		req := kmsg.NewPtrProduceRequest()
 		req.Version = h.Version
@@ -241,12 +267,17 @@ func answerAddressed(frame []byte, self net.Addr, rng *rand.Rand) ([]byte, int64
 	return encodeResponse(h, resp), tag, true
 }
 
-// endpoint is one address a response names.
+// endpoint is one address a response names. other marks an address in a
+// config value that names no broker listener: the proxy redacts every one
+// the backend sends, but one that damage made up (a key or an address
+// altered) it cannot tell from any other value, so only the upstream's own
+// address is wrong there in a damaged response.
 type endpoint struct {
 	id         int32
 	host       string
 	port       int32
 	controller bool
+	other      bool
 }
 
 // addressBook checks the addresses in the responses clients get, and
@@ -298,11 +329,20 @@ func (ab *addressBook) check(s tagged, resp []byte, damaged bool) error {
 		want = 1 // the coordinator
 	case (s.key == 0 || s.key == 1) && s.tag%2 == 0:
 		want = 0 // a Produce or Fetch answered without endpoints
+	case s.key == 32 && len(eps) == 0:
+		want = 0 // a broker the proxy did not serve yet: its listeners redacted
+	case s.key == 32 && s.version == 0:
+		want = 2 // the broker listener of advertised.listeners and of listeners
+	case s.key == 32:
+		want = 3 // and of advertised.listeners' synonym
 	}
 	if len(eps) != want {
 		return fmt.Errorf("names %d endpoints, the backend named %d", len(eps), want)
 	}
 	for _, e := range eps {
+		if e.other {
+			return fmt.Errorf("a config value names %s:%d in a response the backend sent whole", e.host, e.port)
+		}
 		if !e.controller && e.port == 0 {
 			return fmt.Errorf("node %d was given port 0 in a response the backend sent whole", e.id)
 		}
@@ -320,6 +360,8 @@ func (ab *addressBook) note(eps []endpoint) error {
 		case addr == ab.upstream:
 			return fmt.Errorf("node %d is named at the upstream's own address %s", e.id, addr)
 		case e.port <= 0: // a node the proxy does not serve, or none
+			continue
+		case e.other: // a damaged config value; see check
 			continue
 		case e.controller:
 			return fmt.Errorf("controller %d is named at %s, but controllers are not exposed", e.id, addr)
@@ -432,6 +474,79 @@ func readAddressed(key, version int16, body []byte) (eps []endpoint, tag int64, 
 				tag = p.HighWatermark
 			}
 		}
+	case *kmsg.DescribeConfigsResponse:
+		for _, res := range r.Resources {
+			named(res.ErrorMessage)
+			id := int32(-1)
+			if n, err := strconv.ParseInt(res.ResourceName, 10, 32); err == nil && res.ResourceType == kmsg.ConfigResourceTypeBroker {
+				id = int32(n)
+			}
+			for _, c := range res.Configs {
+				eps = append(eps, configEndpoints(id, c.Name, c.Value)...)
+				for _, syn := range c.ConfigSynonyms {
+					eps = append(eps, configEndpoints(id, syn.Name, syn.Value)...)
+				}
+			}
+		}
 	}
 	return eps, tag, parts, nil
+}
+
+// brokerAddressConfigs is what Apache Kafka answers a DescribeConfigs of
+// broker id running both KRaft roles at host:port (its controller one port
+// above): its listeners, its quorum, and a value naming the broker.
+func brokerAddressConfigs(id, host string, port int32) []kmsg.DescribeConfigsResponseResourceConfig {
+	self := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	ctl := net.JoinHostPort(host, strconv.Itoa(int(port)+1))
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, kv := range [][3]string{
+		{"advertised.listeners", "PLAINTEXT://" + self + ",CONTROLLER://" + ctl, "PLAINTEXT://" + self},
+		{"listeners", "PLAINTEXT://0.0.0.0:" + strconv.Itoa(int(port)) + ",CONTROLLER://:" + strconv.Itoa(int(port)+1)},
+		{"controller.listener.names", "CONTROLLER"},
+		{"controller.quorum.voters", id + "@" + ctl, id + "@" + ctl},
+		{"controller.quorum.bootstrap.servers", ctl},
+		{"metric.reporter.endpoint", "http://" + self + "/metrics"},
+		{"log.dirs", "/var/lib/kafka"},
+	} {
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value = kv[0], kmsg.StringPtr(kv[1])
+		if kv[2] != "" {
+			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			syn.Name, syn.Value, syn.Source = kv[0], kmsg.StringPtr(kv[2]), kmsg.ConfigSourceStaticBrokerConfig
+			c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// configEndpoints reads the addresses in a config value of broker id (-1
+// for a resource that is no broker): a listener list names the broker's
+// endpoints; any other host:port in a value is a controller's, or another
+// server's (other), which no response may name.
+func configEndpoints(id int32, name string, value *string) []endpoint {
+	if value == nil {
+		return nil
+	}
+	var eps []endpoint
+	listeners := name == "advertised.listeners" || name == "listeners"
+	for _, item := range strings.FieldsFunc(*value, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
+		if _, rest, ok := strings.Cut(item, "://"); ok {
+			item = rest
+		}
+		if i := strings.LastIndexByte(item, '@'); i >= 0 {
+			item = item[i+1:]
+		}
+		item, _, _ = strings.Cut(item, "/")
+		host, port, err := net.SplitHostPort(item)
+		if err != nil {
+			continue
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			continue
+		}
+		eps = append(eps, endpoint{id: id, host: host, port: int32(p), other: !listeners})
+	}
+	return eps
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -242,6 +243,48 @@ func (t *nodeTable) MapController(id int32, host string, port int32) (string, in
 		}
 	}
 	return t.p.advHost, n.port, nil
+}
+
+// Advertised implements rewrite.Addresser: the address MapNode last gave
+// broker id, if the proxy serves it, read without opening a listener or
+// moving the node, for the config values that name it.
+func (t *nodeTable) Advertised(id int32) (string, int32, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.nodes[id]
+	switch {
+	case !ok || !n.allowed || id < 0:
+		return "", 0, false
+	case t.names != nil:
+		return t.names.Node.Name(id), t.advPort, true
+	case n.port == 0:
+		return "", 0, false
+	}
+	return t.p.advHost, n.port, true
+}
+
+// Upstream implements rewrite.Addresser: whether host:port is a seed, or
+// the address of a broker or controller a response named.
+func (t *nodeTable) Upstream(host string, port int32) bool {
+	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	for _, u := range t.p.current().Upstreams {
+		if strings.EqualFold(u, addr) {
+			return true
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, n := range t.nodes {
+		if strings.EqualFold(n.upstream, addr) {
+			return true
+		}
+	}
+	for _, n := range t.controllers {
+		if strings.EqualFold(n.upstream, addr) {
+			return true
+		}
+	}
+	return false
 }
 
 // mapControllerName is MapController in the sni topology. A controller's

@@ -125,7 +125,7 @@ func (c *conn) refuseClientSASL(r *request) {
 	r.local = &wire.Buf{B: out}
 	if skipped, ok := c.p.sec.failures.allow("client-sasl", time.Now()); ok {
 		c.p.log.Warn("client sent SASL while the proxy authenticates for it; answered with an error",
-			"client", c.client.RemoteAddr().String(), "request", kmsg.NameForKey(r.hdr.Key), "similar_not_logged", skipped)
+			append(c.who(), "request", kmsg.NameForKey(r.hdr.Key), "similar_not_logged", skipped)...)
 	}
 }
 

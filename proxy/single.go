@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,6 +119,29 @@ func (v *singleView) addr() string {
 	return net.JoinHostPort(v.self.Host, strconv.Itoa(int(v.self.Port)))
 }
 
+// Advertised implements rewrite.Addresser: the single endpoint stands for
+// every broker, so each broker's listeners name its address.
+func (v *singleView) Advertised(id int32) (string, int32, bool) {
+	return v.self.Host, v.self.Port, id >= 0
+}
+
+// Upstream implements rewrite.Addresser: whether host:port is a seed or
+// the address the view has for a broker.
+func (v *singleView) Upstream(host string, port int32) bool {
+	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	for _, u := range v.p.current().Upstreams {
+		if strings.EqualFold(u, addr) {
+			return true
+		}
+	}
+	for _, a := range v.snap.Load().addrs {
+		if strings.EqualFold(a, addr) {
+			return true
+		}
+	}
+	return false
+}
+
 // run refreshes the view every viewEvery and when asked, until the proxy
 // closes; it closes the proxy's client on its way out.
 func (v *singleView) run() {
@@ -204,7 +228,14 @@ func (v *singleView) applyMetadata(resp *kmsg.MetadataResponse, all bool) {
 			v.p.log.Warn("broker outside allow-upstream; its partitions are unreachable through the single endpoint", "node", b.NodeID, "upstream", addrs[b.NodeID])
 		}
 	}
+	// Metadata v0 carries no controller (kmsg reads it as -1): an answer
+	// at v0, a client's as much as any, keeps the controller the view
+	// knows, or CreateTopics would go to any broker and be answered
+	// NOT_CONTROLLER by one that does not forward it.
 	controller := resp.ControllerID
+	if resp.Version < 1 {
+		controller = old.controller
+	}
 	if _, ok := addrs[controller]; !ok {
 		controller = -1
 	}

@@ -22,12 +22,13 @@ import (
 // TestSingleHidesAddresses sends, at every version the single endpoint
 // advertises, each request whose response can carry a broker address
 // (Metadata, FindCoordinator for groups and transactions, DescribeCluster
-// for brokers and for controllers, Produce and Fetch to partitions whose
-// leader moved since the proxy last looked, so that the brokers answer
-// with KIP-951 leaders and endpoints), and reads every endpoint in the
-// responses with the hidden-address checks' reader: each is the proxy's
-// own address and node id, never a broker's, and every leader named is
-// the proxy. Both ordering modes.
+// for brokers and for controllers, DescribeConfigs of each broker, Produce
+// and Fetch to partitions whose leader moved since the proxy last looked,
+// so that the brokers answer with KIP-951 leaders and endpoints), and
+// reads every endpoint in the responses with the hidden-address checks'
+// reader: each is the proxy's own address and node id (a broker's configs:
+// that broker's id), never a broker's, and every leader named is the
+// proxy. Both ordering modes.
 func TestSingleHidesAddresses(t *testing.T) {
 	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
 		t.Run(string(mode), func(t *testing.T) { testSingleHidesAddresses(t, mode) })
@@ -38,6 +39,7 @@ func testSingleHidesAddresses(t *testing.T, mode config.Ordering) {
 	const topic = "hidden"
 	kc := newCluster(t, kfake.SeedTopics(3, topic))
 	spreadLeaders(t, kc, topic, 3)
+	answerBrokerConfigs(kc)
 	p := startSingle(t, mode, kc.ListenAddrs(), nil)
 	ctx := testContext(t, 60*time.Second)
 	host, portStr, _ := net.SplitHostPort(p.Addr())
@@ -82,7 +84,9 @@ func testSingleHidesAddresses(t *testing.T, mode config.Ordering) {
 			t.Fatalf("%s v%d: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 		}
 		for _, e := range eps {
-			if brokerPorts[e.port] || e.host != host || e.port != int32(port) || e.id != 0 {
+			// A broker's configs name the broker the client asked
+			// about; every other endpoint names node 0.
+			if brokerPorts[e.port] || e.host != host || e.port != int32(port) || (e.id != 0 && req.Key() != 32) || e.other {
 				t.Fatalf("%s v%d names node %d at %s:%d; the single endpoint is node 0 at %s",
 					kmsg.NameForKey(req.Key()), req.GetVersion(), e.id, e.host, e.port, p.Addr())
 			}
@@ -127,6 +131,23 @@ func testSingleHidesAddresses(t *testing.T, mode config.Ordering) {
 			req := kmsg.NewPtrDescribeClusterRequest()
 			req.Version, req.EndpointType = v, typ
 			ask(req)
+		}
+	}
+	// A broker's configs name its listeners and its quorum (as Apache
+	// Kafka's do): whichever broker the client asks about, its listeners
+	// name the proxy and its quorum is redacted.
+	for v := int16(0); v <= maxOf[32]; v++ {
+		for id := range int32(3) {
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			req.Version = v
+			rr := kmsg.NewDescribeConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(id))
+			req.Resources = []kmsg.DescribeConfigsRequestResource{rr}
+			resp := ask(req).(*kmsg.DescribeConfigsResponse)
+			if len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+				t.Fatalf("DescribeConfigs v%d of broker %d: %+v", v, id, resp.Resources)
+			}
+			checkBrokerConfigs(t, id, resp.Resources[0].Configs, p.Addr())
 		}
 	}
 	// Leaders moved behind the proxy's back answer NOT_LEADER_OR_FOLLOWER

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -74,6 +75,18 @@ func (s *singleConn) answered(u *upstream, ref *partRef, buf *wire.Buf, ch charg
 	if p.fixup != nil && p.fixup.Needs(ref.key, ref.version) {
 		p.fixup.Fix(resp)
 	}
+	if controllerBound(ref.key) && answeredNotController(resp) {
+		s.mu.Lock()
+		live := !s.closed && ref.st != nil && !ref.st.done
+		if live {
+			s.c.wg.Add(1)
+		}
+		s.mu.Unlock()
+		if live {
+			go s.retryAtController(u.key.node, ref, resp, buf, ch)
+			return nil
+		}
+	}
 	s.mu.Lock()
 	if fr, ok := resp.(*kmsg.FetchResponse); ok {
 		u.noteFetchLocked(ref, fr)
@@ -89,6 +102,105 @@ func (s *singleConn) answered(u *upstream, ref *partRef, buf *wire.Buf, ch charg
 	s.mu.Unlock()
 	s.act(st, act)
 	return nil
+}
+
+// retryAtController sends a part that broker from answered NOT_CONTROLLER
+// (resp, read from buf) once more, to the controller a refresh of the
+// view names, and records that answer instead; with no other controller
+// to ask, or if asking fails, resp is the part's answer. A broker that
+// answers NOT_CONTROLLER did nothing, so asking again is safe. The retry
+// goes through the proxy's own client, as coordinator lookups do: the
+// flusher alone dials the client connection's upstream connections, and
+// every upstream connection authenticates as the proxy anyway. It runs
+// on a goroutine of its own, so that the reader of from's connection
+// goes on reading its other answers meanwhile.
+func (s *singleConn) retryAtController(from int32, ref *partRef, resp kmsg.Response, buf *wire.Buf, ch charge) {
+	defer s.c.wg.Done()
+	p := s.c.p
+	part := atVersion{ref.st.plan.Parts[ref.i].Request, ref.version} // the plan is not changed once split
+	// The controller may take the request's own timeout to answer
+	// (CreateTopics waits for the topics to be created).
+	ctx, cancel := context.WithTimeout(p.ctx, probeTimeout+time.Duration(part.Timeout())*time.Millisecond)
+	defer cancel()
+	res := splitmerge.Result{Response: resp}
+	if err := s.v.refresh(ctx); err == nil {
+		if ctl := s.v.snap.Load().controller; ctl >= 0 && ctl != from {
+			again, err := s.v.cl.Broker(int(ctl)).Request(ctx, part)
+			switch {
+			case err != nil:
+				p.log.Debug("asking the controller again failed", "request", kmsg.NameForKey(ref.key), "node", ctl, "err", err)
+			default:
+				again.SetVersion(ref.version)
+				if p.fixup != nil && p.fixup.Needs(ref.key, ref.version) {
+					p.fixup.Fix(again)
+				}
+				wire.Put(buf)
+				ch.release(p.budget)
+				buf, ch = nil, charge{}
+				res = splitmerge.Result{Response: again}
+			}
+		}
+	}
+	s.mu.Lock()
+	st := ref.st
+	if s.closed || st == nil || st.done {
+		s.mu.Unlock()
+		wire.Put(buf)
+		ch.release(p.budget)
+		return
+	}
+	act := s.gotLocked(st, ref, res, buf, ch)
+	s.mu.Unlock()
+	s.act(st, act)
+}
+
+// atVersion is a request the proxy's own client sends at exactly the
+// client's version: kgo sends a request at the highest version both it
+// and the broker serve, no higher than MaxVersion.
+type atVersion struct {
+	kmsg.Request
+	v int16
+}
+
+func (a atVersion) MaxVersion() int16 { return a.v }
+
+// Timeout is the request's own timeout, 0 for none: kgo waits that much
+// longer for the answer (kmsg.TimeoutRequest).
+func (a atVersion) Timeout() int32 {
+	if t, ok := a.Request.(kmsg.TimeoutRequest); ok {
+		return max(t.Timeout(), 0)
+	}
+	return 0
+}
+
+// answeredNotController reports whether every entry of a controller-bound
+// answer is NOT_CONTROLLER: the broker asked did nothing, and is not the
+// controller.
+func answeredNotController(resp kmsg.Response) bool {
+	code := kerr.NotController.Code
+	all := func(n int, at func(int) int16) bool {
+		for i := range n {
+			if at(i) != code {
+				return false
+			}
+		}
+		return n > 0
+	}
+	switch r := resp.(type) {
+	case *kmsg.CreateTopicsResponse:
+		return all(len(r.Topics), func(i int) int16 { return r.Topics[i].ErrorCode })
+	case *kmsg.DeleteTopicsResponse:
+		return all(len(r.Topics), func(i int) int16 { return r.Topics[i].ErrorCode })
+	case *kmsg.CreatePartitionsResponse:
+		return all(len(r.Topics), func(i int) int16 { return r.Topics[i].ErrorCode })
+	case *kmsg.ElectLeadersResponse:
+		return r.ErrorCode == code
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		return all(len(r.Results), func(i int) int16 { return r.Results[i].ErrorCode })
+	case *kmsg.UpdateFeaturesResponse:
+		return r.ErrorCode == code
+	}
+	return false
 }
 
 // partFailed records that ref's part got no answer: its entries are
@@ -199,6 +311,9 @@ func (s *singleConn) finish(st *splitState) {
 		return
 	}
 	r.fixResponse(resp)
+	if dc, ok := resp.(*kmsg.DescribeConfigsResponse); ok {
+		rewrite.DescribeConfigs(dc, s.v)
+	}
 	if av, ok := resp.(*kmsg.ApiVersionsResponse); ok {
 		c.clampSingleVersions(av)
 		if av.ErrorCode == kerr.UnsupportedVersion.Code {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -203,7 +204,7 @@ func (c *sniffedConn) check(frame []byte) error {
 	delete(c.sent, corr)
 	key, version := kv[0], kv[1]
 	switch key {
-	case 0, 1, 3, 10, 60:
+	case 0, 1, 3, 10, 32, 60:
 	default:
 		return nil
 	}
@@ -234,7 +235,8 @@ func (c *sniffedConn) check(frame []byte) error {
 // a three-broker kfake, in both ordering modes: Metadata names every
 // broker by its name on that port; an idempotent producer, a consumer
 // group (with commits and a resume from them) and a transaction read back
-// read_committed all go through; no response names an address other than
+// read_committed all go through; each broker's configs name its listeners
+// by its name and redact its quorum; no response names an address other than
 // a node's own name on the one port; and the per-name metrics count the
 // routes taken.
 func TestSNIEndToEnd(t *testing.T) {
@@ -250,6 +252,7 @@ func testSNIEndToEnd(t *testing.T, mode config.Ordering) {
 		perPart    = 200
 	)
 	kc := newCluster(t, kfake.SeedTopics(partitions, topic), kfake.SeedTopics(3, "txn"))
+	answerBrokerConfigs(kc)
 	m := metrics.New()
 	s := startSNIProxy(t, mode, kc.ListenAddrs(), nil, proxy.WithMetrics(m))
 	ctx := testContext(t, 90*time.Second)
@@ -300,6 +303,21 @@ func testSNIEndToEnd(t *testing.T, mode config.Ordering) {
 		t.Fatalf("the group resumed with %v, want the one record after its commit", after)
 	}
 	transact(t, ctx, "txn", "t-"+string(mode), opts...)
+
+	// Each broker's configs, asked of that broker by its name: its
+	// listeners name it on the one port, its quorum is redacted.
+	rcs, err := kadm.NewClient(cl).DescribeBrokerConfigs(ctx, 0, 1, 2)
+	if err != nil || len(rcs) != 3 {
+		t.Fatalf("broker configs %v: %v", rcs, err)
+	}
+	for _, rc := range rcs {
+		id, _ := strconv.Atoi(rc.Name)
+		var configs []kmsg.DescribeConfigsResponseResourceConfig
+		for _, c := range rc.Configs {
+			configs = append(configs, kmsg.DescribeConfigsResponseResourceConfig{Name: c.Key, Value: c.Value})
+		}
+		checkBrokerConfigs(t, int32(id), configs, net.JoinHostPort(sniNodeName(int32(id)), s.port))
+	}
 
 	err, checked, endpoints := s.sniff.result()
 	if err != nil {

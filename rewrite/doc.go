@@ -19,6 +19,9 @@
 //	 3 Metadata          v0+  Brokers[].Host/Port
 //	10 FindCoordinator   v0-3 Host/Port, v4+ Coordinators[].Host/Port;
 //	                          only entries with ErrorCode 0 and NodeID >= 0
+//	32 DescribeConfigs   v0+  config values (and synonyms) naming listeners,
+//	                          the KRaft quorum or any upstream address; see
+//	                          DescribeConfigs (an Addresser, not the Mapper)
 //	52 Vote              v1+  NodeEndpoints[].Host/Port (tag 0, uint16 port)
 //	53 BeginQuorumEpoch  v1+  NodeEndpoints[].Host/Port (tag 0, uint16 port)
 //	54 EndQuorumEpoch    v1+  NodeEndpoints[].Host/Port (tag 0, uint16 port)

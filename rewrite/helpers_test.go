@@ -8,7 +8,7 @@ import (
 )
 
 // rewrittenKeys are the response keys whose addresses Response rewrites.
-var rewrittenKeys = []int16{0, 1, 3, 10, 52, 53, 54, 55, 59, 60, 78, 79, 82}
+var rewrittenKeys = []int16{0, 1, 3, 10, 32, 52, 53, 54, 55, 59, 60, 78, 79, 82}
 
 var errBoom = errors.New("mapper boom")
 

@@ -14,6 +14,7 @@ func Needs(key, version int16) bool {
 	case 3, // Metadata
 		10, // FindCoordinator
 		18, // ApiVersions
+		32, // DescribeConfigs: listener and quorum values
 		60, // DescribeCluster
 		78, // ShareFetch
 		79, // ShareAcknowledge

@@ -28,6 +28,8 @@ func TestNeeds(t *testing.T) {
 		{"JoinGroup", 11, 9, false},
 		{"ApiVersions v0", 18, 0, true},
 		{"ApiVersions v5", 18, 5, true},
+		{"DescribeConfigs v0", 32, 0, true},
+		{"DescribeConfigs v4", 32, 4, true},
 		{"DescribeACLs hosts are ACL patterns", 29, 3, false},
 		{"DeleteACLs hosts are ACL patterns", 31, 3, false},
 		{"Vote v0", 52, 0, false},

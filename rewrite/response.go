@@ -67,6 +67,11 @@ func Response(resp kmsg.Response, m Mapper) error {
 		return fetchSnapshot(r, m)
 	case *kmsg.UpdateRaftVoterResponse:
 		return updateRaftVoter(r, m)
+	case *kmsg.DescribeConfigsResponse:
+		// A Mapper that cannot say where a node is advertised without
+		// mapping it leaves listener values to be redacted.
+		a, _ := m.(Addresser)
+		DescribeConfigs(r, a)
 	}
 	return nil
 }

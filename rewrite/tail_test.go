@@ -3,9 +3,11 @@ package rewrite
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -113,13 +115,21 @@ func TestFetchTailAsIs(t *testing.T) {
 
 // FuzzFetchTail: whatever the tail, FetchTail fails where kmsg fails to
 // read it, and otherwise leaves a tail of the same length that kmsg reads,
-// in which every endpoint is the mapper's.
+// in which every endpoint is the mapper's and, rewritten, the tags are in
+// increasing order.
 func FuzzFetchTail(f *testing.F) {
 	for v := int16(16); v <= kmsg.NewPtrFetchResponse().MaxVersion(); v++ {
 		for _, hosts := range [][]string{nil, {"b0.upstream.test"}, {"b0.upstream.test", "10.1.1.1", "x"}} {
 			_, tail := fetchTail(v, hosts...)
 			f.Add(tail, v)
 		}
+		// Endpoints and an unknown tag above the two-byte filler.
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = v
+		prefix := resp.AppendTo(nil)
+		resp.Brokers = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "b1.upstream.test", Port: 9092}}
+		resp.UnknownTags.Set(20000, []byte("newer"))
+		f.Add(resp.AppendTo(nil)[len(prefix)-1:], v)
 	}
 	f.Fuzz(func(t *testing.T, tail []byte, version int16) {
 		max := kmsg.NewPtrFetchResponse().MaxVersion()
@@ -158,5 +168,66 @@ func FuzzFetchTail(f *testing.F) {
 				t.Fatalf("Fetch v%d: node %d left at %s:%d", version, a.id, a.host, a.port)
 			}
 		}
+		if fate != TailAsIs {
+			if tags := tailTags(t, tail); !slices.IsSorted(tags) || len(slices.Compact(slices.Clone(tags))) != len(tags) {
+				t.Fatalf("Fetch v%d: the rewritten tail holds tags %v, not in increasing order", version, tags)
+			}
+		}
 	})
+}
+
+// tailTags returns the tags of the tag section a tail starts with, in the
+// order it holds them.
+func tailTags(t *testing.T, tail []byte) []uint32 {
+	t.Helper()
+	count, w := kbin.Uvarint(tail)
+	if w <= 0 {
+		t.Fatalf("tail %x: no tag count", tail)
+	}
+	rest := tail[w:]
+	var tags []uint32
+	for range count {
+		tag, tw := kbin.Uvarint(rest)
+		size, sw := kbin.Uvarint(rest[max(tw, 0):])
+		if tw <= 0 || sw <= 0 || int(size) > len(rest)-tw-sw {
+			t.Fatalf("tail %x: tagged field %d does not read", tail, len(tags))
+		}
+		tags = append(tags, tag)
+		rest = rest[tw+sw+int(size):]
+	}
+	return tags
+}
+
+// TestFetchTailKeepsTagOrder: a tail whose endpoints come with an unknown
+// tag above the two-byte filler (a newer broker's field, another proxy's
+// filler) is padded with a filler above that tag, the fields in
+// increasing tag order, the unknown one kept.
+func TestFetchTailKeepsTagOrder(t *testing.T) {
+	for _, unknown := range []uint32{20000, 1<<14 - 1, 1<<21 - 1} {
+		for _, proxy := range []string{"p", strings.Repeat("p", 10)} {
+			resp := kmsg.NewPtrFetchResponse()
+			resp.Version = 16
+			prefix := resp.AppendTo(nil)
+			prefix = prefix[:len(prefix)-1]
+			for i := range int32(2) {
+				b := kmsg.NewFetchResponseBroker()
+				b.NodeID, b.Host, b.Port = i, upstreamHost(i), upstreamPort(i)
+				resp.Brokers = append(resp.Brokers, b)
+			}
+			resp.UnknownTags.Set(unknown, []byte("newer"))
+			tail := resp.AppendTo(nil)[len(prefix):]
+			fate, err := FetchTail(16, tail, hostMapper(proxy))
+			if err != nil || fate != TailRewritten {
+				t.Fatalf("unknown tag %d, host %q: fate %d, %v", unknown, proxy, fate, err)
+			}
+			if tags := tailTags(t, tail); len(tags) != 3 || tags[0] != 0 || tags[1] != unknown || tags[2] <= unknown {
+				t.Fatalf("unknown tag %d, host %q: tags %v, want 0, %d, then a filler above it", unknown, proxy, tags, unknown)
+			}
+			got := kmsg.NewPtrFetchResponse()
+			got.Version = 16
+			if err := got.ReadFrom(append(prefix, tail...)); err != nil || len(got.Brokers) != 2 {
+				t.Fatalf("unknown tag %d: %d brokers, %v", unknown, len(got.Brokers), err)
+			}
+		}
+	}
 }

@@ -81,7 +81,10 @@
 // and loggers named by id) to that broker, and every other resource
 // (topics, groups, client metrics, the cluster-wide broker defaults) to
 // any broker; a broker id the cluster does not have is INVALID_REQUEST,
-// as Kafka answers an id that is not its own.
+// as Kafka answers an id that is not its own. The config values of a
+// merged DescribeConfigs still name the brokers' own listeners and the
+// KRaft quorum: the proxy rewrites them after Merge
+// (rewrite.DescribeConfigs), since it alone knows the brokers' addresses.
 //
 // Answered by the proxy alone (Local): 10 FindCoordinator, at every
 // version: the proxy, for every group and transactional id.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -354,16 +355,61 @@ func FuzzScanProduceRequest(f *testing.F) {
 }
 
 // FuzzScanEndpoints: for every Produce or Fetch response body, the scanner
-// accepts exactly what kmsg accepts and finds the same endpoints.
+// accepts exactly what kmsg accepts and finds the same endpoints; a Fetch
+// response's tag section that names endpoints, padded, keeps its tags in
+// increasing order.
 func FuzzScanEndpoints(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}, false, int16(16))
+	// Endpoints and an unknown tag above the two-byte filler.
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 16
+	resp.Brokers = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "b1", Port: 9092}}
+	resp.UnknownTags.Set(20000, []byte("newer"))
+	f.Add(resp.AppendTo(nil), true, int16(16))
 	f.Fuzz(func(t *testing.T, body []byte, fetch bool, version int16) {
 		key, max := int16(produceKey), kmsg.NewPtrProduceResponse().MaxVersion()
 		if fetch {
 			key, max = fetchKey, kmsg.NewPtrFetchResponse().MaxVersion()
 		}
-		checkEndpointScan(t, key, versionIn(version, max), body)
+		version = versionIn(version, max)
+		if checkEndpointScan(t, key, version, body) > 0 && fetch {
+			checkPadded(t, version, body)
+		}
 	})
+}
+
+// checkPadded pads the tag section of a Fetch response body that kmsg
+// reads and that names endpoints, as the proxy pads a rewritten one, to a
+// few lengths: each padded section holds its tags in increasing order and
+// reads with kmsg as the same endpoints and unknown tags, plus a filler.
+func checkPadded(t *testing.T, version int16, body []byte) {
+	t.Helper()
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = version
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	full := resp.AppendTo(nil)
+	bare := withTags(t, resp, []byte{0})
+	section := full[len(bare)-1:]
+	for _, room := range []int{3, 4, 5, 6, 130, 16386, 16387} {
+		out, ok := PadTags(section, len(section)+room)
+		if !ok {
+			continue
+		}
+		if tags := tagNumbers(t, out); !increasing(tags) {
+			t.Fatalf("Fetch v%d: padded by %d bytes, tags %v", version, room, tags)
+		}
+		got := kmsg.NewPtrFetchResponse()
+		got.Version = version
+		if err := got.ReadFrom(withTags(t, resp, out)); err != nil {
+			t.Fatalf("Fetch v%d: padded by %d bytes: kmsg: %v", version, room, err)
+		}
+		if !reflect.DeepEqual(got.Brokers, resp.Brokers) || got.UnknownTags.Len() != resp.UnknownTags.Len()+1 {
+			t.Fatalf("Fetch v%d: padded by %d bytes: %d brokers, %d unknown tags; was %d, %d",
+				version, room, len(got.Brokers), got.UnknownTags.Len(), len(resp.Brokers), resp.UnknownTags.Len())
+		}
+	}
 }
 
 // TestWriteScanCorpus writes the kmsg-made frames of every version as seeds

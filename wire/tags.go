@@ -11,27 +11,36 @@ import (
 // unknown tag, the Java client's generated readers as a raw tagged field,
 // librdkafka's skips it; none of them checks the order of tags).
 //
-// Fillers take tag numbers no Kafka message defines, which are numbered
-// from 0 up: the largest a varint of two bytes holds, or of three where
-// two cannot make the length exact.
-var fillerTags = [...]uint32{1<<14 - 1, 1<<21 - 1}
+// Tagged fields are written in increasing tag order (KIP-482), so a filler
+// takes a tag above every tag of the section it pads. Fillers take tag
+// numbers no Kafka message defines, which are numbered from 0 up: the
+// largest a varint of two bytes holds, else of three, four or five where
+// the section already holds a tag that high, or where a shorter one cannot
+// make the length exact. The largest stays below 1<<31, since the Java
+// client reads a tag into a signed int.
+var fillerTags = [...]uint32{1<<14 - 1, 1<<21 - 1, 1<<28 - 1, 1<<31 - 1}
 
 // PadTags returns section, a tag section as kmsg encodes it (the count of
-// tags first), grown to exactly n bytes by one filler field; section
-// itself if it has n bytes already. It reports false when no filler makes
-// it exactly n bytes: it is longer, or one or two bytes shorter (the
-// smallest filler takes three).
+// tags first, then the fields in increasing tag order), grown to exactly n
+// bytes by one filler field after the others; section itself if it has n
+// bytes already. It reports false when no filler makes it exactly n bytes:
+// it is longer, or one or two bytes shorter (the smallest filler takes
+// three), or no filler tag above its highest tag fits, or it does not
+// read as a tag section.
 func PadTags(section []byte, n int) ([]byte, bool) {
 	if len(section) == n {
 		return section, true
 	}
-	count, w := kbin.Uvarint(section)
-	if w <= 0 || len(section) > n {
+	count, w, highest, ok := tagSection(section)
+	if !ok || len(section) > n {
 		return nil, false
 	}
 	// The count grows by one, and may take another byte.
 	room := n - len(section) - (kbin.UvarintLen(count+1) - w)
 	for _, tag := range fillerTags {
+		if count > 0 && tag <= highest {
+			continue
+		}
 		left := room - kbin.UvarintLen(tag)
 		for sizeLen := 1; sizeLen <= 5; sizeLen++ {
 			size := left - sizeLen
@@ -48,6 +57,30 @@ func PadTags(section []byte, n int) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// tagSection reads a tag section: its count of fields, the bytes the count
+// takes, and the highest tag it holds (0 with none). It reports false if
+// the section does not hold count fields exactly.
+func tagSection(section []byte) (count uint32, w int, highest uint32, ok bool) {
+	count, w = kbin.Uvarint(section)
+	if w <= 0 {
+		return 0, 0, 0, false
+	}
+	rest := section[w:]
+	for range count {
+		tag, tw := kbin.Uvarint(rest)
+		if tw <= 0 {
+			return 0, 0, 0, false
+		}
+		size, sw := kbin.Uvarint(rest[tw:])
+		if sw <= 0 || uint64(size) > uint64(len(rest)-tw-sw) {
+			return 0, 0, 0, false
+		}
+		highest = max(highest, tag)
+		rest = rest[tw+sw+int(size):]
+	}
+	return count, w, highest, len(rest) == 0
 }
 
 // FillerTags returns a tag section of exactly n bytes that holds no field

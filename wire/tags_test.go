@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -103,6 +104,95 @@ func TestFillerTags(t *testing.T) {
 		}
 		if e, err := ScanFetchTail(17, out); err != nil || e.Count != 0 {
 			t.Fatalf("%d bytes: scanned %+v, %v", n, e, err)
+		}
+	}
+}
+
+// tagNumbers returns the tags of a tag section in the order it holds them.
+func tagNumbers(t *testing.T, section []byte) []uint32 {
+	t.Helper()
+	count, w := kbin.Uvarint(section)
+	if w <= 0 {
+		t.Fatalf("tag section %x: no count", section)
+	}
+	rest := section[w:]
+	var tags []uint32
+	for range count {
+		tag, tw := kbin.Uvarint(rest)
+		size, sw := kbin.Uvarint(rest[max(tw, 0):])
+		if tw <= 0 || sw <= 0 || int(size) > len(rest)-tw-sw {
+			t.Fatalf("tag section %x: field %d does not read", section, len(tags))
+		}
+		tags = append(tags, tag)
+		rest = rest[tw+sw+int(size):]
+	}
+	return tags
+}
+
+// increasing reports whether tags are in strictly increasing order, as
+// tagged fields must be written (KIP-482).
+func increasing(tags []uint32) bool {
+	for i := 1; i < len(tags); i++ {
+		if tags[i] <= tags[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPadTagsAboveHighestTag: a section already holding a tag at or above
+// a filler's (an unknown tag of a newer broker, another proxy's filler)
+// is padded with a filler above it, so that its tags stay in increasing
+// order, at every length a filler that high can make; with a tag at the
+// very top nothing fits.
+func TestPadTagsAboveHighestTag(t *testing.T) {
+	for _, c := range []struct {
+		highest uint32
+		minFill int // the smallest filler above it: tag and size bytes
+	}{
+		{3, 3}, {16382, 3}, {16383, 4}, {20000, 4}, {1<<21 - 1, 5}, {1<<28 - 2, 5}, {1<<28 - 1, 6},
+	} {
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = 16
+		resp.Brokers = brokers(func(id int32, host string, port int32, rack *string) kmsg.FetchResponseBroker {
+			return kmsg.FetchResponseBroker{NodeID: id, Host: host, Port: port, Rack: rack}
+		})
+		resp.UnknownTags.Set(c.highest, []byte("kept"))
+		full := resp.AppendTo(nil)
+		bare := withTags(t, resp, []byte{0})
+		section := full[len(bare)-1:]
+		for room := 0; room < 20000; room++ {
+			out, ok := PadTags(section, len(section)+room)
+			if !ok {
+				if room == 0 || (room >= c.minFill && c.highest < 1<<28-1) {
+					t.Fatalf("highest tag %d, %d bytes of room: not padded", c.highest, room)
+				}
+				continue
+			}
+			if room > 0 && room < c.minFill {
+				t.Fatalf("highest tag %d: %d bytes of room padded, which no filler above it fits", c.highest, room)
+			}
+			if tags := tagNumbers(t, out); !increasing(tags) {
+				t.Fatalf("highest tag %d, %d bytes of room: tags %v", c.highest, room, tags)
+			}
+			got := kmsg.NewPtrFetchResponse()
+			got.Version = 16
+			if err := got.ReadFrom(withTags(t, resp, out)); err != nil {
+				t.Fatalf("highest tag %d, %d bytes of room: kmsg: %v", c.highest, room, err)
+			}
+			if !reflect.DeepEqual(got.Brokers, resp.Brokers) || got.UnknownTags.Len() != 1+min(room, 1) {
+				t.Fatalf("highest tag %d, %d bytes of room: %+v, %d unknown tags", c.highest, room, got.Brokers, got.UnknownTags.Len())
+			}
+		}
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 16
+	resp.UnknownTags.Set(1<<31-1, nil)
+	full := resp.AppendTo(nil)
+	section := full[len(withTags(t, resp, []byte{0}))-1:]
+	for room := range 300 {
+		if _, ok := PadTags(section, len(section)+room); ok != (room == 0) {
+			t.Fatalf("a section holding the highest filler tag, %d bytes of room: padded %v", room, ok)
 		}
 	}
 }
