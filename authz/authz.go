@@ -45,8 +45,9 @@ type Guard struct {
 	// ids names the topics the clients name by id (Fetch and Produce
 	// v13+), as learned from the Metadata answers the proxy passed on: a
 	// client learns a topic's id there before it uses it.
-	idMu sync.RWMutex
-	ids  map[[16]byte]string
+	idMu  sync.RWMutex
+	ids   map[[16]byte]string
+	names func([16]byte) (string, bool) // topicName, made once: no allocation per request
 
 	logMu   sync.Mutex
 	logNext time.Time
@@ -63,6 +64,7 @@ func New(file string, opts acl.Options, m Counter, log *slog.Logger) (*Guard, er
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Guard{file: file, opts: opts, m: m, log: log, ids: map[[16]byte]string{}}
+	g.names = g.topicName
 	if err := g.Reload(); err != nil {
 		return nil, err
 	}
@@ -95,7 +97,7 @@ func (g *Guard) Client(principal string, host netip.Addr) acl.Client {
 	if principal == "" {
 		principal = Anonymous
 	}
-	return acl.Client{Principal: principal, Host: host, TopicName: g.topicName}
+	return acl.Client{Principal: principal, Host: host, TopicName: g.names}
 }
 
 // Anonymous is the principal of a client that did not authenticate, as
@@ -193,7 +195,7 @@ func (g *Guard) Request(c acl.Client, hdr wire.RequestHeader, frame []byte, req 
 	if v.Unhandled {
 		v = g.unhandled(a, c, hdr.Key)
 	}
-	g.count(hdr.Key, v)
+	g.count(c, hdr.Key, v)
 	if v.Code != 0 {
 		if noResp {
 			return Outcome{Action: Close, Err: ErrDenied}, nil
@@ -320,7 +322,7 @@ func (g *Guard) produceAllowed(a *acl.Authorizer, c acl.Client, hdr wire.Request
 }
 
 // count counts and logs a verdict's denials.
-func (g *Guard) count(key int16, v acl.Verdict) {
+func (g *Guard) count(c acl.Client, key int16, v acl.Verdict) {
 	if v.Code == 0 && len(v.Denied) == 0 {
 		return
 	}
@@ -357,7 +359,7 @@ func (g *Guard) count(key int16, v acl.Verdict) {
 	if len(v.Denied) > 0 {
 		first, code = v.Denied[0].Resource.String()+":"+v.Denied[0].Name, v.Denied[0].Code
 	}
-	g.log.Info("request denied by the ACL file", "api", kmsg.NameForKey(key), "code", code,
+	g.log.Info("request denied by the ACL file", "principal", c.Principal, "host", c.Host.String(), "api", kmsg.NameForKey(key), "code", code,
 		"denied", len(v.Denied), "first", first, "similar_not_logged", skipped)
 }
 

@@ -1,0 +1,266 @@
+package authz
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/acl"
+	"github.com/inorder-proxy/inorder/internal/pipeprobe"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+const testACLs = `acls:
+  - {principal: User:alice, resourceType: TOPIC, resourceName: a, operation: WRITE}
+  - {principal: User:alice, resourceType: TOPIC, resourceName: b, operation: READ}
+  - {principal: User:alice, resourceType: TOPIC, resourceName: made, operation: CREATE}
+`
+
+func testGuard(t testing.TB) *Guard {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "acls.yaml")
+	if err := os.WriteFile(path, []byte(testACLs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(path, acl.Options{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// frame encodes req as a client would send it, with its header parsed.
+func frame(t testing.TB, req kmsg.Request) (wire.RequestHeader, []byte) {
+	t.Helper()
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 7)
+	h, err := wire.ParseRequestHeader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, f
+}
+
+func produce(size int, topics ...string) *kmsg.ProduceRequest {
+	var req *kmsg.ProduceRequest
+	for _, topic := range topics {
+		r := pipeprobe.NewProduce(pipeprobe.ProduceSpec{Topic: topic, Value: make([]byte, size), Timestamp: time.Now().UnixMilli(), Version: 9, Acks: -1, Timeout: time.Second})
+		if req == nil {
+			req = r
+			continue
+		}
+		req.Topics = append(req.Topics, r.Topics...)
+	}
+	return req
+}
+
+func decodeResponse(t *testing.T, req kmsg.Request, f []byte, flexible bool) kmsg.Response {
+	t.Helper()
+	off, err := wire.ResponseBody(f, flexible)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if err := resp.ReadFrom(f[off:]); err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+var alice = func(g *Guard) acl.Client { return g.Client("User:alice", netip.MustParseAddr("10.0.0.1")) }
+
+// TestProduceFastPathAgreesWithCheck: the Produce checked without decoding
+// passes exactly what the full check allows.
+func TestProduceFastPathAgreesWithCheck(t *testing.T) {
+	g := testGuard(t)
+	c := alice(g)
+	for _, topics := range [][]string{{"a"}, {"b"}, {"a", "b"}, {"a", "a"}, {"c"}, {"b", "a"}} {
+		req := produce(10, topics...)
+		h, f := frame(t, req)
+		fast := g.produceAllowed(g.Authorizer(), c, h, f)
+		if full := g.Authorizer().Check(c, req).Allowed(); fast != full {
+			t.Errorf("%v: fast path %v, Check %v", topics, fast, full)
+		}
+	}
+	txn := produce(10, "a")
+	txn.TransactionID = kmsg.StringPtr("tx")
+	h, f := frame(t, txn)
+	if g.produceAllowed(g.Authorizer(), c, h, f) {
+		t.Errorf("a transactional Produce passed the fast path")
+	}
+}
+
+// TestPartialProduce: the denied topic is left out of what is forwarded
+// and answered TOPIC_AUTHORIZATION_FAILED beside the upstream's answer.
+func TestPartialProduce(t *testing.T) {
+	g := testGuard(t)
+	h, f := frame(t, produce(10, "b", "a", "c"))
+	out, err := g.Request(alice(g), h, f, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Action != Forward || out.Fix == nil {
+		t.Fatalf("action %v, fix %v: want Forward with a fix", out.Action, out.Fix)
+	}
+	fh, err := wire.ParseRequestHeader(out.Frame)
+	if err != nil || fh.Correlation != 7 {
+		t.Fatalf("forwarded header %+v, %v", fh, err)
+	}
+	fwd := kmsg.NewPtrProduceRequest()
+	fwd.Version = fh.Version
+	if err := fwd.ReadFrom(out.Frame[fh.Body:]); err != nil {
+		t.Fatal(err)
+	}
+	if len(fwd.Topics) != 1 || fwd.Topics[0].Topic != "a" {
+		t.Fatalf("forwarded topics %v, want a alone", fwd.Topics)
+	}
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = fwd.Version
+	rt := kmsg.NewProduceResponseTopic()
+	rt.Topic = "a"
+	rt.Partitions = []kmsg.ProduceResponseTopicPartition{{Partition: 0}}
+	resp.Topics = append(resp.Topics, rt)
+	out.Fix.Apply(resp)
+	codes := map[string]int16{}
+	for _, t := range resp.Topics {
+		codes[t.Topic] = t.Partitions[0].ErrorCode
+	}
+	if len(codes) != 3 || codes["a"] != 0 || codes["b"] != acl.TopicAuthorizationFailed || codes["c"] != acl.TopicAuthorizationFailed {
+		t.Fatalf("answer codes %v", codes)
+	}
+}
+
+// TestWholeRefusals: a request refused whole is answered at the proxy with
+// the key's error answer; an acks=0 one closes.
+func TestWholeRefusals(t *testing.T) {
+	g := testGuard(t)
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version = 5
+	join.Group = "g"
+	h, f := frame(t, join)
+	out, err := g.Request(alice(g), h, f, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Action != Answer {
+		t.Fatalf("JoinGroup: action %v, want Answer", out.Action)
+	}
+	if r := decodeResponse(t, join, out.Response, h.ResponseFlexible()).(*kmsg.JoinGroupResponse); r.ErrorCode != acl.GroupAuthorizationFailed {
+		t.Fatalf("JoinGroup: code %d", r.ErrorCode)
+	}
+	h, f = frame(t, produce(10, "b"))
+	if out, _ := g.Request(alice(g), h, f, nil, true); out.Action != Close {
+		t.Fatalf("acks=0 Produce to b: action %v, want Close", out.Action)
+	}
+	h, f = frame(t, produce(10, "a", "b"))
+	if out, _ := g.Request(alice(g), h, f, nil, true); out.Action != Forward || !out.CloseAfter {
+		t.Fatalf("acks=0 Produce to a and b: action %v, close after %v, want Forward then close", out.Action, out.CloseAfter)
+	}
+	h, f = frame(t, produce(10, "b"))
+	out, _ = g.Request(alice(g), h, f, nil, false)
+	if out.Action != Answer {
+		t.Fatalf("Produce to b: action %v, want Answer", out.Action)
+	}
+}
+
+// TestMetadataAutoCreate: a Metadata that would create a topic the client
+// may not create is forwarded without auto-creation; one it may create
+// is forwarded as it came.
+func TestMetadataAutoCreate(t *testing.T) {
+	g := testGuard(t)
+	for _, tc := range []struct {
+		topic string
+		want  bool
+	}{{"a", false}, {"made", true}} {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = 9
+		req.AllowAutoTopicCreation = true
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(tc.topic)
+		req.Topics = append(req.Topics, mt)
+		h, f := frame(t, req)
+		out, err := g.Request(alice(g), h, f, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := true
+		if out.Action == Forward {
+			fh, _ := wire.ParseRequestHeader(out.Frame)
+			fwd := kmsg.NewPtrMetadataRequest()
+			fwd.Version = fh.Version
+			if err := fwd.ReadFrom(out.Frame[fh.Body:]); err != nil {
+				t.Fatal(err)
+			}
+			got = fwd.AllowAutoTopicCreation
+		}
+		if got != tc.want {
+			t.Errorf("Metadata for %s: auto-creation forwarded %v, want %v", tc.topic, got, tc.want)
+		}
+	}
+}
+
+// TestFetchByIDLearned: a Fetch naming a topic by an id learned from a
+// Metadata answer is checked by the topic's name.
+func TestFetchByIDLearned(t *testing.T) {
+	g := testGuard(t)
+	c := alice(g)
+	id := [16]byte{1, 2, 3}
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version = 13
+	fetch.ReplicaID = -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.TopicID = id
+	ft.Partitions = []kmsg.FetchRequestTopicPartition{{Partition: 0}}
+	fetch.Topics = append(fetch.Topics, ft)
+	h, f := frame(t, fetch)
+	if out, _ := g.Request(c, h, f, nil, false); out.Action != Answer {
+		t.Fatalf("Fetch by an unknown id: action %v, want Answer", out.Action)
+	}
+	md := kmsg.NewPtrMetadataResponse()
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic, mt.TopicID = kmsg.StringPtr("b"), id
+	md.Topics = append(md.Topics, mt)
+	(&Fix{g: g, a: g.Authorizer(), c: c}).Apply(md)
+	if out, _ := g.Request(c, h, f, nil, false); out.Action != Pass {
+		t.Fatalf("Fetch by b's id: action %v, want Pass", out.Action)
+	}
+}
+
+// BenchmarkProduceAllowed is the cost an allowed Produce pays: the topics
+// read in place, one decision each, nothing decoded.
+func BenchmarkProduceAllowed(b *testing.B) {
+	g := testGuard(b)
+	c := alice(g)
+	h, f := frame(b, produce(16<<10, "a"))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(f)))
+	for b.Loop() {
+		if out, _ := g.Request(c, h, f, nil, false); out.Action != Pass {
+			b.Fatal(out.Action)
+		}
+	}
+}
+
+// BenchmarkProduceDecoded is the same decision through a decoded request
+// and Check, for comparison.
+func BenchmarkProduceDecoded(b *testing.B) {
+	g := testGuard(b)
+	c := alice(g)
+	h, f := frame(b, produce(16<<10, "a"))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(f)))
+	for b.Loop() {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version = h.Version
+		if err := req.ReadFrom(f[h.Body:]); err != nil {
+			b.Fatal(err)
+		}
+		if !g.Authorizer().Check(c, req).Allowed() {
+			b.Fatal("denied")
+		}
+	}
+}
