@@ -413,6 +413,72 @@ func TestACLSCRAMClient(t *testing.T) {
 			if _, err := join.RequestWith(ctx, cl); err != kerr.GroupAuthorizationFailed {
 				t.Fatalf("JoinGroup: %v, want GROUP_AUTHORIZATION_FAILED", err)
 			}
+
+			// bob, whom no ACL names, sees no topic and no group.
+			member, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ConsumerGroup("seen-upstream"), kgo.ConsumeTopics("b"),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer member.Close()
+			for n := 0; n == 0 && ctx.Err() == nil; {
+				n = member.PollFetches(ctx).NumRecords()
+			}
+			if lg, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, direct); err != nil || len(lg.Groups) == 0 {
+				t.Fatalf("ListGroups upstream: %v, %v: want the committed group", lg, err)
+			}
+			bob, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha256Mechanism()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bob.Close()
+			lg, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, bob)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lg.ErrorCode != 0 || len(lg.Groups) != 0 {
+				t.Errorf("ListGroups as bob: code %d, groups %v, want none and no error", lg.ErrorCode, lg.Groups)
+			}
+			md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bob)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(md.Topics) != 0 || len(md.Brokers) == 0 {
+				t.Errorf("all-topics Metadata as bob: %d topics, %d brokers, want no topic and the brokers", len(md.Topics), len(md.Brokers))
+			}
+		})
+	}
+}
+
+// TestACLSNI: the sni topology enforces the file as the others do.
+func TestACLSNI(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) {
+			kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "a", "b"))
+			path := filepath.Join(t.TempDir(), "acls.yaml")
+			if err := os.WriteFile(path, []byte(aclTestFile(authz.Anonymous, "")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			g, err := authz.New(path, acl.Options{}, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := startSNIProxy(t, mode, kc.ListenAddrs(), nil, proxy.WithAuthorization(g))
+			ctx := testContext(t, 20*time.Second)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr()), s.dialer(t), kgo.ProducerLinger(0), kgo.RequestRetries(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "a", Value: []byte("ok")}).FirstErr(); err != nil {
+				t.Fatalf("produce to a: %v", err)
+			}
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "b", Value: []byte("no")}).FirstErr(); err != kerr.TopicAuthorizationFailed {
+				t.Fatalf("produce to b: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+			}
+			if n := upstreamRecords(t, ctx, kc, "b"); n != 0 {
+				t.Errorf("topic b holds %d records upstream: a denied write was forwarded", n)
+			}
 		})
 	}
 }
