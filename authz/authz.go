@@ -277,9 +277,11 @@ func (g *Guard) unhandled(a *acl.Authorizer, c acl.Client, key int16) acl.Verdic
 }
 
 // produceAllowed reports, without decoding the request, whether a
-// Produce that is not transactional writes only topics the client may
+// Produce without a transactional id writes only topics the client may
 // write: the common case, forwarded untouched. False sends the request on
-// to the full check.
+// to the full check. Its records are not read: transactional records
+// without a transactional id are refused by Kafka whatever the ACLs
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as Check would refuse them.
 func (g *Guard) produceAllowed(a *acl.Authorizer, c acl.Client, hdr wire.RequestHeader, frame []byte) bool {
 	body := frame[hdr.Body:]
 	if hdr.Version >= 3 {
