@@ -84,7 +84,7 @@ partition keeps at most --retention-bytes and nothing older than
 		cfg, err := config.Resolve(fs, devDefault(), func(cfg *config.Config) error {
 			_, err := devPorts(*cfg, *brokers)
 			return err
-		})
+		}, refuseAudit)
 		if err != nil {
 			return usage(err)
 		}

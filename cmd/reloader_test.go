@@ -201,3 +201,26 @@ func TestReloadToQuieterLevelIsLogged(t *testing.T) {
 		t.Errorf("an INFO line was logged after the reload to warn:\n%s", errOut.String())
 	}
 }
+
+// TestReloadQuotas: a change to the quotas list is seen by a reload, and,
+// while connections do not enforce quotas, kept aside as a setting that
+// needs a restart; a fault in it keeps the running configuration and
+// names its line.
+func TestReloadQuotas(t *testing.T) {
+	kc := newBroker(t)
+	path := filepath.Join(t.TempDir(), "inorder.yaml")
+	base := fmt.Sprintf("upstream: %s\nlisten: 127.0.0.1:0\nadmin-listen: \"\"\n", kc.ListenAddrs()[0])
+	if err := os.WriteFile(path, []byte(base), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, errOut, stop := startStreams(t, "serve", "--config", path)
+	defer stop()
+	replaceFile(t, path, base+"quotas:\n  - user: <default>\n    producer_byte_rate: 1048576\n")
+	waitText(t, errOut, "setting=quotas")
+	if !strings.Contains(errOut.String(), "producer_byte_rate=1048576") {
+		t.Errorf("the reload does not show the new quotas:\n%s", errOut.String())
+	}
+	replaceFile(t, path, base+"quotas:\n  - user: <default>\n    producer_byte_rate: lots\n")
+	// slog's text handler quotes the error, escaping its quotes.
+	waitText(t, errOut, path+`:6: quotas: producer_byte_rate \"lots\" is not a positive whole number`)
+}

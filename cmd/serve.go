@@ -23,7 +23,7 @@ rewritten to those listeners.`,
 	fs.String(config.FlagConfig, "", "YAML file with the same keys as the flags")
 	config.BindFlags(fs, &cfg)
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		cfg, err := config.Resolve(c.Flags(), config.Default())
+		cfg, err := config.Resolve(c.Flags(), config.Default(), refuseAudit)
 		if err != nil {
 			return usage(err)
 		}

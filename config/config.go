@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inorder-proxy/inorder/quota"
 )
 
 // Ordering says what the proxy may assume about the upstream's ordering.
@@ -95,6 +97,19 @@ type Config struct {
 	// listeners; past it a new connection is closed at once. Zero means
 	// the default, 10000.
 	MaxConnections int
+	// MaxConnectionsPerIP bounds the client connections one address may
+	// have open at once, as Kafka's max.connections.per.ip; past it a new
+	// connection from that address is closed at once. Zero means no cap.
+	MaxConnectionsPerIP int
+	// MaxConnectionsPerIPOverrides caps the addresses it names in place of
+	// MaxConnectionsPerIP, as Kafka's max.connections.per.ip.overrides; a
+	// cap of 0 refuses every connection from its address. Nil overrides
+	// nothing.
+	MaxConnectionsPerIPOverrides IPCaps
+	// Quotas are Kafka's client quotas and connection caps by entity, the
+	// `quotas:` list of the config file (the one setting with no flag; see
+	// package quota). Nil sets none.
+	Quotas *quota.Config
 	// IdleTimeout closes a client connection that has nothing in flight
 	// and has sent nothing for this long, as Kafka's
 	// connections.max.idle.ms does. Zero disables it.
@@ -132,6 +147,7 @@ type Config struct {
 	APIVersionCap VersionCaps
 
 	Security
+	Audit
 	// Verify watches the upstream's answers for ordering violations and
 	// counts them (responses out of request order, Produce base offsets
 	// out of write order, sequence number errors). False (the default)
@@ -165,6 +181,14 @@ func Default() Config {
 		ReadTimeout:      30 * time.Second,
 		WriteTimeout:     30 * time.Second,
 		LogFormat:        "text",
+		Audit: Audit{
+			AuditFileMaxSize:     100 << 20,
+			AuditFileKeep:        5,
+			AuditFileSync:        time.Second,
+			AuditDataPath:        AuditDataPathSummary,
+			AuditSummaryInterval: time.Minute,
+			AuditOnFull:          AuditOnFullBlock,
+		},
 	}
 }
 
@@ -243,6 +267,9 @@ func (c *Config) Validate() error {
 	if c.MaxConnections < 0 {
 		return invalid("max-connections", strconv.Itoa(c.MaxConnections), "must not be negative (0: the default, 10000)")
 	}
+	if c.MaxConnectionsPerIP < 0 {
+		return invalid("max-connections-per-ip", strconv.Itoa(c.MaxConnectionsPerIP), "must not be negative (0: no cap)")
+	}
 	if c.IdleTimeout < 0 {
 		return invalid("idle-timeout", c.IdleTimeout.String(), "must not be negative (0 disables it)")
 	}
@@ -281,7 +308,10 @@ func (c *Config) Validate() error {
 	if c.FailOnViolation && !c.Verify {
 		return invalid("fail-on-violation", "true", "needs --verify")
 	}
-	return c.validateSecurity()
+	if err := c.validateSecurity(); err != nil {
+		return err
+	}
+	return c.validateAudit()
 }
 
 // MinMemory is the smallest MaxMemory: the budget keeps an eighth for

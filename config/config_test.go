@@ -247,7 +247,7 @@ func TestFileValueErrors(t *testing.T) {
 		{"a-list: [a, [b]]", `a-list: list items must be plain values`},
 	} {
 		file := writeFile(t, tc.yaml+"\n")
-		_, err := loadFile(file, fs, nil)
+		_, err := loadFile(file, fs, nil, &Config{})
 		want := "config file " + file + ":1: " + tc.want
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s:\n got %v\nwant %s", tc.yaml, err, want)

@@ -7,8 +7,9 @@ import (
 )
 
 // Changed returns, in flag order, the names of the settings whose values
-// differ between a and b. It compares through the same flag bindings that
-// read them, so every setting is covered, including ones added later.
+// differ between a and b, then the file-only keys that differ. It compares
+// through the same flag bindings that read them, so every setting is
+// covered, including ones added later.
 func Changed(a, b Config) []string {
 	fa, fb := pflag.NewFlagSet("a", pflag.ContinueOnError), pflag.NewFlagSet("b", pflag.ContinueOnError)
 	BindFlags(fa, &a)
@@ -19,6 +20,9 @@ func Changed(a, b Config) []string {
 			out = append(out, f.Name)
 		}
 	})
+	if a.Quotas.String() != b.Quotas.String() {
+		out = append(out, KeyQuotas)
+	}
 	return out
 }
 
@@ -29,6 +33,10 @@ func Keep(dst *Config, src Config, names []string) error {
 	BindFlags(fd, dst)
 	BindFlags(fs, &src)
 	for _, n := range names {
+		if n == KeyQuotas {
+			dst.Quotas = src.Quotas
+			continue
+		}
 		f := fs.Lookup(n)
 		if f == nil {
 			return fmt.Errorf("no setting %q", n)
@@ -43,6 +51,9 @@ func Keep(dst *Config, src Config, names []string) error {
 // Get returns the value of the named setting of c as its flag prints it,
 // and false for an unknown name.
 func Get(c Config, name string) (string, bool) {
+	if name == KeyQuotas {
+		return c.Quotas.String(), true
+	}
 	fs := pflag.NewFlagSet("get", pflag.ContinueOnError)
 	BindFlags(fs, &c)
 	f := fs.Lookup(name)

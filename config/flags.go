@@ -34,6 +34,7 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.Var((*sizeValue)(&c.MaxMemory), "max-memory", "request and response bytes and request state held across all connections; past it connections stop being read")
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "client connections open at once over all listeners; past it new connections are closed")
+	bindQuotaFlags(fs, c)
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a client connection with nothing in flight and nothing sent for this long (0 disables)")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "time a request frame may take to arrive once its first byte has (0 disables)")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.WriteTimeout, "close a client connection that accepts no byte of a response for this long (0 disables)")
@@ -44,6 +45,7 @@ func BindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.BoolVar(&c.AdminPprof, "admin-pprof", c.AdminPprof, "serve /debug/pprof/ on the admin endpoint")
 	fs.Var((*versionCapsValue)(&c.APIVersionCap), "api-version-cap", "highest versions advertised to clients, by Kafka name: KEY=VERSION[,KEY=VERSION...], e.g. Fetch=15")
 	bindSecurityFlags(fs, &c.Security)
+	bindAuditFlags(fs, &c.Audit)
 	fs.BoolVar(&c.Verify, "verify", c.Verify, "count the ordering violations the upstream commits (responses out of order, Produce offsets out of write order, sequence errors)")
 	fs.StringVar(&c.Report, "report", c.Report, "with --verify, write what it saw to this file at exit: JUnit XML if it ends in .xml, else JSON")
 	fs.BoolVar(&c.FailOnViolation, "fail-on-violation", c.FailOnViolation, "with --verify, exit with status 3 at shutdown if any violation was seen")
@@ -102,7 +104,7 @@ func Resolve(fs *pflag.FlagSet, base Config, checks ...func(*Config) error) (Con
 	BindFlags(into, &cfg)
 	if file != "" {
 		var err error
-		if keys, err = loadFile(file, into, fs); err != nil {
+		if keys, err = loadFile(file, into, fs, &cfg); err != nil {
 			return Config{}, err
 		}
 		for k, v := range keys {
@@ -170,9 +172,10 @@ type fileValue struct {
 // the keys it set with their values as written. A key that is none of
 // into's flags may name one of the command's own flags in cmdFlags (dev's
 // data-dir, say), which it sets unless the command line already did, so
-// that every flag has its key. Every error names the file and the line,
-// as `path:line`, the way compilers and editors read a place in a file.
-func loadFile(path string, into, cmdFlags *pflag.FlagSet) (map[string]fileValue, error) {
+// that every flag has its key. The quotas list, a key with no flag, goes
+// straight into cfg. Every error names the file and the line, as
+// `path:line`, the way compilers and editors read a place in a file.
+func loadFile(path string, into, cmdFlags *pflag.FlagSet, cfg *Config) (map[string]fileValue, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &FieldError{Field: "--" + FlagConfig, Value: path, Reason: "cannot be read: " + FileReason(err)}
@@ -202,6 +205,13 @@ func loadFile(path string, into, cmdFlags *pflag.FlagSet) (map[string]fileValue,
 		}
 		place := fmt.Sprintf("%s:%d", path, line)
 		at := "config file " + place
+		if k == KeyQuotas {
+			if err := loadQuotas(path, line, &node, cfg); err != nil {
+				return nil, err
+			}
+			set[k] = fileValue{text: cfg.Quotas.String(), line: line}
+			continue
+		}
 		dst := into
 		f := into.Lookup(k)
 		if f == nil && cmdFlags != nil && k != FlagConfig {
@@ -262,6 +272,7 @@ func fileKeys(into, cmdFlags *pflag.FlagSet) []string {
 			names = append(names, f.Name)
 		}
 	})
+	names = append(names, fileOnly...)
 	if cmdFlags != nil {
 		cmdFlags.VisitAll(func(f *pflag.Flag) {
 			if !f.Hidden && f.Name != FlagConfig && into.Lookup(f.Name) == nil {

@@ -1,0 +1,389 @@
+package quota
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Kafka drops a client's quota sensors after an hour without a record
+// (ClientQuotaManager.InactiveSensorExpirationTimeSeconds).
+const DefaultIdle = time.Hour
+
+// DefaultMaxRates bounds the rates a Manager keeps when Options say
+// nothing: about 100 bytes each, so some 10 MiB at most.
+const DefaultMaxRates = 100_000
+
+// Options shape a Manager. The zero Options are Kafka's defaults.
+type Options struct {
+	// Window is the sliding window of every rate. Zero: 11 samples of 1s.
+	Window Window
+	// Idle is how long a rate may go without a record before Expire drops
+	// it. Zero means DefaultIdle.
+	Idle time.Duration
+	// MaxRates bounds the rates kept at once. At the bound, the rates with
+	// no record for a whole window are dropped first (they measure 0, so
+	// nothing is lost); past it still, a client whose rate is not kept yet
+	// shares one rate with every other such client of the same configured
+	// entity and kind: a stricter quota for the excess, never a looser
+	// one. Zero means DefaultMaxRates.
+	MaxRates int
+}
+
+// Stats are the totals of one configured entity and kind, for metrics:
+// label values come from the configured entities only, never from a
+// client's own user or client id.
+type Stats struct {
+	Kind   Kind
+	Entity Entity
+	// Amount is the bytes recorded (Produce, Fetch) or the nanoseconds
+	// (Request). A fetch answered empty because of its quota adds none.
+	Amount atomic.Int64
+	// Throttle is the throttle time handed out, in nanoseconds, and
+	// Throttled the number of times.
+	Throttle  atomic.Int64
+	Throttled atomic.Int64
+}
+
+// rate is one measured rate, shared by every client whose quota resolves
+// to the same key, as Kafka shares a sensor among them.
+type rate struct {
+	mu    sync.Mutex
+	r     Rate
+	bound float64
+	last  int64 // ms of the last record, for expiry
+	dead  atomic.Bool
+	stats *Stats
+}
+
+type rateKey struct {
+	kind     Kind
+	key      Entity
+	overflow bool // the shared rate of a configured entity past MaxRates
+}
+
+type statKey struct {
+	kind Kind
+	e    Entity
+}
+
+// state is what a reload swaps whole.
+type state struct {
+	r   *Resolver
+	gen uint64
+	on  bool // some entry sets a client quota
+}
+
+// Manager measures the client quotas of one proxy: per kind, one rate
+// per key that some client's quota resolves to, each checked against the
+// bound of the entity in force. It is safe for concurrent use. A nil
+// *Manager, and one whose Config is empty, records nothing and throttles
+// no one, without taking a lock.
+type Manager struct {
+	opts  Options
+	state atomic.Pointer[state]
+
+	mu    sync.RWMutex
+	rates map[rateKey]*rate
+	kept  int   // rates that are not overflow rates
+	swept int64 // ms of the last drop of idle rates at MaxRates
+	stats map[statKey]*Stats
+}
+
+// NewManager returns a Manager enforcing c (nil: nothing) with opts.
+func NewManager(c *Config, opts Options) *Manager {
+	if opts.Idle <= 0 {
+		opts.Idle = DefaultIdle
+	}
+	if opts.MaxRates <= 0 {
+		opts.MaxRates = DefaultMaxRates
+	}
+	m := &Manager{opts: opts, rates: map[rateKey]*rate{}, stats: map[statKey]*Stats{}}
+	m.Update(c)
+	return m
+}
+
+// Update swaps in the quotas of c, as a reload does. Rates already
+// measured keep their samples, under the new bound from the next record
+// on, as Kafka updates its sensors' quotas in place; the stats of an
+// entity no longer configured are dropped.
+func (m *Manager) Update(c *Config) {
+	r := NewResolver(c)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	gen := uint64(1)
+	if old := m.state.Load(); old != nil {
+		gen = old.gen + 1
+	}
+	stats := make(map[statKey]*Stats, len(m.stats))
+	for k := Kind(0); k < kinds; k++ {
+		for _, e := range r.Entities(k) {
+			sk := statKey{k, e}
+			if s, ok := m.stats[sk]; ok {
+				stats[sk] = s
+			} else {
+				stats[sk] = &Stats{Kind: k, Entity: e}
+			}
+		}
+	}
+	m.stats = stats
+	on := r.Has(Produce) || r.Has(Fetch) || r.Has(Request)
+	m.state.Store(&state{r: r, gen: gen, on: on})
+}
+
+// Stats returns the totals of every configured entity and kind.
+func (m *Manager) Stats() []*Stats {
+	if m == nil {
+		return nil
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Stats, 0, len(m.stats))
+	for _, s := range m.stats {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Rates returns the number of rates kept.
+func (m *Manager) Rates() int {
+	if m == nil {
+		return 0
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.rates)
+}
+
+// Expire drops the rates with no record for Options.Idle before now and
+// returns how many it dropped. A client holding a dropped rate resolves a
+// new one at its next record.
+func (m *Manager) Expire(now time.Time) int {
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.dropLocked(ms(now) - m.opts.Idle.Milliseconds())
+}
+
+// dropLocked drops the rates with no record after before (ms) and returns
+// how many. The caller holds m.mu.
+func (m *Manager) dropLocked(before int64) int {
+	n := 0
+	for k, rt := range m.rates {
+		rt.mu.Lock()
+		if rt.last <= before {
+			rt.dead.Store(true)
+			delete(m.rates, k)
+			if !k.overflow {
+				m.kept--
+			}
+			n++
+		}
+		rt.mu.Unlock()
+	}
+	return n
+}
+
+// rateFor returns the rate of res for kind k, made on first use.
+func (m *Manager) rateFor(k Kind, res Resolution, now int64) *rate {
+	key := rateKey{kind: k, key: res.Key}
+	m.mu.RLock()
+	rt := m.rates[key]
+	stats := m.stats[statKey{k, res.Configured}]
+	m.mu.RUnlock()
+	if rt == nil {
+		m.mu.Lock()
+		if rt = m.rates[key]; rt == nil {
+			if m.kept >= m.opts.MaxRates && now-m.swept >= m.opts.Window.spanMs() {
+				m.swept = now
+				m.dropLocked(now - m.opts.Window.spanMs())
+			}
+			if m.kept >= m.opts.MaxRates {
+				key = rateKey{kind: k, key: res.Configured, overflow: true}
+				rt = m.rates[key]
+			}
+			if rt == nil {
+				rt = &rate{r: Rate{w: m.opts.Window}, last: now}
+				m.rates[key] = rt
+				if !key.overflow {
+					m.kept++
+				}
+			}
+		}
+		m.mu.Unlock()
+	}
+	// Lock order: Manager.mu before rate.mu (Expire), never the reverse.
+	rt.mu.Lock()
+	rt.bound, rt.stats = res.Bound, stats
+	rt.mu.Unlock()
+	return rt
+}
+
+// Client is one client's view of the Manager: its user and client id,
+// with the rates they resolve to kept until a reload or an expiry. Make
+// one per connection (again when the client id changes). A nil *Client
+// records nothing. It is safe for concurrent use.
+type Client struct {
+	m              *Manager
+	user, clientID string
+	cache          atomic.Pointer[resolved]
+}
+
+type resolved struct {
+	gen   uint64
+	rates [kinds]*rate
+}
+
+// Client returns the view of a client authenticated as user (Kafka's
+// ANONYMOUS when no one authenticated it) sending clientID. On a nil
+// Manager it returns nil.
+func (m *Manager) Client(user, clientID string) *Client {
+	if m == nil {
+		return nil
+	}
+	return &Client{m: m, user: user, clientID: clientID}
+}
+
+// rate returns the client's rate of kind k, or nil when no quota of k
+// applies to it.
+func (c *Client) rate(k Kind, now int64) *rate {
+	st := c.m.state.Load()
+	if !st.on {
+		return nil
+	}
+	res := c.cache.Load()
+	if res == nil || res.gen != st.gen || (res.rates[k] != nil && res.rates[k].dead.Load()) {
+		res = &resolved{gen: st.gen}
+		for kk := Kind(0); kk < kinds; kk++ {
+			if q, ok := st.r.Resolve(kk, c.user, c.clientID); ok {
+				res.rates[kk] = c.m.rateFor(kk, q, now)
+			}
+		}
+		c.cache.Store(res)
+	}
+	return res.rates[k]
+}
+
+// record records value on the client's rate of kind k and returns the
+// throttle time, at most limit when positive. It retries once when an
+// expiry dropped the rate between the lookup and the record.
+func (c *Client) record(k Kind, now time.Time, value float64, amount int64, limit time.Duration, unrecordOver bool) time.Duration {
+	if c == nil || !c.m.state.Load().on {
+		return 0
+	}
+	t := ms(now)
+	for range 2 {
+		rt := c.rate(k, t)
+		if rt == nil {
+			return 0
+		}
+		rt.mu.Lock()
+		if rt.dead.Load() {
+			rt.mu.Unlock()
+			continue
+		}
+		rt.last = max(rt.last, t)
+		d := rt.r.check(t, value, rt.bound, limit)
+		if d > 0 && unrecordOver {
+			// Kafka answers a throttled fetch empty and takes its bytes
+			// back (ClientQuotaManager.unrecordQuotaSensor).
+			rt.r.record(t, -value)
+		}
+		stats := rt.stats
+		rt.mu.Unlock()
+		if stats != nil {
+			if d > 0 {
+				stats.Throttle.Add(int64(d))
+				stats.Throttled.Add(1)
+			}
+			if d == 0 || !unrecordOver {
+				stats.Amount.Add(amount)
+			}
+		}
+		return d
+	}
+	return 0
+}
+
+// RecordProduce records a Produce request of bytes (its header and body,
+// the frame less its length prefix, as Kafka records
+// request.sizeInBytes) and returns how long the client is
+// throttled: the answer goes at once with throttle_time_ms set, and the
+// connection is not read for that long. Kafka appends the records of a
+// throttled produce all the same.
+func (c *Client) RecordProduce(now time.Time, bytes int) time.Duration {
+	return c.record(Produce, now, float64(bytes), int64(bytes), 0, false)
+}
+
+// RecordFetch records a Fetch response of bytes (its body and 4 bytes,
+// as Kafka's FetchResponse.sizeOf counts it, so the frame less its length
+// prefix for a response header without tags) and returns the throttle
+// time. When it is positive the bytes are taken back and the client must
+// be answered with the response's throttle_time_ms set and no records, as
+// Kafka answers a throttled fetch.
+func (c *Client) RecordFetch(now time.Time, bytes int) time.Duration {
+	return c.record(Fetch, now, float64(bytes), int64(bytes), 0, true)
+}
+
+// FetchThrottle returns how long the client's fetch rate is already over
+// its quota at now, recording nothing: a fetch sent while it is positive
+// can be answered empty at once, without asking the broker for records
+// that would be dropped.
+func (c *Client) FetchThrottle(now time.Time) time.Duration {
+	if c == nil {
+		return 0
+	}
+	t := ms(now)
+	rt := c.rate(Fetch, t)
+	if rt == nil {
+		return 0
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.r.over(t, rt.bound, 0)
+}
+
+// MaxFetchBytes returns the most a Fetch response may carry without being
+// throttled for certain: the quota over Samples-1 windows (Kafka's
+// getMaxValueInQuotaWindow), which Kafka takes as the fetch's max_bytes
+// when smaller. It is 0 when no fetch quota applies.
+func (c *Client) MaxFetchBytes() int64 {
+	if c == nil {
+		return 0
+	}
+	st := c.m.state.Load()
+	if !st.on {
+		return 0
+	}
+	q, ok := st.r.Resolve(Fetch, c.user, c.clientID)
+	if !ok {
+		return 0
+	}
+	w := c.m.opts.Window
+	v := q.Bound * float64(w.samples()-1) * float64(w.sizeMs()) / 1000
+	if v >= math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int64(v)
+}
+
+// nanosToPercent turns time spent into percentage-seconds, so that the
+// rate per second is the percentage of one core (Kafka's
+// ClientRequestQuotaManager.nanosToPercentage).
+const nanosToPercent = 100.0 / float64(time.Second)
+
+// RecordRequestTime records d of the proxy's time spent on one of the
+// client's requests and returns the throttle time, at most one sample's
+// span, as Kafka bounds the request quota's throttle
+// (ClientRequestQuotaManager.maxThrottleTimeMs). Kafka exempts Produce
+// with acks=0 from it.
+func (c *Client) RecordRequestTime(now time.Time, d time.Duration) time.Duration {
+	if c == nil {
+		return 0
+	}
+	limit := time.Duration(c.m.opts.Window.sizeMs()) * time.Millisecond
+	return c.record(Request, now, float64(d)*nanosToPercent, int64(d), limit, false)
+}
