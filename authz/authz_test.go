@@ -264,3 +264,57 @@ func BenchmarkProduceDecoded(b *testing.B) {
 		}
 	}
 }
+
+// TestPartialCreateAndDeleteTopics: the topics the client may not create
+// or delete are refused in place while the others are forwarded.
+func TestPartialCreateAndDeleteTopics(t *testing.T) {
+	g := testGuard(t)
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.Version = 5
+	for _, n := range []string{"made", "other"} {
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = n, 1, 1
+		create.Topics = append(create.Topics, ct)
+	}
+	h, f := frame(t, create)
+	out, err := g.Request(alice(g), h, f, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Action != Forward {
+		t.Fatalf("CreateTopics: action %v, want Forward", out.Action)
+	}
+	fwd := out.Request.(*kmsg.CreateTopicsRequest)
+	if len(fwd.Topics) != 1 || fwd.Topics[0].Topic != "made" {
+		t.Fatalf("CreateTopics forwarded %v, want made alone", fwd.Topics)
+	}
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	resp.Version = 5
+	rt := kmsg.NewCreateTopicsResponseTopic()
+	rt.Topic = "made"
+	resp.Topics = append(resp.Topics, rt)
+	out.Fix.Apply(resp)
+	codes := map[string]int16{}
+	for _, t := range resp.Topics {
+		codes[t.Topic] = t.ErrorCode
+	}
+	if len(codes) != 2 || codes["made"] != 0 || codes["other"] != acl.TopicAuthorizationFailed {
+		t.Fatalf("CreateTopics answer codes %v", codes)
+	}
+
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.Version = 5
+	del.TopicNames = []string{"a", "b"}
+	h, f = frame(t, del)
+	out, err = g.Request(alice(g), h, f, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Action != Answer {
+		t.Fatalf("DeleteTopics of topics alice may not delete: action %v, want Answer", out.Action)
+	}
+	d := decodeResponse(t, del, out.Response, h.ResponseFlexible()).(*kmsg.DeleteTopicsResponse)
+	if len(d.Topics) != 2 || d.Topics[0].ErrorCode != acl.TopicAuthorizationFailed || d.Topics[1].ErrorCode != acl.TopicAuthorizationFailed {
+		t.Fatalf("DeleteTopics answer %+v", d.Topics)
+	}
+}

@@ -117,6 +117,8 @@ func merge(resp, e kmsg.Response) {
 		r.Topics = append(r.Topics, e.(*kmsg.OffsetForLeaderEpochResponse).Topics...)
 	case *kmsg.DeleteTopicsResponse:
 		r.Topics = append(r.Topics, e.(*kmsg.DeleteTopicsResponse).Topics...)
+	case *kmsg.CreateTopicsResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.CreateTopicsResponse).Topics...)
 	}
 }
 
@@ -200,6 +202,39 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 	case *kmsg.DeleteRecordsRequest:
 		var by map[int16][]kmsg.DeleteRecordsRequestTopic
 		r.Topics, by = separate(r.Topics, v, func(t *kmsg.DeleteRecordsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	case *kmsg.CreateTopicsRequest:
+		var by map[int16][]kmsg.CreateTopicsRequestTopic
+		r.Topics, by = separate(r.Topics, v, func(t *kmsg.CreateTopicsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	case *kmsg.DeleteTopicsRequest:
+		if r.Version < 6 {
+			var by map[int16][]string
+			r.TopicNames, by = separate(r.TopicNames, v, func(t *string) (string, [16]byte) { return *t, [16]byte{} })
+			for code, ts := range by {
+				p := *r
+				p.TopicNames = ts
+				parts = append(parts, part{code, &p})
+			}
+			return len(r.TopicNames) > 0, parts, true
+		}
+		var by map[int16][]kmsg.DeleteTopicsRequestTopic
+		r.Topics, by = separate(r.Topics, v, func(t *kmsg.DeleteTopicsRequestTopic) (string, [16]byte) {
+			if t.Topic == nil {
+				return "", t.TopicID
+			}
+			return *t.Topic, t.TopicID
+		})
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
