@@ -18,6 +18,7 @@ const testACLs = `acls:
   - {principal: User:alice, resourceType: TOPIC, resourceName: a, operation: WRITE}
   - {principal: User:alice, resourceType: TOPIC, resourceName: b, operation: READ}
   - {principal: User:alice, resourceType: TOPIC, resourceName: made, operation: CREATE}
+  - {principal: User:alice, resourceType: GROUP, resourceName: mine, operation: DESCRIBE}
 `
 
 func testGuard(t testing.TB) *Guard {
@@ -316,5 +317,48 @@ func TestPartialCreateAndDeleteTopics(t *testing.T) {
 	d := decodeResponse(t, del, out.Response, h.ResponseFlexible()).(*kmsg.DeleteTopicsResponse)
 	if len(d.Topics) != 2 || d.Topics[0].ErrorCode != acl.TopicAuthorizationFailed || d.Topics[1].ErrorCode != acl.TopicAuthorizationFailed {
 		t.Fatalf("DeleteTopics answer %+v", d.Topics)
+	}
+}
+
+// TestPartialGroups: a batched request's groups the client may not
+// describe are refused in place while the others are forwarded.
+func TestPartialGroups(t *testing.T) {
+	g := testGuard(t)
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Version = 5
+	dg.Groups = []string{"theirs", "mine", "other"}
+	h, f := frame(t, dg)
+	out, err := g.Request(alice(g), h, f, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Action != Forward {
+		t.Fatalf("DescribeGroups: action %v, want Forward", out.Action)
+	}
+	if fwd := out.Request.(*kmsg.DescribeGroupsRequest); len(fwd.Groups) != 1 || fwd.Groups[0] != "mine" {
+		t.Fatalf("DescribeGroups forwarded %v, want mine alone", fwd.Groups)
+	}
+	resp := kmsg.NewPtrDescribeGroupsResponse()
+	resp.Version = 5
+	resp.Groups = []kmsg.DescribeGroupsResponseGroup{{Group: "mine"}}
+	out.Fix.Apply(resp)
+	codes := map[string]int16{}
+	for _, g := range resp.Groups {
+		codes[g.Group] = g.ErrorCode
+	}
+	if len(codes) != 3 || codes["mine"] != 0 || codes["theirs"] != acl.GroupAuthorizationFailed || codes["other"] != acl.GroupAuthorizationFailed {
+		t.Fatalf("DescribeGroups answer codes %v", codes)
+	}
+
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.Version = 4
+	fc.CoordinatorKeys = []string{"mine", "theirs"}
+	h, f = frame(t, fc)
+	out, err = g.Request(alice(g), h, f, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fwd, ok := out.Request.(*kmsg.FindCoordinatorRequest); out.Action != Forward || !ok || len(fwd.CoordinatorKeys) != 1 || fwd.CoordinatorKeys[0] != "mine" {
+		t.Fatalf("FindCoordinator: action %v, request %v, want mine alone forwarded", out.Action, out.Request)
 	}
 }

@@ -119,6 +119,14 @@ func merge(resp, e kmsg.Response) {
 		r.Topics = append(r.Topics, e.(*kmsg.DeleteTopicsResponse).Topics...)
 	case *kmsg.CreateTopicsResponse:
 		r.Topics = append(r.Topics, e.(*kmsg.CreateTopicsResponse).Topics...)
+	case *kmsg.DescribeGroupsResponse:
+		r.Groups = append(r.Groups, e.(*kmsg.DescribeGroupsResponse).Groups...)
+	case *kmsg.DeleteGroupsResponse:
+		r.Groups = append(r.Groups, e.(*kmsg.DeleteGroupsResponse).Groups...)
+	case *kmsg.FindCoordinatorResponse:
+		r.Coordinators = append(r.Coordinators, e.(*kmsg.FindCoordinatorResponse).Coordinators...)
+	case *kmsg.OffsetFetchResponse:
+		r.Groups = append(r.Groups, e.(*kmsg.OffsetFetchResponse).Groups...)
 	}
 }
 
@@ -126,15 +134,40 @@ func merge(resp, e kmsg.Response) {
 // forward; parts: the denied entries by code; ok false: req is of a kind
 // whose entries are not separated here.
 func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
-	for _, d := range v.Denied {
-		if d.Resource != acl.Topic {
+	switch r := req.(type) {
+	case *kmsg.DescribeGroupsRequest:
+		return stripNames(r, &r.Groups, v, acl.Group)
+	case *kmsg.DeleteGroupsRequest:
+		return stripNames(r, &r.Groups, v, acl.Group)
+	case *kmsg.FindCoordinatorRequest:
+		if r.Version < 4 {
 			return false, nil, false
 		}
+		rt := acl.Group
+		if r.CoordinatorType == 1 {
+			rt = acl.TransactionalID
+		}
+		return stripNames(r, &r.CoordinatorKeys, v, rt)
+	case *kmsg.OffsetFetchRequest:
+		if r.Version < 8 || !only(v, acl.Group) {
+			return false, nil, false
+		}
+		var by map[int16][]kmsg.OffsetFetchRequestGroup
+		r.Groups, by = separate(r.Groups, v, acl.Group, func(g *kmsg.OffsetFetchRequestGroup) (string, [16]byte) { return g.Group, [16]byte{} })
+		for code, gs := range by {
+			p := *r
+			p.Groups = gs
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Groups) > 0, parts, true
+	}
+	if !only(v, acl.Topic) {
+		return false, nil, false
 	}
 	switch r := req.(type) {
 	case *kmsg.ProduceRequest:
 		var by map[int16][]kmsg.ProduceRequestTopic
-		r.Topics, by = separate(r.Topics, v, func(t *kmsg.ProduceRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.ProduceRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
@@ -143,7 +176,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.FetchRequest:
 		var by map[int16][]kmsg.FetchRequestTopic
-		r.Topics, by = separate(r.Topics, v, func(t *kmsg.FetchRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.FetchRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
@@ -154,7 +187,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		return len(r.Topics) > 0 || len(r.ForgottenTopics) > 0 || r.SessionID != 0, parts, true
 	case *kmsg.ListOffsetsRequest:
 		var by map[int16][]kmsg.ListOffsetsRequestTopic
-		r.Topics, by = separate(r.Topics, v, func(t *kmsg.ListOffsetsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.ListOffsetsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
@@ -163,7 +196,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.MetadataRequest:
 		var by map[int16][]kmsg.MetadataRequestTopic
-		r.Topics, by = separate(r.Topics, v, func(t *kmsg.MetadataRequestTopic) (string, [16]byte) {
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.MetadataRequestTopic) (string, [16]byte) {
 			if t.Topic == nil {
 				return "", t.TopicID
 			}
@@ -183,7 +216,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		return len(r.Topics) > 0 || r.Topics != nil && r.Version >= 1, parts, true
 	case *kmsg.OffsetCommitRequest:
 		var by map[int16][]kmsg.OffsetCommitRequestTopic
-		r.Topics, by = separate(r.Topics, v, func(t *kmsg.OffsetCommitRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.OffsetCommitRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
@@ -192,7 +225,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.TxnOffsetCommitRequest:
 		var by map[int16][]kmsg.TxnOffsetCommitRequestTopic
-		r.Topics, by = separate(r.Topics, v, func(t *kmsg.TxnOffsetCommitRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.TxnOffsetCommitRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
@@ -201,7 +234,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.DeleteRecordsRequest:
 		var by map[int16][]kmsg.DeleteRecordsRequestTopic
-		r.Topics, by = separate(r.Topics, v, func(t *kmsg.DeleteRecordsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.DeleteRecordsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
@@ -210,7 +243,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.CreateTopicsRequest:
 		var by map[int16][]kmsg.CreateTopicsRequestTopic
-		r.Topics, by = separate(r.Topics, v, func(t *kmsg.CreateTopicsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.CreateTopicsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
@@ -220,7 +253,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 	case *kmsg.DeleteTopicsRequest:
 		if r.Version < 6 {
 			var by map[int16][]string
-			r.TopicNames, by = separate(r.TopicNames, v, func(t *string) (string, [16]byte) { return *t, [16]byte{} })
+			r.TopicNames, by = separate(r.TopicNames, v, acl.Topic, func(t *string) (string, [16]byte) { return *t, [16]byte{} })
 			for code, ts := range by {
 				p := *r
 				p.TopicNames = ts
@@ -229,7 +262,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 			return len(r.TopicNames) > 0, parts, true
 		}
 		var by map[int16][]kmsg.DeleteTopicsRequestTopic
-		r.Topics, by = separate(r.Topics, v, func(t *kmsg.DeleteTopicsRequestTopic) (string, [16]byte) {
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.DeleteTopicsRequestTopic) (string, [16]byte) {
 			if t.Topic == nil {
 				return "", t.TopicID
 			}
@@ -243,7 +276,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.CreatePartitionsRequest:
 		var by map[int16][]kmsg.CreatePartitionsRequestTopic
-		r.Topics, by = separate(r.Topics, v, func(t *kmsg.CreatePartitionsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.CreatePartitionsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
@@ -256,12 +289,12 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 
 // separate splits entries into those left to forward and those denied, by
 // code, each in the request's order.
-func separate[T any](entries []T, v acl.Verdict, name func(*T) (string, [16]byte)) ([]T, map[int16][]T) {
+func separate[T any](entries []T, v acl.Verdict, rt acl.ResourceType, name func(*T) (string, [16]byte)) ([]T, map[int16][]T) {
 	var kept []T
 	var by map[int16][]T
 	for i := range entries {
 		n, id := name(&entries[i])
-		code, denied := topicDenial(v, n, id)
+		code, denied := denialOf(v, rt, n, id)
 		if !denied {
 			kept = append(kept, entries[i])
 			continue
@@ -274,11 +307,11 @@ func separate[T any](entries []T, v acl.Verdict, name func(*T) (string, [16]byte
 	return kept, by
 }
 
-// topicDenial finds the denial of the topic named name, or, when a
-// request names it by id alone, of id.
-func topicDenial(v acl.Verdict, name string, id [16]byte) (int16, bool) {
+// denialOf finds the denial of the resource of type rt named name, or,
+// when a request names a topic by id alone, of id.
+func denialOf(v acl.Verdict, rt acl.ResourceType, name string, id [16]byte) (int16, bool) {
 	for _, d := range v.Denied {
-		if d.Resource != acl.Topic {
+		if d.Resource != rt {
 			continue
 		}
 		if name != "" && d.Name == name || name == "" && d.TopicID == id {
@@ -291,4 +324,32 @@ func topicDenial(v acl.Verdict, name string, id [16]byte) (int16, bool) {
 // errorResponse answers every entry of req with code.
 func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 	return splitmerge.ErrorResponse(req, code, "")
+}
+
+// only reports whether every denial of v is of a resource of type rt.
+func only(v acl.Verdict, rt acl.ResourceType) bool {
+	for _, d := range v.Denied {
+		if d.Resource != rt {
+			return false
+		}
+	}
+	return true
+}
+
+// stripNames leaves the denied names of type rt out of *names, a field of
+// req, which must be a pointer to a request struct: the denied names
+// become requests of their own, copies of req holding only them.
+func stripNames[R any](req *R, names *[]string, v acl.Verdict, rt acl.ResourceType) (bool, []part, bool) {
+	if !only(v, rt) {
+		return false, nil, false
+	}
+	kept, by := separate(*names, v, rt, func(n *string) (string, [16]byte) { return *n, [16]byte{} })
+	var parts []part
+	for code, ns := range by {
+		*names = ns
+		p := *req
+		parts = append(parts, part{code, any(&p).(kmsg.Request)})
+	}
+	*names = kept
+	return len(kept) > 0, parts, true
 }
