@@ -289,7 +289,7 @@ func TestACLAcksZeroDenied(t *testing.T) {
 	for _, tc := range aclCases {
 		t.Run(tc.name, func(t *testing.T) {
 			kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "a", "b"))
-			p, _, _, _ := aclProxy(t, kc, tc.topology, tc.mode, aclTestFile(authz.Anonymous, ""))
+			p, _, _, m := aclProxy(t, kc, tc.topology, tc.mode, aclTestFile(authz.Anonymous, ""))
 			ctx := testContext(t, 20*time.Second)
 			for _, topics := range [][]string{{"b"}, {"a", "b"}} {
 				c, err := net.Dial("tcp", p.Addr())
@@ -316,6 +316,12 @@ func TestACLAcksZeroDenied(t *testing.T) {
 			}
 			if n := upstreamRecords(t, ctx, kc, "b"); n != 0 {
 				t.Errorf("topic b holds %d records upstream: a denied write was forwarded", n)
+			}
+			for deadline := time.Now().Add(5 * time.Second); counter(t, m, metrics.NameConnectionsClosed, "reason", "denied") < 2 && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if n := counter(t, m, metrics.NameConnectionsClosed, "reason", "denied"); n != 2 {
+				t.Errorf("connections closed as denied: %v, want 2", n)
 			}
 		})
 	}

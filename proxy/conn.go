@@ -379,7 +379,7 @@ func (c *conn) logClose() {
 	switch {
 	case reason == nil, errors.Is(reason, errClientClosed), errors.Is(reason, ErrShutdown),
 		errors.Is(reason, ErrTLSHandshake), errors.Is(reason, ErrServerName), errors.Is(reason, ErrUpstreamAuth),
-		errors.Is(reason, ErrClientAuth): // logged, rate-limited, where they happen
+		errors.Is(reason, ErrClientAuth), errors.Is(reason, ErrDenied): // logged, rate-limited, where they happen
 		c.p.log.Debug("connection closed", append(attrs, "reason", reason)...)
 	case errors.Is(reason, ErrBadRequest), errors.Is(reason, ErrUpstreamProtocol), errors.Is(reason, ErrClientSASL), errors.Is(reason, ErrMemory):
 		c.p.log.Warn("connection closed", append(attrs, "reason", reason.Error())...)
