@@ -2,6 +2,8 @@ package proxy_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/inorder-proxy/inorder/acl"
+	"github.com/inorder-proxy/inorder/authn"
+	"github.com/inorder-proxy/inorder/clientauth"
 	"github.com/inorder-proxy/inorder/authz"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/pipeprobe"
@@ -486,5 +490,48 @@ func TestACLSNI(t *testing.T) {
 				t.Errorf("topic b holds %d records upstream: a denied write was forwarded", n)
 			}
 		})
+	}
+}
+
+// TestACLClientCertificate: a client named by its certificate is held to
+// the ACLs of that principal.
+func TestACLClientCertificate(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "a", "b"))
+	path := filepath.Join(t.TempDir(), "acls.yaml")
+	if err := os.WriteFile(path, []byte(aclTestFile("User:client", "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g, err := authz.New(path, acl.Options{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byCN := func(c *x509.Certificate) (authn.Principal, error) {
+		return authn.Principal{Type: "User", Name: c.Subject.CommonName}, nil
+	}
+	s := startSNIProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config, k *pki) { c.TLSClientCA = k.caFile },
+		proxy.WithClientAuth(clientauth.New(clientauth.Config{CertPrincipal: byCN})), proxy.WithAuthorization(g))
+	ctx := testContext(t, 20*time.Second)
+	client := s.pki.tlsConfig(t, "client")
+	var d net.Dialer
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr()), kgo.ProducerLinger(0), kgo.RequestRetries(0),
+		kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+			name, port, _ := net.SplitHostPort(host)
+			raw, err := d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
+			if err != nil {
+				return nil, err
+			}
+			c := client.Clone()
+			c.ServerName = name
+			return tls.Client(raw, c), nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "a", Value: []byte("ok")}).FirstErr(); err != nil {
+		t.Fatalf("produce to a as User:client: %v", err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "b", Value: []byte("no")}).FirstErr(); err != kerr.TopicAuthorizationFailed {
+		t.Fatalf("produce to b as User:client: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
 }
