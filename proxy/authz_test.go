@@ -19,8 +19,8 @@ import (
 
 	"github.com/inorder-proxy/inorder/acl"
 	"github.com/inorder-proxy/inorder/authn"
-	"github.com/inorder-proxy/inorder/clientauth"
 	"github.com/inorder-proxy/inorder/authz"
+	"github.com/inorder-proxy/inorder/clientauth"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/pipeprobe"
 	"github.com/inorder-proxy/inorder/metrics"
