@@ -166,6 +166,24 @@ func TestACLEnforced(t *testing.T) {
 				t.Errorf("topic b holds %d records upstream: a denied write was forwarded", n)
 			}
 
+			// Fetch: b is read, c refused in place.
+			fetch := kmsg.NewPtrFetchRequest()
+			fetch.Version = 12
+			fetch.ReplicaID, fetch.MaxWaitMillis, fetch.MaxBytes, fetch.SessionEpoch = -1, 50, 1<<20, -1
+			for _, n := range []string{"c", "b"} {
+				ft := kmsg.NewFetchRequestTopic()
+				ft.Topic = n
+				fp := kmsg.NewFetchRequestTopicPartition()
+				fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LastFetchedEpoch, fp.LogStartOffset = 1<<20, -1, -1, -1
+				ft.Partitions = append(ft.Partitions, fp)
+				fetch.Topics = append(fetch.Topics, ft)
+			}
+			fcodes := map[string]int16{}
+			for _, ft := range do(fetch).(*kmsg.FetchResponse).Topics {
+				fcodes[ft.Topic] = ft.Partitions[0].ErrorCode
+			}
+			wantCodes(t, "Fetch c, b", fcodes, map[string]int16{"b": 0, "c": acl.TopicAuthorizationFailed})
+
 			// Metadata: all topics hides c, which the client may not
 			// describe; naming c answers TOPIC_AUTHORIZATION_FAILED.
 			all := kmsg.NewPtrMetadataRequest()
