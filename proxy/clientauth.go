@@ -105,8 +105,9 @@ func (c *conn) unauthenticatedFrame(limit int32) error {
 	return c.authClosed(fmt.Errorf("%w: a frame of more than %d bytes before authentication", clientauth.ErrIllegalState, limit))
 }
 
-// screen hands r to the client authentication. An error closes the
-// connection without an answer to r.
+// screen hands r to the client authentication, then, if it passes, to the
+// authorization (authz.go). An error closes the connection without an
+// answer to r.
 func (c *conn) screen(r *request) error {
 	if err := c.screenAuth(r); err != nil {
 		return err
