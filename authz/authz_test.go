@@ -201,6 +201,22 @@ func TestMetadataAutoCreate(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("Metadata for %s: auto-creation forwarded %v, want %v", tc.topic, got, tc.want)
 		}
+		// The upstream, asked not to create it, does not hold it.
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.Version = 9
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic, rt.ErrorCode = kmsg.StringPtr(tc.topic), 3
+		resp.Topics = append(resp.Topics, rt)
+		if out.Fix != nil {
+			out.Fix.Apply(resp)
+		}
+		want := int16(3)
+		if !tc.want {
+			want = acl.TopicAuthorizationFailed
+		}
+		if resp.Topics[0].ErrorCode != want {
+			t.Errorf("Metadata for a missing %s: code %d, want %d", tc.topic, resp.Topics[0].ErrorCode, want)
+		}
 	}
 }
 

@@ -17,6 +17,9 @@ type Fix struct {
 	parts    []part // the denied entries, as requests of their own by code
 	listed   bool   // the answer's entries are filtered (Verdict.Listed)
 	reencode bool   // the request was changed beyond its denied entries
+	// noCreate are the topics a Metadata asked to create on first use
+	// that the client may not create.
+	noCreate map[string]bool
 }
 
 // part is a request holding only entries denied with one code.
@@ -51,18 +54,26 @@ func (g *Guard) fixFor(a *acl.Authorizer, c acl.Client, req kmsg.Request, v acl.
 
 // autoCreate keeps a Metadata from creating topics the client may not
 // create: the upstream is asked without auto-creation when any named topic
-// may not be created, and a missing topic is answered
-// UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers when it creates nothing.
+// may not be created, and such a topic the upstream does not hold is
+// answered TOPIC_AUTHORIZATION_FAILED, as Kafka answers it when it creates
+// topics on first use (auto.create.topics.enable, its default). The
+// others named in the same request are then not created either: one flag
+// asks for them all.
 func (g *Guard) autoCreate(a *acl.Authorizer, c acl.Client, r *kmsg.MetadataRequest, f *Fix) {
 	if !r.AllowAutoTopicCreation || r.Version < 4 {
 		return
 	}
 	for _, t := range r.Topics {
 		if t.Topic != nil && !a.MayCreateTopic(c, *t.Topic) {
-			r.AllowAutoTopicCreation = false
-			f.reencode = true
-			return
+			if f.noCreate == nil {
+				f.noCreate = map[string]bool{}
+			}
+			f.noCreate[*t.Topic] = true
 		}
+	}
+	if f.noCreate != nil {
+		r.AllowAutoTopicCreation = false
+		f.reencode = true
 	}
 }
 
@@ -74,6 +85,12 @@ func (f *Fix) Apply(resp kmsg.Response) {
 		f.g.learn(r)
 		if f.listed {
 			a.FilterMetadata(c, r)
+		}
+		for i := range r.Topics {
+			t := &r.Topics[i]
+			if t.Topic != nil && f.noCreate[*t.Topic] && t.ErrorCode == unknownTopicOrPartition {
+				t.ErrorCode = acl.TopicAuthorizationFailed
+			}
 		}
 	case *kmsg.ListGroupsResponse:
 		a.FilterListGroups(c, r)
@@ -320,6 +337,9 @@ func denialOf(v acl.Verdict, rt acl.ResourceType, name string, id [16]byte) (int
 	}
 	return 0, false
 }
+
+// unknownTopicOrPartition is Kafka's UNKNOWN_TOPIC_OR_PARTITION.
+const unknownTopicOrPartition int16 = 3
 
 // errorResponse answers every entry of req with code.
 func errorResponse(req kmsg.Request, code int16) kmsg.Response {

@@ -143,8 +143,9 @@ var aclCases = []struct {
 func TestACLEnforced(t *testing.T) {
 	for _, tc := range aclCases {
 		t.Run(tc.name, func(t *testing.T) {
-			kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "a", "b", "c"))
-			p, path, _, m := aclProxy(t, kc, tc.topology, tc.mode, aclTestFile(authz.Anonymous, ""))
+			kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "a", "b", "c"), kfake.AllowAutoTopicCreation())
+			fresh := "  - {principal: \"" + authz.Anonymous + "\", resourceType: TOPIC, resourceName: fresh, operation: DESCRIBE}\n"
+			p, path, _, m := aclProxy(t, kc, tc.topology, tc.mode, aclTestFile(authz.Anonymous, fresh))
 			ctx := testContext(t, 20*time.Second)
 			do := func(req kmsg.Request) kmsg.Response {
 				t.Helper()
@@ -220,6 +221,29 @@ func TestACLEnforced(t *testing.T) {
 				t.Errorf("Metadata c: %d topics, %d brokers, want c refused and the brokers", len(md.Topics), len(md.Brokers))
 			}
 
+			// Auto-creation needs Create: fresh, which the client may
+			// describe but not create, is refused and not created.
+			create := kmsg.NewPtrMetadataRequest()
+			create.Version = 9
+			create.AllowAutoTopicCreation = true
+			mt := kmsg.NewMetadataRequestTopic()
+			mt.Topic = kmsg.StringPtr("fresh")
+			create.Topics = append(create.Topics, mt)
+			md = do(create).(*kmsg.MetadataResponse)
+			if len(md.Topics) != 1 || md.Topics[0].ErrorCode != acl.TopicAuthorizationFailed {
+				t.Errorf("Metadata creating fresh: %+v, want TOPIC_AUTHORIZATION_FAILED", md.Topics)
+			}
+			peek := kmsg.NewPtrMetadataRequest()
+			peek.Version = 9
+			peek.Topics = create.Topics
+			up, err := pipeprobe.Do(ctx, kc.ListenAddrs()[0], peek)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := up.(*kmsg.MetadataResponse).Topics[0].ErrorCode; c != 3 {
+				t.Errorf("fresh upstream: code %d, want UNKNOWN_TOPIC_OR_PARTITION: a topic the client may not create was created", c)
+			}
+
 			// Groups: no Read on the group.
 			join := kmsg.NewPtrJoinGroupRequest()
 			join.Version = 5
@@ -250,8 +274,8 @@ func TestACLEnforced(t *testing.T) {
 			for _, r := range dresp.Resources {
 				bindings += len(r.ACLs)
 			}
-			if dresp.ErrorCode != 0 || bindings != 4 {
-				t.Errorf("DescribeAcls: code %d, %d bindings, want 4", dresp.ErrorCode, bindings)
+			if dresp.ErrorCode != 0 || bindings != 5 {
+				t.Errorf("DescribeAcls: code %d, %d bindings, want 5", dresp.ErrorCode, bindings)
 			}
 			creq := kmsg.NewPtrCreateACLsRequest()
 			creq.Version = 2
