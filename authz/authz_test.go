@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/inorder-proxy/inorder/acl"
 	"github.com/inorder-proxy/inorder/internal/pipeprobe"
+	"github.com/inorder-proxy/inorder/splitmerge"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -376,5 +378,133 @@ func TestPartialGroups(t *testing.T) {
 	}
 	if fwd, ok := out.Request.(*kmsg.FindCoordinatorRequest); out.Action != Forward || !ok || len(fwd.CoordinatorKeys) != 1 || fwd.CoordinatorKeys[0] != "mine" {
 		t.Fatalf("FindCoordinator: action %v, request %v, want mine alone forwarded", out.Action, out.Request)
+	}
+}
+
+// TestNothingDeniedForwarded: for every mix of allowed and denied topics
+// in each per-topic request, what is forwarded names only topics the
+// client may use, and the completed answer names every topic the client
+// asked for, each once.
+func TestNothingDeniedForwarded(t *testing.T) {
+	g := testGuard(t)
+	c := alice(g)
+	names := []string{"a", "b", "c", "made"}
+	build := map[string]func([]string) kmsg.Request{
+		"Produce": func(ts []string) kmsg.Request { return produce(4, ts...) },
+		"Fetch": func(ts []string) kmsg.Request {
+			r := kmsg.NewPtrFetchRequest()
+			r.Version, r.ReplicaID, r.SessionEpoch = 12, -1, -1
+			for _, n := range ts {
+				ft := kmsg.NewFetchRequestTopic()
+				ft.Topic = n
+				ft.Partitions = []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
+				r.Topics = append(r.Topics, ft)
+			}
+			return r
+		},
+		"ListOffsets": func(ts []string) kmsg.Request {
+			r := kmsg.NewPtrListOffsetsRequest()
+			r.Version = 5
+			for _, n := range ts {
+				lt := kmsg.NewListOffsetsRequestTopic()
+				lt.Topic = n
+				lt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{kmsg.NewListOffsetsRequestTopicPartition()}
+				r.Topics = append(r.Topics, lt)
+			}
+			return r
+		},
+		"Metadata": func(ts []string) kmsg.Request {
+			r := kmsg.NewPtrMetadataRequest()
+			r.Version, r.AllowAutoTopicCreation = 9, false
+			for _, n := range ts {
+				mt := kmsg.NewMetadataRequestTopic()
+				mt.Topic = kmsg.StringPtr(n)
+				r.Topics = append(r.Topics, mt)
+			}
+			return r
+		},
+	}
+	ops := map[string]acl.Operation{"Produce": acl.Write, "Fetch": acl.Read, "ListOffsets": acl.Describe, "Metadata": acl.Describe}
+	topicsOf := func(x any) []string {
+		var out []string
+		switch r := x.(type) {
+		case *kmsg.ProduceRequest:
+			for _, t := range r.Topics {
+				out = append(out, t.Topic)
+			}
+		case *kmsg.FetchRequest:
+			for _, t := range r.Topics {
+				out = append(out, t.Topic)
+			}
+		case *kmsg.ListOffsetsRequest:
+			for _, t := range r.Topics {
+				out = append(out, t.Topic)
+			}
+		case *kmsg.MetadataRequest:
+			for _, t := range r.Topics {
+				out = append(out, *t.Topic)
+			}
+		case *kmsg.ProduceResponse:
+			for _, t := range r.Topics {
+				out = append(out, t.Topic)
+			}
+		case *kmsg.FetchResponse:
+			for _, t := range r.Topics {
+				out = append(out, t.Topic)
+			}
+		case *kmsg.ListOffsetsResponse:
+			for _, t := range r.Topics {
+				out = append(out, t.Topic)
+			}
+		case *kmsg.MetadataResponse:
+			for _, t := range r.Topics {
+				out = append(out, *t.Topic)
+			}
+		}
+		return out
+	}
+	for key, mk := range build {
+		for mask := 1; mask < 1<<len(names); mask++ {
+			var ts []string
+			for i, n := range names {
+				if mask&(1<<i) != 0 {
+					ts = append(ts, n)
+				}
+			}
+			req := mk(ts)
+			h, f := frame(t, req)
+			out, err := g.Request(c, h, f, nil, false)
+			if err != nil {
+				t.Fatalf("%s %v: %v", key, ts, err)
+			}
+			var answer kmsg.Response
+			switch out.Action {
+			case Pass, Forward:
+				fwd := out.Request
+				if out.Action == Pass {
+					fwd = req
+				}
+				for _, n := range topicsOf(fwd) {
+					if !g.Authorizer().Authorize(c.Principal, c.Host, ops[key], acl.Topic, n) {
+						t.Errorf("%s %v: %s forwarded, which the client may not use", key, ts, n)
+					}
+				}
+				answer = splitmerge.ErrorResponse(fwd, 0, "")
+				if out.Fix != nil {
+					out.Fix.Apply(answer)
+				}
+			case Answer:
+				answer = decodeResponse(t, req, out.Response, h.ResponseFlexible())
+			default:
+				t.Fatalf("%s %v: action %v", key, ts, out.Action)
+			}
+			got := topicsOf(answer)
+			slices.Sort(got)
+			want := slices.Clone(ts)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s %v: the answer names %v", key, ts, got)
+			}
+		}
 	}
 }
