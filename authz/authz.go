@@ -49,6 +49,10 @@ type Guard struct {
 	ids   map[[16]byte]string
 	names func([16]byte) (string, bool) // topicName, made once: no allocation per request
 
+	// gen counts the reloads: a fetch session opened under older rules
+	// is not trusted (see Conn).
+	gen atomic.Uint64
+
 	logMu   sync.Mutex
 	logNext time.Time
 	skipped int
@@ -83,7 +87,34 @@ func (g *Guard) Reload() error {
 		return err
 	}
 	g.cur.Store(a)
+	g.gen.Add(1)
 	return nil
+}
+
+// Conn is one client connection's authorization state, kept by the
+// proxy; the zero value is a new connection's.
+//
+// An incremental Fetch names only the partitions that changed, while the
+// upstream answers every partition of its fetch session: a topic the
+// rules denied after it entered the session would go on being served.
+// Kafka checks every partition of the session; the proxy, which does not
+// hold the session, makes the client open a new one instead, naming
+// every partition, which is checked: an incremental Fetch on a connection
+// that has not fetched under the running rules is forwarded without its
+// session, and the client, told so by the answer, starts afresh.
+type Conn struct {
+	gen  uint64 // the rules' generation this connection last fetched under
+	seen bool   // the connection has fetched
+}
+
+// staleSession reports whether f continues a fetch session that may
+// predate the running rules, and notes that the connection now fetches
+// under them.
+func (g *Guard) staleSession(st *Conn, f *kmsg.FetchRequest) bool {
+	gen := g.gen.Load()
+	stale := f.Version >= 7 && f.SessionID != 0 && (!st.seen || st.gen != gen)
+	st.gen, st.seen = gen, true
+	return stale
 }
 
 // File is the ACL file's path.
@@ -164,7 +195,7 @@ var ErrDenied = fmt.Errorf("acks=0 produce denied by the ACL file")
 // header hdr. req is the request decoded when the caller has it already
 // (the single topology), nil otherwise. noResp: the client expects no
 // answer (acks=0), whatever the frame now says.
-func (g *Guard) Request(c acl.Client, hdr wire.RequestHeader, frame []byte, req kmsg.Request, noResp bool) (Outcome, error) {
+func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []byte, req kmsg.Request, noResp bool) (Outcome, error) {
 	a := g.cur.Load()
 	switch hdr.Key {
 	case 18, 17, 36: // ApiVersions, SaslHandshake, SaslAuthenticate need nothing
@@ -191,6 +222,11 @@ func (g *Guard) Request(c acl.Client, hdr wire.RequestHeader, frame []byte, req 
 	case *kmsg.DeleteACLsRequest:
 		return g.answer(hdr, a.DeleteACLs(c, g.file, r)), nil
 	}
+	changed := false
+	if f, ok := req.(*kmsg.FetchRequest); ok && st != nil && g.staleSession(st, f) {
+		f.SessionID, f.SessionEpoch, f.ForgottenTopics = 0, -1, nil
+		changed = true
+	}
 	v := a.Check(c, req)
 	if v.Unhandled {
 		v = g.unhandled(a, c, hdr.Key)
@@ -206,9 +242,10 @@ func (g *Guard) Request(c acl.Client, hdr wire.RequestHeader, frame []byte, req 
 	if len(v.Denied) == 0 {
 		if fix != nil && hdr.Key == 3 {
 			g.autoCreate(a, c, req.(*kmsg.MetadataRequest), fix)
-			if fix.reencode {
-				return g.forward(hdr, frame, req, fix), nil
-			}
+			changed = changed || fix.reencode
+		}
+		if changed {
+			return g.forward(hdr, frame, req, fix), nil
 		}
 		return Outcome{Fix: fix}, nil
 	}

@@ -102,7 +102,7 @@ func TestProduceFastPathAgreesWithCheck(t *testing.T) {
 func TestPartialProduce(t *testing.T) {
 	g := testGuard(t)
 	h, f := frame(t, produce(10, "b", "a", "c"))
-	out, err := g.Request(alice(g), h, f, nil, false)
+	out, err := g.Request(nil, alice(g), h, f, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestWholeRefusals(t *testing.T) {
 	join.Version = 5
 	join.Group = "g"
 	h, f := frame(t, join)
-	out, err := g.Request(alice(g), h, f, nil, false)
+	out, err := g.Request(nil, alice(g), h, f, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,15 +156,15 @@ func TestWholeRefusals(t *testing.T) {
 		t.Fatalf("JoinGroup: code %d", r.ErrorCode)
 	}
 	h, f = frame(t, produce(10, "b"))
-	if out, _ := g.Request(alice(g), h, f, nil, true); out.Action != Close {
+	if out, _ := g.Request(nil, alice(g), h, f, nil, true); out.Action != Close {
 		t.Fatalf("acks=0 Produce to b: action %v, want Close", out.Action)
 	}
 	h, f = frame(t, produce(10, "a", "b"))
-	if out, _ := g.Request(alice(g), h, f, nil, true); out.Action != Forward || !out.CloseAfter {
+	if out, _ := g.Request(nil, alice(g), h, f, nil, true); out.Action != Forward || !out.CloseAfter {
 		t.Fatalf("acks=0 Produce to a and b: action %v, close after %v, want Forward then close", out.Action, out.CloseAfter)
 	}
 	h, f = frame(t, produce(10, "b"))
-	out, _ = g.Request(alice(g), h, f, nil, false)
+	out, _ = g.Request(nil, alice(g), h, f, nil, false)
 	if out.Action != Answer {
 		t.Fatalf("Produce to b: action %v, want Answer", out.Action)
 	}
@@ -186,7 +186,7 @@ func TestMetadataAutoCreate(t *testing.T) {
 		mt.Topic = kmsg.StringPtr(tc.topic)
 		req.Topics = append(req.Topics, mt)
 		h, f := frame(t, req)
-		out, err := g.Request(alice(g), h, f, nil, false)
+		out, err := g.Request(nil, alice(g), h, f, nil, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +236,7 @@ func TestFetchByIDLearned(t *testing.T) {
 	ft.Partitions = []kmsg.FetchRequestTopicPartition{{Partition: 0}}
 	fetch.Topics = append(fetch.Topics, ft)
 	h, f := frame(t, fetch)
-	if out, _ := g.Request(c, h, f, nil, false); out.Action != Answer {
+	if out, _ := g.Request(nil, c, h, f, nil, false); out.Action != Answer {
 		t.Fatalf("Fetch by an unknown id: action %v, want Answer", out.Action)
 	}
 	md := kmsg.NewPtrMetadataResponse()
@@ -244,7 +244,7 @@ func TestFetchByIDLearned(t *testing.T) {
 	mt.Topic, mt.TopicID = kmsg.StringPtr("b"), id
 	md.Topics = append(md.Topics, mt)
 	(&Fix{g: g, a: g.Authorizer(), c: c}).Apply(md)
-	if out, _ := g.Request(c, h, f, nil, false); out.Action != Pass {
+	if out, _ := g.Request(nil, c, h, f, nil, false); out.Action != Pass {
 		t.Fatalf("Fetch by b's id: action %v, want Pass", out.Action)
 	}
 }
@@ -258,7 +258,7 @@ func BenchmarkProduceAllowed(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(f)))
 	for b.Loop() {
-		if out, _ := g.Request(c, h, f, nil, false); out.Action != Pass {
+		if out, _ := g.Request(nil, c, h, f, nil, false); out.Action != Pass {
 			b.Fatal(out.Action)
 		}
 	}
@@ -296,7 +296,7 @@ func TestPartialCreateAndDeleteTopics(t *testing.T) {
 		create.Topics = append(create.Topics, ct)
 	}
 	h, f := frame(t, create)
-	out, err := g.Request(alice(g), h, f, nil, false)
+	out, err := g.Request(nil, alice(g), h, f, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func TestPartialCreateAndDeleteTopics(t *testing.T) {
 	del.Version = 5
 	del.TopicNames = []string{"a", "b"}
 	h, f = frame(t, del)
-	out, err = g.Request(alice(g), h, f, nil, false)
+	out, err = g.Request(nil, alice(g), h, f, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestPartialGroups(t *testing.T) {
 	dg.Version = 5
 	dg.Groups = []string{"theirs", "mine", "other"}
 	h, f := frame(t, dg)
-	out, err := g.Request(alice(g), h, f, nil, false)
+	out, err := g.Request(nil, alice(g), h, f, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestPartialGroups(t *testing.T) {
 	fc.Version = 4
 	fc.CoordinatorKeys = []string{"mine", "theirs"}
 	h, f = frame(t, fc)
-	out, err = g.Request(alice(g), h, f, nil, false)
+	out, err = g.Request(nil, alice(g), h, f, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestNothingDeniedForwarded(t *testing.T) {
 			}
 			req := mk(ts)
 			h, f := frame(t, req)
-			out, err := g.Request(c, h, f, nil, false)
+			out, err := g.Request(nil, c, h, f, nil, false)
 			if err != nil {
 				t.Fatalf("%s %v: %v", key, ts, err)
 			}
@@ -507,4 +507,47 @@ func TestNothingDeniedForwarded(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFetchSessionAfterReload: an incremental Fetch is forwarded without
+// its session on a connection's first fetch and after every reload, so
+// that the client names every partition again; otherwise as it came.
+func TestFetchSessionAfterReload(t *testing.T) {
+	g := testGuard(t)
+	c := alice(g)
+	fetch := func(id, epoch int32) (wire.RequestHeader, []byte) {
+		r := kmsg.NewPtrFetchRequest()
+		r.Version, r.ReplicaID, r.SessionID, r.SessionEpoch = 12, -1, id, epoch
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = "b"
+		ft.Partitions = []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
+		r.Topics = append(r.Topics, ft)
+		return frame(t, r)
+	}
+	var st Conn
+	step := func(what string, id, epoch int32, wantSession bool) {
+		t.Helper()
+		h, f := fetch(id, epoch)
+		out, err := g.Request(&st, c, h, f, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case out.Action == Pass && wantSession:
+		case out.Action == Forward && !wantSession:
+			if r := out.Request.(*kmsg.FetchRequest); r.SessionID != 0 || r.SessionEpoch != -1 {
+				t.Fatalf("%s: forwarded session %d epoch %d, want none", what, r.SessionID, r.SessionEpoch)
+			}
+		default:
+			t.Fatalf("%s: action %v, want the session kept: %v", what, out.Action, wantSession)
+		}
+	}
+	step("a connection's first incremental fetch", 7, 3, false)
+	step("a full fetch opening a session", 0, 0, true)
+	step("the next incremental fetch", 8, 1, true)
+	if err := g.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	step("an incremental fetch after a reload", 8, 2, false)
+	step("the one after", 9, 1, true)
 }

@@ -24,9 +24,10 @@ import (
 type Authorizer interface {
 	// Client is who sends a connection's requests.
 	Client(principal string, host netip.Addr) acl.Client
-	// Request decides on one request; req is the request decoded when
-	// the proxy has it already, nil otherwise.
-	Request(c acl.Client, hdr wire.RequestHeader, frame []byte, req kmsg.Request, noResp bool) (authz.Outcome, error)
+	// Request decides on one request of the connection whose state is
+	// st; req is the request decoded when the proxy has it already, nil
+	// otherwise.
+	Request(st *authz.Conn, c acl.Client, hdr wire.RequestHeader, frame []byte, req kmsg.Request, noResp bool) (authz.Outcome, error)
 }
 
 // WithAuthorization makes the proxy enforce a's ACLs.
@@ -40,10 +41,13 @@ func (c *conn) authorize(r *request) error {
 		return nil
 	}
 	var req kmsg.Request
+	st := &c.authzConn
 	if r.split != nil {
-		req = r.split.req
+		// The single topology holds no fetch session upstream: it
+		// answers a client's incremental Fetch itself.
+		req, st = r.split.req, nil
 	}
-	out, err := c.p.authz.Request(c.p.authz.Client(c.principal(), c.clientAddr()), r.hdr, r.frame.B, req, r.noResp)
+	out, err := c.p.authz.Request(st, c.p.authz.Client(c.principal(), c.clientAddr()), r.hdr, r.frame.B, req, r.noResp)
 	if err != nil {
 		return fmt.Errorf("%w: %s v%d: %v", ErrBadRequest, kmsg.NameForKey(r.hdr.Key), r.hdr.Version, err)
 	}

@@ -577,3 +577,69 @@ func TestACLClientCertificate(t *testing.T) {
 		t.Fatalf("produce to b as User:client: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
 }
+
+// TestACLRevokedWhileFetching: a consumer whose Read is taken away while
+// it fetches, in a fetch session or not, gets no record written after,
+// and is told TOPIC_AUTHORIZATION_FAILED.
+func TestACLRevokedWhileFetching(t *testing.T) {
+	for _, tc := range aclCases {
+		t.Run(tc.name, func(t *testing.T) {
+			kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "b"))
+			p, path, g, _ := aclProxy(t, kc, tc.topology, tc.mode, aclTestFile(authz.Anonymous, ""))
+			ctx := testContext(t, 20*time.Second)
+			direct, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer direct.Close()
+			if err := direct.ProduceSync(ctx, &kgo.Record{Topic: "b", Value: []byte("before")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			consumer, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ConsumeTopics("b"),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer consumer.Close()
+			for n := 0; n == 0 && ctx.Err() == nil; {
+				fs := consumer.PollFetches(ctx)
+				for _, e := range fs.Errors() {
+					t.Fatalf("fetch b: %v", e.Err)
+				}
+				n = fs.NumRecords()
+			}
+			// Fetches with nothing new, so that a session is under way.
+			quiet, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			consumer.PollFetches(quiet)
+			cancel()
+			revoked := strings.Replace(aclTestFile(authz.Anonymous, ""), "resourceName: b, operation: READ", "resourceName: b, operation: WRITE", 1)
+			if err := os.WriteFile(path, []byte(revoked), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Reload(); err != nil {
+				t.Fatal(err)
+			}
+			// A Fetch decided before the reload may still answer, with
+			// what was written meanwhile, as a broker's would: the
+			// record is written once every such fetch has waited its
+			// 100 ms out.
+			time.Sleep(500 * time.Millisecond)
+			if err := direct.ProduceSync(ctx, &kgo.Record{Topic: "b", Value: []byte("after")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			for denied := false; !denied; {
+				if ctx.Err() != nil {
+					t.Fatal("no TOPIC_AUTHORIZATION_FAILED after the Read was taken away")
+				}
+				fs := consumer.PollFetches(ctx)
+				fs.EachRecord(func(r *kgo.Record) { t.Fatalf("record %q served after the Read was taken away", r.Value) })
+				for _, e := range fs.Errors() {
+					if e.Err != kerr.TopicAuthorizationFailed {
+						t.Fatalf("fetch b: %v", e.Err)
+					}
+					denied = true
+				}
+			}
+		})
+	}
+}

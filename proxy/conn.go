@@ -45,6 +45,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/inorder-proxy/inorder/authz"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/upauth"
@@ -153,6 +154,7 @@ type conn struct {
 	// deniedAfter closes the connection once the request just submitted
 	// is forwarded (authz.go); client reader only.
 	deniedAfter error
+	authzConn   authz.Conn // client reader only
 
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).
