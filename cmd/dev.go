@@ -159,17 +159,23 @@ partition keeps at most --retention-bytes and nothing older than
 			return err
 		}
 		defer auth.close()
-		p, err := proxy.New(cfg, log, append(auth.options(), proxy.WithListener(ln), proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(m))...)
+		guard, err := newACLGuard(cfg, m, log)
+		if err != nil {
+			kc.Close()
+			return err
+		}
+		p, err := proxy.New(cfg, log, append(append(auth.options(), guard.options()...), proxy.WithListener(ln), proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(m))...)
 		if err != nil {
 			kc.Close()
 			return err
 		}
 		defer auth.watch(ctx)()
+		defer guard.watch(ctx)()
 		served = true
 		fmt.Fprintf(c.OutOrStdout(), "inorder: embedded broker at %s (direct, bypassing the proxy: for comparisons only)\n",
 			strings.Join(kc.ListenAddrs(), ","))
 		adminListen := cfg.AdminListen
-		s, err := runProxy(ctx, p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: devDefault(), level: level, hooks: auth.hooks(),
+		s, err := runProxy(ctx, p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: devDefault(), level: level, hooks: append(auth.hooks(), guard.hooks()...),
 			adjust: func(next *config.Config) {
 				next.Upstreams = kc.ListenAddrs()
 				next.AdminListen = adminListen

@@ -35,12 +35,18 @@ rewritten to those listeners.`,
 			return err
 		}
 		defer auth.close()
-		p, err := proxy.New(cfg, log, append(auth.options(), proxy.WithMetrics(m))...)
+		guard, err := newACLGuard(cfg, m, log)
+		if err != nil {
+			return err
+		}
+		opts := append(append(auth.options(), guard.options()...), proxy.WithMetrics(m))
+		p, err := proxy.New(cfg, log, opts...)
 		if err != nil {
 			return err
 		}
 		defer auth.watch(c.Context())()
-		s, err := runProxy(c.Context(), p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: config.Default(), level: level, hooks: auth.hooks()})
+		defer guard.watch(c.Context())()
+		s, err := runProxy(c.Context(), p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: config.Default(), level: level, hooks: append(auth.hooks(), guard.hooks()...)})
 		if err == nil {
 			logStopped(log, s)
 		}

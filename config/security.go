@@ -71,6 +71,7 @@ type Security struct {
 	AllowUnauthenticatedClients bool
 
 	ClientAuth
+	ACL
 }
 
 // ListenerTLS reports whether the listeners speak TLS.
@@ -98,6 +99,7 @@ func bindSecurityFlags(fs *pflag.FlagSet, s *Security) {
 	fs.StringVar(&s.UpstreamSASLTokenFile, "upstream-sasl-token-file", s.UpstreamSASLTokenFile, "file holding the OAUTHBEARER token, re-read at each authentication")
 	fs.BoolVar(&s.AllowUnauthenticatedClients, "allow-unauthenticated-clients", s.AllowUnauthenticatedClients, "with --upstream-sasl-mechanism on a non-loopback listener, serve clients that neither present a client certificate nor authenticate with --client-sasl-mechanisms")
 	bindClientAuthFlags(fs, &s.ClientAuth)
+	bindACLFlags(fs, &s.ACL)
 }
 
 func (c *Config) validateSecurity() error {
@@ -137,6 +139,9 @@ func (c *Config) validateSecurity() error {
 		return invalid("upstream-sasl-mechanism", s.UpstreamSASLMechanism, "must be PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
 	}
 	if err := c.validateClientAuth(); err != nil {
+		return err
+	}
+	if err := c.validateACL(); err != nil {
 		return err
 	}
 	if s.UpstreamSASLMechanism != "" && s.TLSClientCA == "" && !s.ClientSASL() && !s.AllowUnauthenticatedClients && !loopbackListen(c.Listen) {

@@ -35,6 +35,7 @@ const (
 	CloseAcksZeroFailed   CloseReason = "acks0_failed"      // an acks=0 write failed upstream, as Kafka closes
 	CloseTLS              CloseReason = "tls"               // the TLS handshake failed
 	CloseSASL             CloseReason = "sasl"              // authentication failed
+	CloseDenied           CloseReason = "denied"            // an acks=0 write the ACLs denied, as Kafka closes
 	CloseShutdown         CloseReason = "shutdown"          // the proxy shut down
 	CloseOther            CloseReason = "other"
 )
@@ -42,7 +43,7 @@ const (
 var closeReasons = []CloseReason{
 	CloseClientClosed, CloseClientError, CloseBadRequest, CloseIdle, CloseReadTimeout, CloseWriteTimeout,
 	CloseLimit, CloseUpstreamFailure, CloseUpstreamProtocol, CloseAcksZeroFailed,
-	CloseTLS, CloseSASL, CloseShutdown, CloseOther,
+	CloseTLS, CloseSASL, CloseDenied, CloseShutdown, CloseOther,
 }
 
 // RejectReason says why an accepted socket was closed before being served.

@@ -47,6 +47,7 @@ const (
 	NameSNIRefusals            = "inorder_sni_refusals_total"
 	NameQuotaThrottle          = "inorder_quota_throttle_seconds_total"
 	NameQuotaBytes             = "inorder_quota_bytes_total"
+	NameACLDenials             = "inorder_acl_denials_total"
 )
 
 // Names returns every inorder_* family the registry exports. Histograms are
@@ -61,6 +62,7 @@ func Names() []string {
 		NameConfigReloads, NameConfigReloadTimestamp, NameTLSHandshakeFailures,
 		NameSASLAuthentications, NameClientAuthentications, NameStreamed, NameFramesRefused, NameSNIConnections, NameSNIBytes, NameSNIRefusals,
 		NameQuotaThrottle, NameQuotaBytes,
+		NameACLDenials,
 	}
 }
 
@@ -121,6 +123,7 @@ type Metrics struct {
 	tlsFailures    map[Side]closedSet[TLSFailure]
 	sasl           map[Result]closedSet[string]
 	clientAuth     map[Result]closedSet[string]
+	aclDenials     map[string]closedSet[string]
 	sni            sniSet
 
 	source atomic.Pointer[func(*Gauges)]
@@ -170,6 +173,11 @@ func New() *Metrics {
 	m.clientAuth = make(map[Result]closedSet[string], len(results))
 	for _, r := range results {
 		m.clientAuth[r] = newClosedSet(ca.MustCurryWith(prometheus.Labels{"result": string(r)}), saslMechanisms, "other")
+	}
+	den := f.counterVec(NameACLDenials, "Requests and entries of requests the ACL file denied, by resource type and operation.", "resource", "operation")
+	m.aclDenials = make(map[string]closedSet[string], len(ACLResources))
+	for _, r := range ACLResources {
+		m.aclDenials[r] = newClosedSet(den.MustCurryWith(prometheus.Labels{"resource": r}), ACLOperations, "other")
 	}
 	m.sni = newSNISet(f)
 	m.reg.MustRegister(newGaugeCollector(m), newQuotaCollector(&m.quotaSource), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -385,6 +393,28 @@ func (m *Metrics) TLSHandshakeFailure(s Side, r TLSFailure) {
 		set = m.tlsFailures[SideClient]
 	}
 	set.get(r).Inc()
+}
+
+// ACLResources and ACLOperations are the values of the ACL denial labels:
+// Kafka's resource types and operations as its tools print them.
+var (
+	ACLResources  = []string{"Topic", "Group", "Cluster", "TransactionalId", "DelegationToken", "User"}
+	ACLOperations = []string{"Read", "Write", "Create", "Delete", "Alter", "Describe", "ClusterAction",
+		"DescribeConfigs", "AlterConfigs", "IdempotentWrite", "CreateTokens", "DescribeTokens", "TwoPhaseCommit"}
+)
+
+// ACLDenial counts a request, or an entry of one, that the ACL file
+// denied, by resource type and operation; a value outside the closed sets
+// counts as the cluster's, or "other".
+func (m *Metrics) ACLDenial(resource, operation string) {
+	if m == nil {
+		return
+	}
+	set, ok := m.aclDenials[resource]
+	if !ok {
+		set = m.aclDenials["Cluster"]
+	}
+	set.get(operation).Inc()
 }
 
 // ClientAuthentication counts a client's SASL authentication that the

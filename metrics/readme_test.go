@@ -21,6 +21,7 @@ func TestREADMEDocumentsLabelValues(t *testing.T) {
 		"dial error": strs(dialErrors), "protocol error": strs(protocolErrors), "reload result": strs(reloadResults),
 		"tls side": strs(sides), "tls failure": strs(tlsFailures), "sasl result": strs(results),
 		"sasl mechanism": saslMechanisms, "streamed kind": strs(streamedKinds),
+		"acl resource": ACLResources, "acl operation": append(ACLOperations, "other"),
 	}
 	for set, values := range sets {
 		for _, v := range values {

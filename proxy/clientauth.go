@@ -105,9 +105,18 @@ func (c *conn) unauthenticatedFrame(limit int32) error {
 	return c.authClosed(fmt.Errorf("%w: a frame of more than %d bytes before authentication", clientauth.ErrIllegalState, limit))
 }
 
-// screen hands r to the client authentication. An error closes the
-// connection without an answer to r.
+// screen hands r to the client authentication, then, if it passes, to the
+// authorization (authz.go). An error closes the connection without an
+// answer to r.
 func (c *conn) screen(r *request) error {
+	if err := c.screenAuth(r); err != nil {
+		return err
+	}
+	return c.authorize(r)
+}
+
+// screenAuth hands r to the client authentication, when there is one.
+func (c *conn) screenAuth(r *request) error {
 	if c.p.clientAuth == nil {
 		return nil
 	}
@@ -130,8 +139,16 @@ func (c *conn) screen(r *request) error {
 	case clientauth.Close:
 		return c.authClosed(v.Err)
 	}
-	// The answer takes the request's place: sequenced as a barrier, it is
-	// written after every earlier response and before every later one.
+	c.answerLocally(r, v.Response)
+	c.auth.after = v
+	return nil
+}
+
+// answerLocally makes resp, a whole response frame, r's answer: the
+// answer takes the request's place, sequenced as a barrier, written after
+// every earlier response and before every later one; nothing is
+// forwarded.
+func (c *conn) answerLocally(r *request, resp []byte) {
 	wire.Put(r.frame)
 	r.frame = nil
 	r.frameCharge.release(c.p.budget)
@@ -141,9 +158,7 @@ func (c *conn) screen(r *request) error {
 	}
 	r.ord = ordering.Request{Kind: ordering.Barrier}
 	r.noResp, r.forcedAck = false, false
-	r.local = &wire.Buf{B: v.Response}
-	c.auth.after = v
-	return nil
+	r.local = &wire.Buf{B: resp}
 }
 
 // afterScreen runs what follows the answer to the request just submitted:

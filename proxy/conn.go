@@ -45,6 +45,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/inorder-proxy/inorder/authz"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/upauth"
@@ -150,6 +151,10 @@ type conn struct {
 	corrBase uint32
 	sasl     saslState
 	auth     connAuth // client authentication at the proxy (clientauth.go)
+	// deniedAfter closes the connection once the request just submitted
+	// is forwarded (authz.go); client reader only.
+	deniedAfter error
+	authzConn   authz.Conn // client reader only
 
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).
@@ -261,7 +266,9 @@ func (c *conn) enableSplice() {
 	_, clientTCP := c.client.(*net.TCPConn)
 	_, upTCP := c.up.(*net.TCPConn)
 	c.splice = clientTCP && upTCP && !c.p.noSplice
-	c.streamReq = !c.p.noSplice
+	// A request is read whole when ACLs are enforced: every topic it
+	// names is checked before any of it is forwarded.
+	c.streamReq = !c.p.noSplice && c.p.authz == nil
 	c.streamResp = !c.p.noSplice
 }
 
@@ -377,7 +384,7 @@ func (c *conn) logClose() {
 	switch {
 	case reason == nil, errors.Is(reason, errClientClosed), errors.Is(reason, ErrShutdown),
 		errors.Is(reason, ErrTLSHandshake), errors.Is(reason, ErrServerName), errors.Is(reason, ErrUpstreamAuth),
-		errors.Is(reason, ErrClientAuth): // logged, rate-limited, where they happen
+		errors.Is(reason, ErrClientAuth), errors.Is(reason, ErrDenied): // logged, rate-limited, where they happen
 		c.p.log.Debug("connection closed", append(attrs, "reason", reason)...)
 	case errors.Is(reason, ErrBadRequest), errors.Is(reason, ErrUpstreamProtocol), errors.Is(reason, ErrClientSASL), errors.Is(reason, ErrMemory):
 		c.p.log.Warn("connection closed", append(attrs, "reason", reason.Error())...)

@@ -53,6 +53,10 @@ var (
 	// authentication refused: bad credentials, a request before
 	// authentication, a session that expired.
 	ErrClientAuth = errors.New("client authentication")
+	// ErrDenied closes a client whose acks=0 Produce the ACLs refused in
+	// part or whole: it expects no answer, so Kafka closes the
+	// connection to tell it.
+	ErrDenied = errors.New("denied by the ACLs")
 	// ErrShutdown closes a client when the proxy shuts down.
 	ErrShutdown = errors.New("proxy shutting down")
 

@@ -225,6 +225,8 @@ func closeReason(err error) metrics.CloseReason {
 		return metrics.CloseTLS
 	case errors.Is(err, ErrUpstreamAuth), errors.Is(err, ErrClientAuth):
 		return metrics.CloseSASL
+	case errors.Is(err, ErrDenied):
+		return metrics.CloseDenied
 	case errors.Is(err, ErrBadRequest), errors.Is(err, ErrClientSASL):
 		return metrics.CloseBadRequest
 	case errors.Is(err, ErrUpstreamProtocol):

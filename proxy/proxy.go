@@ -85,6 +85,8 @@ type Proxy struct {
 	// (quota.go); Reload updates them.
 	quotas   *quota.Manager
 	connCaps *quota.Conns
+	// authz enforces ACLs; nil: nothing is checked.
+	authz Authorizer
 
 	listenHost string
 	advHost    string

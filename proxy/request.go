@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"github.com/inorder-proxy/inorder/authz"
 	"hash/maphash"
 	"sync"
 	"time"
@@ -60,6 +61,10 @@ type request struct {
 	noResp    bool  // the client expects no response (acks=0)
 	forcedAck bool  // acks=0 forwarded as acks=1 to learn when it is accepted
 	failed    error // the upstream rejected a forced-ack produce
+
+	// fix completes the answer as the request's authorization asks
+	// (authz.go); nil: the answer goes as the upstream gave it.
+	fix *authz.Fix
 
 	// Memory held in the process budget (limits.go), released by free or,
 	// for the frame, once it is written upstream.

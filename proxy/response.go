@@ -33,7 +33,7 @@ func (c *conn) response(r *request, buf *wire.Buf) (*wire.Buf, error) {
 		return buf, nil
 	}
 	fix := c.p.fixup != nil && c.p.fixup.Needs(key, version)
-	if !fix && !rewrite.Needs(key, version) {
+	if !fix && r.fix == nil && !rewrite.Needs(key, version) {
 		return buf, nil
 	}
 	if key == keyApiVersions {
@@ -45,7 +45,7 @@ func (c *conn) response(r *request, buf *wire.Buf) (*wire.Buf, error) {
 		wire.Put(buf)
 		return nil, fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
 	}
-	if !fix && (key == keyProduce || key == keyFetch) {
+	if !fix && r.fix == nil && (key == keyProduce || key == keyFetch) {
 		// Nearly every Produce and Fetch response carries no KIP-951
 		// endpoints: learn that by scanning, and forward the frame
 		// without decoding it. Endpoints, or a body the scanner cannot
@@ -61,6 +61,10 @@ func (c *conn) response(r *request, buf *wire.Buf) (*wire.Buf, error) {
 		return nil, fmt.Errorf("%w: %s v%d response: %v", ErrUpstreamProtocol, kmsg.NameForKey(key), version, err)
 	}
 	fixed := fix && c.p.fixup.Fix(resp)
+	if r.fix != nil {
+		r.fixResponse(resp)
+		fixed = true
+	}
 	if !fixed && !carriesAddresses(resp) {
 		return buf, nil
 	}

@@ -167,6 +167,9 @@ func (c *conn) afterSubmit() error {
 	if err := c.afterScreen(); err != nil {
 		return err
 	}
+	if err := c.afterAuthorize(); err != nil {
+		return err
+	}
 	mech := c.sasl.v0Mech
 	if mech == "" {
 		return nil

@@ -382,6 +382,7 @@ func (s *singleConn) finish(st *splitState) {
 		c.die(err)
 		return
 	}
+	r.fixResponse(resp)
 	if dc, ok := resp.(*kmsg.DescribeConfigsResponse); ok {
 		rewrite.DescribeConfigs(dc, s.v)
 	}

@@ -1,0 +1,416 @@
+// Package authz enforces an ACL file on the proxy's clients. It holds the
+// running acl.Authorizer, swapped whole when the file is reloaded, and
+// turns a request's verdict into what the proxy does with it: forward it
+// untouched, answer it at the proxy, forward it with the denied entries
+// left out and their refusals merged into the answer, or close the
+// connection (a denied acks=0 write, as Kafka closes). It knows nothing of
+// sockets: the proxy hands it a request frame and, when asked, the decoded
+// answer.
+//
+// A decision never changes a request's place among the connection's
+// responses: a local answer is delivered where the request's response
+// would have been, and a request with denied entries is still forwarded
+// (or answered) in its turn.
+package authz
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/acl"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// Counter counts denials by resource type and operation, both from closed
+// sets (acl.ResourceType and acl.Operation names); nil counts nothing.
+type Counter interface {
+	ACLDenial(resource, operation string)
+}
+
+// Guard enforces one ACL file. Its methods are safe for concurrent use.
+type Guard struct {
+	file string
+	opts acl.Options
+	cur  atomic.Pointer[acl.Authorizer]
+	m    Counter
+	log  *slog.Logger
+
+	// ids names the topics the clients name by id (Fetch and Produce
+	// v13+), as learned from the Metadata answers the proxy passed on: a
+	// client learns a topic's id there before it uses it.
+	idMu  sync.RWMutex
+	ids   map[[16]byte]string
+	names func([16]byte) (string, bool) // topicName, made once: no allocation per request
+
+	// gen counts the reloads: a fetch session opened under older rules
+	// is not trusted (see Conn).
+	gen atomic.Uint64
+
+	logMu   sync.Mutex
+	logNext time.Time
+	skipped int
+}
+
+// logEvery is how often a denial may be logged: a client retrying a
+// refused request must not flood the log.
+const logEvery = 10 * time.Second
+
+// New loads file and returns its Guard. m and log may be nil.
+func New(file string, opts acl.Options, m Counter, log *slog.Logger) (*Guard, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := &Guard{file: file, opts: opts, m: m, log: log, ids: map[[16]byte]string{}}
+	g.names = g.topicName
+	if err := g.Reload(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// Reload re-reads the file. On an error the running rules stay: a file
+// caught half-edited neither opens nor closes anything.
+func (g *Guard) Reload() error {
+	set, err := acl.Load(g.file)
+	if err != nil {
+		return err
+	}
+	a, err := acl.New(set, g.opts)
+	if err != nil {
+		return err
+	}
+	g.cur.Store(a)
+	g.gen.Add(1)
+	return nil
+}
+
+// Conn is one client connection's authorization state, kept by the
+// proxy; the zero value is a new connection's.
+//
+// An incremental Fetch names only the partitions that changed, while the
+// upstream answers every partition of its fetch session: a topic the
+// rules denied after it entered the session would go on being served.
+// Kafka checks every partition of the session; the proxy, which does not
+// hold the session, makes the client open a new one instead, naming
+// every partition, which is checked: an incremental Fetch on a connection
+// that has not fetched under the running rules is forwarded without its
+// session, and the client, told so by the answer, starts afresh.
+type Conn struct {
+	gen  uint64 // the rules' generation this connection last fetched under
+	seen bool   // the connection has fetched
+}
+
+// staleSession reports whether f continues a fetch session that may
+// predate the running rules, and notes that the connection now fetches
+// under them.
+func (g *Guard) staleSession(st *Conn, f *kmsg.FetchRequest) bool {
+	gen := g.gen.Load()
+	stale := f.Version >= 7 && f.SessionID != 0 && (!st.seen || st.gen != gen)
+	st.gen, st.seen = gen, true
+	return stale
+}
+
+// File is the ACL file's path.
+func (g *Guard) File() string { return g.file }
+
+// Authorizer is the running rules.
+func (g *Guard) Authorizer() *acl.Authorizer { return g.cur.Load() }
+
+// Client is who sends requests on a connection, for Guard.Request.
+func (g *Guard) Client(principal string, host netip.Addr) acl.Client {
+	if principal == "" {
+		principal = Anonymous
+	}
+	return acl.Client{Principal: principal, Host: host, TopicName: g.names}
+}
+
+// Anonymous is the principal of a client that did not authenticate, as
+// Kafka names it.
+const Anonymous = "User:ANONYMOUS"
+
+func (g *Guard) topicName(id [16]byte) (string, bool) {
+	g.idMu.RLock()
+	defer g.idMu.RUnlock()
+	n, ok := g.ids[id]
+	return n, ok
+}
+
+func (g *Guard) learn(resp *kmsg.MetadataResponse) {
+	var zero [16]byte
+	g.idMu.Lock()
+	defer g.idMu.Unlock()
+	for _, t := range resp.Topics {
+		if t.Topic != nil && t.TopicID != zero && t.ErrorCode == 0 {
+			g.ids[t.TopicID] = *t.Topic
+		}
+	}
+}
+
+// Action is what the proxy does with a request.
+type Action uint8
+
+const (
+	// Pass: forward the request as it was read.
+	Pass Action = iota
+	// Answer: Outcome.Response is the whole answer; nothing is forwarded.
+	Answer
+	// Forward: forward Outcome.Frame (Outcome.Request decoded) in the
+	// request's place: the denied entries are left out.
+	Forward
+	// Close: nothing is forwarded and the connection closes without an
+	// answer, as Kafka closes on an acks=0 Produce it refuses.
+	Close
+)
+
+// Outcome is a request's fate.
+type Outcome struct {
+	Action Action
+	// Response is the answer's frame, the client's correlation id in it.
+	Response []byte
+	// Frame is the request to forward instead; Request is it decoded.
+	Frame   []byte
+	Request kmsg.Request
+	// Fix, when not nil, completes the answer to what is forwarded: the
+	// refusals of the entries left out, the entries the client may not
+	// see removed. Its Apply takes the decoded answer.
+	Fix *Fix
+	// CloseAfter: close the connection once the forwarded acks=0 write
+	// is sent, as Kafka closes when any partition of one is refused.
+	CloseAfter bool
+	// Err says why, for Close and CloseAfter.
+	Err error
+}
+
+// ErrDenied is why a connection closes after a refused acks=0 Produce.
+var ErrDenied = fmt.Errorf("acks=0 produce denied by the ACL file")
+
+// Request decides on one request frame (length prefix included) with
+// header hdr. req is the request decoded when the caller has it already
+// (the single topology), nil otherwise. noResp: the client expects no
+// answer (acks=0), whatever the frame now says.
+func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []byte, req kmsg.Request, noResp bool) (Outcome, error) {
+	a := g.cur.Load()
+	switch hdr.Key {
+	case 18, 17, 36: // ApiVersions, SaslHandshake, SaslAuthenticate need nothing
+		return Outcome{}, nil
+	}
+	if req == nil && hdr.Key == 0 && g.produceAllowed(a, c, hdr, frame) {
+		return Outcome{}, nil
+	}
+	if req == nil {
+		req = kmsg.RequestForKey(hdr.Key)
+		if req == nil {
+			return Outcome{}, nil
+		}
+		req.SetVersion(hdr.Version)
+		if err := req.ReadFrom(frame[hdr.Body:]); err != nil {
+			return Outcome{}, err
+		}
+	}
+	switch r := req.(type) {
+	case *kmsg.DescribeACLsRequest:
+		return g.answer(hdr, a.DescribeACLs(c, r)), nil
+	case *kmsg.CreateACLsRequest:
+		return g.answer(hdr, a.CreateACLs(c, g.file, r)), nil
+	case *kmsg.DeleteACLsRequest:
+		return g.answer(hdr, a.DeleteACLs(c, g.file, r)), nil
+	}
+	changed := false
+	if f, ok := req.(*kmsg.FetchRequest); ok && st != nil && g.staleSession(st, f) {
+		f.SessionID, f.SessionEpoch, f.ForgottenTopics = 0, -1, nil
+		changed = true
+	}
+	v := a.Check(c, req)
+	if v.Unhandled {
+		v = g.unhandled(a, c, hdr.Key)
+	}
+	g.count(c, hdr.Key, v)
+	if v.Code != 0 {
+		if noResp {
+			return Outcome{Action: Close, Err: ErrDenied}, nil
+		}
+		return g.answer(hdr, errorResponse(req, v.Code)), nil
+	}
+	fix := g.fixFor(a, c, req, v)
+	if len(v.Denied) == 0 {
+		if fix != nil && hdr.Key == 3 {
+			g.autoCreate(a, c, req.(*kmsg.MetadataRequest), fix)
+			changed = changed || fix.reencode
+		}
+		if changed {
+			return g.forward(hdr, frame, req, fix), nil
+		}
+		return Outcome{Fix: fix}, nil
+	}
+	kept, parts, ok := strip(req, v)
+	if !ok {
+		// A request whose entries this package cannot separate is
+		// refused whole, with the first denial's code: a denied entry is
+		// never forwarded.
+		if noResp {
+			return Outcome{Action: Close, Err: ErrDenied}, nil
+		}
+		return g.answer(hdr, errorResponse(req, v.Denied[0].Code)), nil
+	}
+	if fix == nil {
+		fix = &Fix{g: g, a: a, c: c}
+	}
+	fix.parts = parts
+	if noResp {
+		if !kept {
+			return Outcome{Action: Close, Err: ErrDenied}, nil
+		}
+		out := g.forward(hdr, frame, req, nil)
+		out.CloseAfter, out.Err = true, ErrDenied
+		return out, nil
+	}
+	if !kept {
+		resp := req.ResponseKind()
+		resp.SetVersion(req.GetVersion())
+		fix.Apply(resp)
+		return g.answer(hdr, resp), nil
+	}
+	if hdr.Key == 3 {
+		g.autoCreate(a, c, req.(*kmsg.MetadataRequest), fix)
+	}
+	return g.forward(hdr, frame, req, fix), nil
+}
+
+// forward re-encodes req, which the caller changed, in frame's header.
+func (g *Guard) forward(hdr wire.RequestHeader, frame []byte, req kmsg.Request, fix *Fix) Outcome {
+	out := wire.AppendRequest(make([]byte, 0, len(frame)), frame, hdr, req.AppendTo)
+	return Outcome{Action: Forward, Frame: out, Request: req, Fix: fix}
+}
+
+func (g *Guard) answer(hdr wire.RequestHeader, resp kmsg.Response) Outcome {
+	return Outcome{Action: Answer, Response: wire.AppendResponse(nil, hdr.Correlation, hdr.ResponseFlexible(), resp.AppendTo)}
+}
+
+// unhandled decides a key whose needs depend on more than its request
+// (delegation tokens) from the table alone: every need without a
+// condition must be met, or the request is refused with the cluster's
+// code.
+func (g *Guard) unhandled(a *acl.Authorizer, c acl.Client, key int16) acl.Verdict {
+	rule, ok := acl.RuleFor(key)
+	if !ok {
+		return acl.Verdict{Code: acl.ClusterAuthorizationFailed}
+	}
+	for _, n := range rule.Needs {
+		if n.When != "" || n.Scope != acl.TheCluster {
+			continue
+		}
+		if !a.Authorize(c.Principal, c.Host, n.Operation, n.Resource, acl.ClusterName) {
+			return acl.Verdict{Code: acl.ClusterAuthorizationFailed}
+		}
+	}
+	return acl.Verdict{}
+}
+
+// produceAllowed reports, without decoding the request, whether a
+// Produce without a transactional id writes only topics the client may
+// write: the common case, forwarded untouched. False sends the request on
+// to the full check. Its records are not read: transactional records
+// without a transactional id are refused by Kafka whatever the ACLs
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as Check would refuse them.
+func (g *Guard) produceAllowed(a *acl.Authorizer, c acl.Client, hdr wire.RequestHeader, frame []byte) bool {
+	body := frame[hdr.Body:]
+	if hdr.Version >= 3 {
+		r := kbin.Reader{Src: body}
+		var id *string
+		if hdr.Flexible() {
+			id = r.UnsafeCompactNullableString()
+		} else {
+			id = r.UnsafeNullableString()
+		}
+		if !r.Ok() || id != nil {
+			return false
+		}
+	}
+	var s wire.ProduceScan
+	if s.Reset(body, hdr.Version) != nil {
+		return false
+	}
+	var last []byte
+	var lastID [16]byte
+	checked := false
+	for p, ok := s.Next(); ok; p, ok = s.Next() {
+		if checked && string(p.Topic) == string(last) && p.TopicID == lastID {
+			continue
+		}
+		name := string(p.Topic)
+		if len(p.Topic) == 0 {
+			n, ok := g.topicName(p.TopicID)
+			if !ok {
+				return false
+			}
+			name = n
+		}
+		if !a.Authorize(c.Principal, c.Host, acl.Write, acl.Topic, name) {
+			return false
+		}
+		last, lastID, checked = p.Topic, p.TopicID, true
+	}
+	return s.Err() == nil
+}
+
+// count counts and logs a verdict's denials.
+func (g *Guard) count(c acl.Client, key int16, v acl.Verdict) {
+	if v.Code == 0 && len(v.Denied) == 0 {
+		return
+	}
+	rule, _ := acl.RuleFor(key)
+	op := func(rt acl.ResourceType) acl.Operation {
+		for _, n := range rule.Needs {
+			if n.Resource == rt {
+				return n.Operation
+			}
+		}
+		return acl.Describe
+	}
+	if g.m != nil {
+		if v.Code != 0 {
+			rt := codeResource(v.Code)
+			g.m.ACLDenial(rt.String(), op(rt).String())
+		}
+		for _, d := range v.Denied {
+			g.m.ACLDenial(d.Resource.String(), op(d.Resource).String())
+		}
+	}
+	now := time.Now()
+	g.logMu.Lock()
+	if now.Before(g.logNext) {
+		g.skipped++
+		g.logMu.Unlock()
+		return
+	}
+	g.logNext = now.Add(logEvery)
+	skipped := g.skipped
+	g.skipped = 0
+	g.logMu.Unlock()
+	first, code := "", v.Code
+	if len(v.Denied) > 0 {
+		first, code = v.Denied[0].Resource.String()+":"+v.Denied[0].Name, v.Denied[0].Code
+	}
+	g.log.Info("request denied by the ACL file", "principal", c.Principal, "host", c.Host.String(), "api", kmsg.NameForKey(key), "code", code,
+		"denied", len(v.Denied), "first", first, "similar_not_logged", skipped)
+}
+
+// codeResource is the resource type a whole-request refusal speaks of.
+func codeResource(code int16) acl.ResourceType {
+	switch code {
+	case acl.TopicAuthorizationFailed:
+		return acl.Topic
+	case acl.GroupAuthorizationFailed:
+		return acl.Group
+	case acl.TransactionalIDAuthorizationFailed:
+		return acl.TransactionalID
+	}
+	return acl.Cluster
+}

@@ -1,0 +1,375 @@
+package authz
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/acl"
+	"github.com/inorder-proxy/inorder/splitmerge"
+)
+
+// Fix completes the answer to a request forwarded with entries left out,
+// or whose answer lists what the client may not see.
+type Fix struct {
+	g *Guard
+	a *acl.Authorizer // the rules the request was decided by
+	c acl.Client
+
+	parts    []part // the denied entries, as requests of their own by code
+	listed   bool   // the answer's entries are filtered (Verdict.Listed)
+	reencode bool   // the request was changed beyond its denied entries
+	// noCreate are the topics a Metadata asked to create on first use
+	// that the client may not create.
+	noCreate map[string]bool
+}
+
+// part is a request holding only entries denied with one code.
+type part struct {
+	code int16
+	req  kmsg.Request
+}
+
+// fixFor is the Fix a request's answer needs when nothing of it is denied
+// outright; nil when the answer goes to the client as the upstream gave it.
+func (g *Guard) fixFor(a *acl.Authorizer, c acl.Client, req kmsg.Request, v acl.Verdict) *Fix {
+	f := &Fix{g: g, a: a, c: c, listed: len(v.Listed) > 0}
+	switch req.(type) {
+	case *kmsg.MetadataRequest:
+		// Every Metadata answer teaches the topic ids Fetch and Produce
+		// name topics by.
+		return f
+	case *kmsg.ListGroupsRequest, *kmsg.DescribeTransactionsRequest, *kmsg.ListTransactionsRequest:
+		return f
+	case *kmsg.OffsetFetchRequest:
+		if f.listed {
+			return f
+		}
+	case *kmsg.CreateTopicsRequest:
+		return f
+	}
+	if f.listed {
+		return f
+	}
+	return nil
+}
+
+// autoCreate keeps a Metadata from creating topics the client may not
+// create: the upstream is asked without auto-creation when any named topic
+// may not be created, and such a topic the upstream does not hold is
+// answered TOPIC_AUTHORIZATION_FAILED, as Kafka answers it when it creates
+// topics on first use (auto.create.topics.enable, its default). The
+// others named in the same request are then not created either: one flag
+// asks for them all.
+func (g *Guard) autoCreate(a *acl.Authorizer, c acl.Client, r *kmsg.MetadataRequest, f *Fix) {
+	if !r.AllowAutoTopicCreation || r.Version < 4 {
+		return
+	}
+	for _, t := range r.Topics {
+		if t.Topic != nil && !a.MayCreateTopic(c, *t.Topic) {
+			if f.noCreate == nil {
+				f.noCreate = map[string]bool{}
+			}
+			f.noCreate[*t.Topic] = true
+		}
+	}
+	if f.noCreate != nil {
+		r.AllowAutoTopicCreation = false
+		f.reencode = true
+	}
+}
+
+// Apply completes resp, the decoded answer to the forwarded request.
+func (f *Fix) Apply(resp kmsg.Response) {
+	a, c := f.a, f.c
+	switch r := resp.(type) {
+	case *kmsg.MetadataResponse:
+		f.g.learn(r)
+		if f.listed {
+			a.FilterMetadata(c, r)
+		}
+		for i := range r.Topics {
+			t := &r.Topics[i]
+			if t.Topic != nil && f.noCreate[*t.Topic] && t.ErrorCode == unknownTopicOrPartition {
+				t.ErrorCode = acl.TopicAuthorizationFailed
+			}
+		}
+	case *kmsg.ListGroupsResponse:
+		a.FilterListGroups(c, r)
+	case *kmsg.ListTransactionsResponse:
+		a.FilterListTransactions(c, r)
+	case *kmsg.DescribeTransactionsResponse:
+		a.FilterDescribeTransactions(c, r)
+	case *kmsg.OffsetFetchResponse:
+		if f.listed {
+			a.FilterOffsetFetch(c, r)
+		}
+	case *kmsg.CreateTopicsResponse:
+		a.FilterCreateTopics(c, r)
+	}
+	for _, p := range f.parts {
+		merge(resp, splitmerge.ErrorResponse(p.req, p.code, ""))
+	}
+}
+
+// merge appends the entries of e, an error answer to denied entries, to
+// resp.
+func merge(resp, e kmsg.Response) {
+	switch r := resp.(type) {
+	case *kmsg.ProduceResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.ProduceResponse).Topics...)
+	case *kmsg.FetchResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.FetchResponse).Topics...)
+	case *kmsg.ListOffsetsResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.ListOffsetsResponse).Topics...)
+	case *kmsg.MetadataResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.MetadataResponse).Topics...)
+	case *kmsg.OffsetCommitResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.OffsetCommitResponse).Topics...)
+	case *kmsg.TxnOffsetCommitResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.TxnOffsetCommitResponse).Topics...)
+	case *kmsg.DeleteRecordsResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.DeleteRecordsResponse).Topics...)
+	case *kmsg.CreatePartitionsResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.CreatePartitionsResponse).Topics...)
+	case *kmsg.OffsetForLeaderEpochResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.OffsetForLeaderEpochResponse).Topics...)
+	case *kmsg.DeleteTopicsResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.DeleteTopicsResponse).Topics...)
+	case *kmsg.CreateTopicsResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.CreateTopicsResponse).Topics...)
+	case *kmsg.DescribeGroupsResponse:
+		r.Groups = append(r.Groups, e.(*kmsg.DescribeGroupsResponse).Groups...)
+	case *kmsg.DeleteGroupsResponse:
+		r.Groups = append(r.Groups, e.(*kmsg.DeleteGroupsResponse).Groups...)
+	case *kmsg.FindCoordinatorResponse:
+		r.Coordinators = append(r.Coordinators, e.(*kmsg.FindCoordinatorResponse).Coordinators...)
+	case *kmsg.OffsetFetchResponse:
+		r.Groups = append(r.Groups, e.(*kmsg.OffsetFetchResponse).Groups...)
+	}
+}
+
+// strip leaves the denied topics out of req. kept: any entry is left to
+// forward; parts: the denied entries by code; ok false: req is of a kind
+// whose entries are not separated here.
+func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
+	switch r := req.(type) {
+	case *kmsg.DescribeGroupsRequest:
+		return stripNames(r, &r.Groups, v, acl.Group)
+	case *kmsg.DeleteGroupsRequest:
+		return stripNames(r, &r.Groups, v, acl.Group)
+	case *kmsg.FindCoordinatorRequest:
+		if r.Version < 4 {
+			return false, nil, false
+		}
+		rt := acl.Group
+		if r.CoordinatorType == 1 {
+			rt = acl.TransactionalID
+		}
+		return stripNames(r, &r.CoordinatorKeys, v, rt)
+	case *kmsg.OffsetFetchRequest:
+		if r.Version < 8 || !only(v, acl.Group) {
+			return false, nil, false
+		}
+		var by map[int16][]kmsg.OffsetFetchRequestGroup
+		r.Groups, by = separate(r.Groups, v, acl.Group, func(g *kmsg.OffsetFetchRequestGroup) (string, [16]byte) { return g.Group, [16]byte{} })
+		for code, gs := range by {
+			p := *r
+			p.Groups = gs
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Groups) > 0, parts, true
+	}
+	if !only(v, acl.Topic) {
+		return false, nil, false
+	}
+	switch r := req.(type) {
+	case *kmsg.ProduceRequest:
+		var by map[int16][]kmsg.ProduceRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.ProduceRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	case *kmsg.FetchRequest:
+		var by map[int16][]kmsg.FetchRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.FetchRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		// A fetch session's request is forwarded even when it is left
+		// with no topic: the upstream's session moves on with it.
+		return len(r.Topics) > 0 || len(r.ForgottenTopics) > 0 || r.SessionID != 0, parts, true
+	case *kmsg.ListOffsetsRequest:
+		var by map[int16][]kmsg.ListOffsetsRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.ListOffsetsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	case *kmsg.MetadataRequest:
+		var by map[int16][]kmsg.MetadataRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.MetadataRequestTopic) (string, [16]byte) {
+			if t.Topic == nil {
+				return "", t.TopicID
+			}
+			return *t.Topic, t.TopicID
+		})
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		if len(r.Topics) == 0 && r.Version >= 1 {
+			// Asked for no topic (an empty list, not null, which asks
+			// for all), the upstream still answers the brokers and the
+			// cluster that every Metadata answer carries.
+			r.Topics = []kmsg.MetadataRequestTopic{}
+		}
+		return len(r.Topics) > 0 || r.Topics != nil && r.Version >= 1, parts, true
+	case *kmsg.OffsetCommitRequest:
+		var by map[int16][]kmsg.OffsetCommitRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.OffsetCommitRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	case *kmsg.TxnOffsetCommitRequest:
+		var by map[int16][]kmsg.TxnOffsetCommitRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.TxnOffsetCommitRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	case *kmsg.DeleteRecordsRequest:
+		var by map[int16][]kmsg.DeleteRecordsRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.DeleteRecordsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	case *kmsg.CreateTopicsRequest:
+		var by map[int16][]kmsg.CreateTopicsRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.CreateTopicsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	case *kmsg.DeleteTopicsRequest:
+		if r.Version < 6 {
+			var by map[int16][]string
+			r.TopicNames, by = separate(r.TopicNames, v, acl.Topic, func(t *string) (string, [16]byte) { return *t, [16]byte{} })
+			for code, ts := range by {
+				p := *r
+				p.TopicNames = ts
+				parts = append(parts, part{code, &p})
+			}
+			return len(r.TopicNames) > 0, parts, true
+		}
+		var by map[int16][]kmsg.DeleteTopicsRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.DeleteTopicsRequestTopic) (string, [16]byte) {
+			if t.Topic == nil {
+				return "", t.TopicID
+			}
+			return *t.Topic, t.TopicID
+		})
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	case *kmsg.CreatePartitionsRequest:
+		var by map[int16][]kmsg.CreatePartitionsRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.CreatePartitionsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	}
+	return false, nil, false
+}
+
+// separate splits entries into those left to forward and those denied, by
+// code, each in the request's order.
+func separate[T any](entries []T, v acl.Verdict, rt acl.ResourceType, name func(*T) (string, [16]byte)) ([]T, map[int16][]T) {
+	var kept []T
+	var by map[int16][]T
+	for i := range entries {
+		n, id := name(&entries[i])
+		code, denied := denialOf(v, rt, n, id)
+		if !denied {
+			kept = append(kept, entries[i])
+			continue
+		}
+		if by == nil {
+			by = map[int16][]T{}
+		}
+		by[code] = append(by[code], entries[i])
+	}
+	return kept, by
+}
+
+// denialOf finds the denial of the resource of type rt named name, or,
+// when a request names a topic by id alone, of id.
+func denialOf(v acl.Verdict, rt acl.ResourceType, name string, id [16]byte) (int16, bool) {
+	for _, d := range v.Denied {
+		if d.Resource != rt {
+			continue
+		}
+		if name != "" && d.Name == name || name == "" && d.TopicID == id {
+			return d.Code, true
+		}
+	}
+	return 0, false
+}
+
+// unknownTopicOrPartition is Kafka's UNKNOWN_TOPIC_OR_PARTITION.
+const unknownTopicOrPartition int16 = 3
+
+// errorResponse answers every entry of req with code.
+func errorResponse(req kmsg.Request, code int16) kmsg.Response {
+	return splitmerge.ErrorResponse(req, code, "")
+}
+
+// only reports whether every denial of v is of a resource of type rt.
+func only(v acl.Verdict, rt acl.ResourceType) bool {
+	for _, d := range v.Denied {
+		if d.Resource != rt {
+			return false
+		}
+	}
+	return true
+}
+
+// stripNames leaves the denied names of type rt out of *names, a field of
+// req, which must be a pointer to a request struct: the denied names
+// become requests of their own, copies of req holding only them.
+func stripNames[R any](req *R, names *[]string, v acl.Verdict, rt acl.ResourceType) (bool, []part, bool) {
+	if !only(v, rt) {
+		return false, nil, false
+	}
+	kept, by := separate(*names, v, rt, func(n *string) (string, [16]byte) { return *n, [16]byte{} })
+	var parts []part
+	for code, ns := range by {
+		*names = ns
+		p := *req
+		parts = append(parts, part{code, any(&p).(kmsg.Request)})
+	}
+	*names = kept
+	return len(kept) > 0, parts, true
+}

@@ -1,0 +1,100 @@
+package proxy
+
+// Authorization at the proxy: the connection's side of the seam with
+// package authz, which holds the ACL file's rules and decides. screen
+// hands it every request the client authentication passed, before the
+// request is sequenced; a refused request becomes a local answer in its
+// place, a partly refused one is forwarded without its denied entries and
+// its answer completed by the Fix (response.go, single_gather.go).
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/acl"
+	"github.com/inorder-proxy/inorder/authz"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// Authorizer enforces ACLs on every listener's clients; authz.Guard is the
+// implementation.
+type Authorizer interface {
+	// Client is who sends a connection's requests.
+	Client(principal string, host netip.Addr) acl.Client
+	// Request decides on one request of the connection whose state is
+	// st; req is the request decoded when the proxy has it already, nil
+	// otherwise.
+	Request(st *authz.Conn, c acl.Client, hdr wire.RequestHeader, frame []byte, req kmsg.Request, noResp bool) (authz.Outcome, error)
+}
+
+// WithAuthorization makes the proxy enforce a's ACLs.
+func WithAuthorization(a Authorizer) Option {
+	return func(p *Proxy) { p.authz = a }
+}
+
+// authorize decides on r, which the client authentication passed.
+func (c *conn) authorize(r *request) error {
+	if c.p.authz == nil || r.frame == nil || r.local != nil {
+		return nil
+	}
+	var req kmsg.Request
+	st := &c.authzConn
+	if r.split != nil {
+		// The single topology holds no fetch session upstream: it
+		// answers a client's incremental Fetch itself.
+		req, st = r.split.req, nil
+	}
+	out, err := c.p.authz.Request(st, c.p.authz.Client(c.principal(), c.clientAddr()), r.hdr, r.frame.B, req, r.noResp)
+	if err != nil {
+		return fmt.Errorf("%w: %s v%d: %v", ErrBadRequest, kmsg.NameForKey(r.hdr.Key), r.hdr.Version, err)
+	}
+	switch out.Action {
+	case authz.Answer:
+		c.answerLocally(r, out.Response)
+		return nil
+	case authz.Close:
+		return fmt.Errorf("%w: %w", ErrDenied, out.Err)
+	case authz.Forward:
+		if r.split == nil {
+			// The single topology forwards the decoded request, which
+			// authz changed in place, and keeps the frame it aliases.
+			wire.Put(r.frame)
+			r.frame = &wire.Buf{B: out.Frame}
+		}
+	}
+	r.fix = out.Fix
+	if out.CloseAfter {
+		c.deniedAfter = out.Err
+	}
+	return nil
+}
+
+// afterAuthorize closes the connection once an acks=0 write with denied
+// partitions is forwarded, as Kafka closes it.
+func (c *conn) afterAuthorize() error {
+	err := c.deniedAfter
+	if err == nil {
+		return nil
+	}
+	c.deniedAfter = nil
+	c.finishInFlight()
+	return fmt.Errorf("%w: %w", ErrDenied, err)
+}
+
+// clientAddr is the client's IP address; the zero Addr when unknown.
+func (c *conn) clientAddr() netip.Addr {
+	if a, ok := c.client.RemoteAddr().(*net.TCPAddr); ok {
+		return a.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// fixResponse completes resp, r's decoded answer, as r's decision asks.
+func (r *request) fixResponse(resp kmsg.Response) {
+	if r.fix != nil {
+		r.fix.Apply(resp)
+	}
+}
