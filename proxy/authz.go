@@ -58,6 +58,13 @@ func (c *conn) authorize(r *request) error {
 	case authz.Close:
 		return fmt.Errorf("%w: %w", ErrDenied, out.Err)
 	case authz.Forward:
+		if out.CloseAfter && r.split != nil {
+			// The single topology sends an acks=0 write's parts once
+			// their brokers' connections are up, and a close ends what
+			// waits for a dial: the allowed part could be written or
+			// not. It writes none of it, and closes as Kafka does.
+			return fmt.Errorf("%w: %w", ErrDenied, out.Err)
+		}
 		if r.split == nil {
 			// The single topology forwards the decoded request, which
 			// authz changed in place, and keeps the frame it aliases.

@@ -353,12 +353,18 @@ func TestACLAcksZeroDenied(t *testing.T) {
 				}
 				c.Close()
 			}
+			// Ports and sni write the allowed part of the mixed write, as
+			// Kafka does; the single topology writes none of it.
+			wantA := int64(1)
+			if tc.topology == config.TopologySingle {
+				wantA = 0
+			}
 			deadline := time.Now().Add(5 * time.Second)
-			for upstreamRecords(t, ctx, kc, "a") != 1 && time.Now().Before(deadline) {
+			for wantA == 1 && upstreamRecords(t, ctx, kc, "a") != 1 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
-			if n := upstreamRecords(t, ctx, kc, "a"); n != 1 {
-				t.Errorf("topic a holds %d records upstream, want the allowed part of the mixed write", n)
+			if n := upstreamRecords(t, ctx, kc, "a"); n != wantA {
+				t.Errorf("topic a holds %d records upstream, want %d", n, wantA)
 			}
 			if n := upstreamRecords(t, ctx, kc, "b"); n != 0 {
 				t.Errorf("topic b holds %d records upstream: a denied write was forwarded", n)

@@ -41,7 +41,6 @@ import (
 	"github.com/inorder-proxy/inorder/clientauth"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/metrics"
-	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/quota"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -329,15 +328,7 @@ func (c *conn) answerThrottledFetch(r *request, d time.Duration) {
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = r.hdr.Version
 	resp.ThrottleMillis = throttleMillis(d)
-	wire.Put(r.frame)
-	r.frame = nil
-	r.frameCharge.release(c.p.budget)
-	if r.split != nil {
-		r.split.releaseAll(c.p.budget)
-		r.split = nil
-	}
-	r.ord = ordering.Request{Kind: ordering.Barrier}
-	r.local = &wire.Buf{B: wire.AppendResponse(nil, r.hdr.Correlation, r.hdr.ResponseFlexible(), resp.AppendTo)}
+	c.answerLocally(r, wire.AppendResponse(nil, r.hdr.Correlation, r.hdr.ResponseFlexible(), resp.AppendTo))
 }
 
 // throttleMillis is d in whole milliseconds, rounded up so that a client
