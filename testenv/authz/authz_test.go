@@ -638,12 +638,15 @@ func TestAuthorizerDifferential(t *testing.T) {
 		t.Run("ordering="+ordering, func(t *testing.T) {
 			seed := serve(t, e, bin, creds, ordering, 22700+100*i)
 			seeds[i] = seed
-			differences, refused := 0, 0
+			differences, known, refused := 0, 0, 0
+			agreed := map[string]bool{}
 			for j, c := range table {
 				got, msgs := h.runCase(side{name: "proxy", seed: seed, tok: fmt.Sprintf("pq%d", i)}, c)
 				d := diff(kafka[j], got)
+				id := c.name + " as " + c.user
 				switch {
 				case len(d) == 0:
+					agreed[id] = true
 				case c.refused:
 					// The proxy must refuse, not claim to have done it.
 					for _, k := range got.keys() {
@@ -659,13 +662,21 @@ func TestAuthorizerDifferential(t *testing.T) {
 					}
 					refused++
 					t.Logf("%s as %s: refused by the proxy by design (its ACLs are its file):\n\t%s", c.name, c.user, strings.Join(d, "\n\t"))
+				case knownDifferences[id]:
+					known++
+					t.Logf("%s: a known difference from Kafka (testdata/differences.txt):\n\t%s", id, strings.Join(d, "\n\t"))
 				default:
 					differences++
 					t.Errorf("%s as %s: the proxy differs from Kafka:\n\t%s", c.name, c.user, strings.Join(d, "\n\t"))
 				}
 			}
-			t.Logf("authz differential: %d cases, %d differences (--upstream-ordering %s; not counted: %d CreateAcls/DeleteAcls cases the proxy refuses by design, %d of them answered otherwise than by Kafka)",
-				len(table)-countRefused(table), differences, ordering, countRefused(table), refused)
+			for id := range knownDifferences {
+				if agreed[id] {
+					t.Errorf("%s: now answered as Kafka answers it; take it out of testdata/differences.txt", id)
+				}
+			}
+			t.Logf("authz differential: %d cases, %d differences, %d of them known (testdata/differences.txt) (--upstream-ordering %s; not counted: %d CreateAcls/DeleteAcls cases the proxy refuses by design, %d of them answered otherwise than by Kafka)",
+				len(table)-countRefused(table), differences+known, known, ordering, countRefused(table), refused)
 		})
 	}
 
@@ -824,3 +835,22 @@ func serve(t *testing.T, e env, bin, creds, ordering string, port int) string {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// knownDifferences are the cases, "name as user", in which the proxy is
+// known to answer otherwise than Kafka's authorizer, one a line in
+// testdata/differences.txt ('#' starts a comment). The list only
+// shrinks: a case not on it that differs fails the test, and so does a
+// case on it that now agrees.
+var knownDifferences = func() map[string]bool {
+	b, err := os.ReadFile(filepath.Join("testdata", "differences.txt"))
+	if err != nil {
+		panic(err)
+	}
+	m := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			m[line] = true
+		}
+	}
+	return m
+}()
