@@ -149,7 +149,8 @@ type conn struct {
 	// sequenced, constant after.
 	corrBase uint32
 	sasl     saslState
-	auth     connAuth // client authentication at the proxy (clientauth.go)
+	auth     connAuth  // client authentication at the proxy (clientauth.go)
+	aud      connAudit // the audit trail (audit.go)
 
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).
@@ -187,6 +188,7 @@ func (c *conn) serve() {
 	defer c.p.wg.Done()
 	err := c.p.handshake(c.p.ctx, c.client)
 	if err == nil {
+		c.auditOpen()
 		c.routeByName()
 		err = c.connect()
 	}
@@ -196,6 +198,7 @@ func (c *conn) serve() {
 	}
 	c.die(err)
 	c.wg.Wait()
+	c.auditClose()
 	c.closeClient()
 	c.release()
 	c.logClose()

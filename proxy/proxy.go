@@ -80,6 +80,7 @@ type Proxy struct {
 	single   *singleView      // the single topology's view; nil in the others
 	// clientAuth authenticates clients at the proxy; nil: none.
 	clientAuth ClientAuth
+	aud        proxyAudit // the audit trail's seam (audit.go)
 
 	listenHost string
 	advHost    string
