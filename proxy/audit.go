@@ -28,6 +28,7 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"sync"
@@ -231,7 +232,7 @@ func (c *conn) produceResources(body []byte, version int16) []audit.Resource {
 	}
 	var out []audit.Resource
 	for p, ok := s.Next(); ok; p, ok = s.Next() {
-		name := string(p.Topic)
+		name := topicName(string(p.Topic), p.TopicID)
 		if len(out) == 0 || out[len(out)-1].Name != name {
 			out = append(out, audit.Resource{Type: "Topic", Name: name, Operation: "Write"})
 		}
@@ -376,7 +377,7 @@ func fillResponse(ar *auditReq, frame []byte, h wire.RequestHeader) {
 	switch resp := kr.(type) {
 	case *kmsg.ProduceResponse:
 		for _, t := range resp.Topics {
-			res := audit.Resource{Type: "Topic", Name: t.Topic, Operation: "Write"}
+			res := audit.Resource{Type: "Topic", Name: topicName(t.Topic, t.TopicID), Operation: "Write"}
 			for _, p := range t.Partitions {
 				first := p.BaseOffset
 				if p.ErrorCode != 0 || first < 0 {
@@ -491,7 +492,7 @@ func commitOffsets(req *kmsg.OffsetCommitRequest) map[string]map[int32]int64 {
 		for _, p := range t.Partitions {
 			m[p.Partition] = p.Offset
 		}
-		out[t.Topic] = m
+		out[topicName(t.Topic, t.TopicID)] = m
 	}
 	return out
 }
@@ -499,9 +500,10 @@ func commitOffsets(req *kmsg.OffsetCommitRequest) map[string]map[int32]int64 {
 func commitTopics(offsets map[string]map[int32]int64, topics []kmsg.OffsetCommitResponseTopic) []audit.Resource {
 	var out []audit.Resource
 	for _, t := range topics {
-		res := audit.Resource{Type: "Topic", Name: t.Topic, Operation: "Read"}
+		name := topicName(t.Topic, t.TopicID)
+		res := audit.Resource{Type: "Topic", Name: name, Operation: "Read"}
 		for _, p := range t.Partitions {
-			res.Partitions = append(res.Partitions, committed(offsets, t.Topic, p.Partition, p.ErrorCode))
+			res.Partitions = append(res.Partitions, committed(offsets, name, p.Partition, p.ErrorCode))
 		}
 		out = append(out, res)
 	}
@@ -527,4 +529,15 @@ func configType(t int8) string {
 		return "Cluster"
 	}
 	return "BrokerConfig"
+}
+
+// topicName names a topic in an event: by its name, or, in the versions
+// that carry only its id (Produce v13, OffsetCommit v10 and later), by the
+// id as Kafka prints it (base64, URL alphabet, no padding), which the
+// proxy cannot turn into a name without a metadata lookup of its own.
+func topicName(name string, id [16]byte) string {
+	if name != "" || id == [16]byte{} {
+		return name
+	}
+	return base64.RawURLEncoding.EncodeToString(id[:])
 }
