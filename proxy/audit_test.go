@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,5 +267,189 @@ func testAuditSession(t *testing.T, mode config.Ordering, topology config.Topolo
 			t.Errorf("produce offsets %v, want 0..%d in order", offsets, produced-1)
 			break
 		}
+	}
+}
+
+// heldSink is an audit sink that writes nothing while held, and then
+// keeps every event, each write slowed by delay.
+type heldSink struct {
+	gate  chan struct{} // closed: writes go on
+	delay time.Duration
+
+	mu   sync.Mutex
+	recs []auditEvent
+}
+
+func (s *heldSink) Name() audit.SinkName { return audit.SinkFile }
+
+func (s *heldSink) Write(ctx context.Context, recs []audit.Record) (int, error) {
+	select {
+	case <-s.gate:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	time.Sleep(s.delay)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range recs {
+		var e auditEvent
+		if err := json.Unmarshal(r.Value, &e); err != nil {
+			return 0, err
+		}
+		s.recs = append(s.recs, e)
+	}
+	return len(recs), nil
+}
+
+func (s *heldSink) Close() error { return nil }
+
+// count returns how many events of the API the sink wrote.
+func (s *heldSink) count(api string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.recs {
+		if e.APIKey == api {
+			n++
+		}
+	}
+	return n
+}
+
+// heldProxy runs a proxy recording, request by request, into a queue of
+// queueBytes in block mode whose one sink is s.
+func heldProxy(t *testing.T, kc *kfake.Cluster, mode config.Ordering, s *heldSink, queueBytes int64) (*testProxy, *audit.Trail) {
+	t.Helper()
+	cfg := config.Default()
+	b := budget.New(cfg.Memory())
+	q := audit.NewQueue(audit.QueueOptions{MaxBytes: queueBytes, OnFull: audit.Block, Budget: b}, s)
+	trail := audit.New(audit.Options{DataPath: audit.DataPathRequest}, q)
+	p := startProxy(t, mode, kc.ListenAddrs(), nil, proxy.WithBudget(b), proxy.WithRecorder(trail))
+	t.Cleanup(func() {
+		select {
+		case <-s.gate:
+		default:
+			close(s.gate)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		trail.Shutdown(ctx)
+		if t.Failed() {
+			t.Logf("proxy log:\n%s", p.log.String())
+		}
+	})
+	return p, trail
+}
+
+// TestAuditBlockHoldsClient: with the sink stalled and the queue full, a
+// client whose requests are audited is held back (its produces stop being
+// answered) while another client's unaudited requests go on; once the sink
+// writes again every event is written, none lost.
+func TestAuditBlockHoldsClient(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) {
+			const topic, total = "held", 40
+			kc := newCluster(t, kfake.SeedTopics(1, topic))
+			sink := &heldSink{gate: make(chan struct{})}
+			p, trail := heldProxy(t, kc, mode, sink, 4<<10)
+			ctx := testContext(t, 30*time.Second)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			var acked atomic.Int64
+			done := make(chan error, 1)
+			go func() {
+				for i := range total {
+					if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
+						done <- err
+						return
+					}
+					acked.Add(1)
+				}
+				done <- nil
+			}()
+			// The queue holds a few events; then the client stops being
+			// answered.
+			var held int64
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				before := acked.Load()
+				time.Sleep(300 * time.Millisecond)
+				if after := acked.Load(); after == before && after < total {
+					held = after
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the client was never held back: %d of %d produces answered", acked.Load(), total)
+				}
+			}
+			other, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			if err := other.Ping(ctx); err != nil {
+				t.Fatalf("another client's unaudited request while the queue is full: %v", err)
+			}
+			if n := acked.Load(); n != held {
+				t.Fatalf("the held client went on: %d answered, held at %d", n, held)
+			}
+			close(sink.gate)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			cl.Close()
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := p.Shutdown(sctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := trail.Shutdown(sctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := sink.count("Produce"); n != total {
+				t.Fatalf("%d Produce events written, want %d", n, total)
+			}
+		})
+	}
+}
+
+// TestAuditStopFlushes: events still queued when the proxy stops, behind
+// a stalled then slow sink, are all written by the trail's shutdown.
+func TestAuditStopFlushes(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) {
+			const topic, total = "flushed", 30
+			kc := newCluster(t, kfake.SeedTopics(1, topic))
+			// The sink writes nothing until the stop: every event is
+			// still queued then, within a queue large enough for all.
+			sink := &heldSink{gate: make(chan struct{}), delay: 20 * time.Millisecond}
+			p, trail := heldProxy(t, kc, mode, sink, 1<<20)
+			ctx := testContext(t, 30*time.Second)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range total {
+				if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cl.Close()
+			if err := p.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := sink.count("Produce"); n != 0 {
+				t.Fatalf("%d events written by a stalled sink", n)
+			}
+			close(sink.gate)
+			if err := trail.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := sink.count("Produce"); n != total {
+				t.Fatalf("%d Produce events written, want %d", n, total)
+			}
+		})
 	}
 }
