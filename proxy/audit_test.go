@@ -43,6 +43,7 @@ type auditEvent struct {
 		Name       string `json:"resource_name"`
 		ErrorCode  int16  `json:"error_code"`
 		Requests   int64  `json:"requests"`
+		APIKey     string `json:"api_key"`
 		Partitions []struct {
 			Partition int32  `json:"partition"`
 			ErrorCode int16  `json:"error_code"`
@@ -451,5 +452,110 @@ func TestAuditStopFlushes(t *testing.T) {
 				t.Fatalf("%d Produce events written, want %d", n, total)
 			}
 		})
+	}
+}
+
+// TestAuditSummary: in summary mode (the default) the data path is one
+// event per connection, recorded at its close: the produces counted per
+// partition, without offsets, and the offset committed; an administrative
+// request is still recorded on its own.
+func TestAuditSummary(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) {
+			const topic, produced = "summed", 3
+			kc := newCluster(t, kfake.SeedTopics(1, topic))
+			p, stop := auditedProxy(t, kc, mode, config.TopologyPorts, config.AuditDataPathSummary)
+			ctx := testContext(t, 30*time.Second)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()),
+				kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range produced {
+				if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			create := kmsg.NewPtrCreateTopicsRequest()
+			nt := kmsg.NewCreateTopicsRequestTopic()
+			nt.Topic, nt.NumPartitions, nt.ReplicationFactor = "other", 1, 1
+			create.Topics = append(create.Topics, nt)
+			if _, err := create.RequestWith(ctx, cl); err != nil {
+				t.Fatal(err)
+			}
+			cl.Close()
+			var requests, creates, summaries int64
+			for _, e := range stop() {
+				switch e.Type {
+				case "io.inorder.audit.summary":
+					summaries++
+					if e.Principal != "User:alice" {
+						t.Errorf("summary of %q", e.Principal)
+					}
+					for _, r := range e.Resources {
+						if r.APIKey != "Produce" {
+							continue
+						}
+						requests += r.Requests
+						if len(r.Partitions) != 1 || r.Partitions[0].Partition != 0 || r.Partitions[0].First != nil {
+							t.Errorf("produce summary: %+v", r)
+						}
+					}
+				case "io.inorder.audit.request":
+					if e.APIKey != "CreateTopics" {
+						t.Errorf("a request recorded on its own in summary mode: %+v", e)
+					}
+					creates++
+				}
+			}
+			if requests != produced || creates != 1 || summaries < 1 {
+				t.Errorf("produces summarised %d, creates %d, summaries %d; want %d, 1, >=1", requests, creates, summaries, produced)
+			}
+		})
+	}
+}
+
+// recorded is a Recorder that keeps the requests it is given.
+type recorded struct {
+	mu   sync.Mutex
+	reqs []audit.Request
+}
+
+func (r *recorded) Open(audit.ConnInfo) *audit.Conn { return &audit.Conn{} }
+func (r *recorded) Authentication(context.Context, *audit.Conn, *audit.Authentication) error {
+	return nil
+}
+func (r *recorded) Wants(int16, audit.Decision) bool         { return true }
+func (r *recorded) Close(context.Context, *audit.Conn) error { return nil }
+func (r *recorded) Request(_ context.Context, _ *audit.Conn, q *audit.Request) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reqs = append(r.reqs, *q)
+	return nil
+}
+
+// TestAuditDenied: a request the proxy refuses is recorded as denied, with
+// the client's id, the error code it gets and every resource denied.
+func TestAuditDenied(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1))
+	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), nil)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(4)
+	nt := kmsg.NewCreateTopicsRequestTopic()
+	nt.Topic = "secret-plans"
+	req.Topics = append(req.Topics, nt)
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("denied-client")).AppendRequest(nil, req, 7)
+	rec := &recorded{}
+	code := kerr.TopicAuthorizationFailed.Code
+	if err := proxy.AuditDenied(p.Proxy, rec, frame, code, audit.Resource{Type: "Topic", Name: "secret-plans", Operation: "Create", ErrorCode: code}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.reqs) != 1 {
+		t.Fatalf("%d requests recorded, want 1", len(rec.reqs))
+	}
+	q := rec.reqs[0]
+	if q.APIKey != int16(kmsg.CreateTopics) || q.APIVersion != 4 || q.ClientID != "denied-client" || q.Decision != audit.Deny || q.ErrorCode != code ||
+		len(q.Resources) != 1 || q.Resources[0].Decision != audit.Deny || q.Resources[0].Name != "secret-plans" {
+		t.Fatalf("denied request recorded as %+v", q)
 	}
 }
