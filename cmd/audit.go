@@ -49,14 +49,14 @@ func (a auditTrail) options() []proxy.Option {
 // ready adds the trail's health to the proxy's readiness: a sink that
 // fails or stalls means the events are not being written, so the proxy
 // asks not to be sent traffic it cannot account for.
-func (a auditTrail) ready(p *proxy.Proxy) func() error {
+func (a auditTrail) ready(proxyReady func() error) func() error {
 	return func() error {
-		if err := p.Ready(); err != nil {
+		if err := proxyReady(); err != nil {
 			return err
 		}
 		if a.t != nil {
 			if err := a.t.Err(); err != nil {
-				return fmt.Errorf("%w: audit trail: %w", proxy.ErrNotReady, err)
+				return fmt.Errorf("%w: %w", proxy.ErrNotReady, err)
 			}
 		}
 		return nil

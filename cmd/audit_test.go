@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/audit"
+	"github.com/inorder-proxy/inorder/proxy"
 )
 
 // TestDevServesAudit: dev with --audit-file records the session into the
@@ -74,5 +78,48 @@ func TestDevServesAudit(t *testing.T) {
 	}
 	if counts["Produce"] != produced || counts["CreateTopics"] < 1 {
 		t.Fatalf("events by API: %v, want %d Produce and a CreateTopics", counts, produced)
+	}
+}
+
+// failingSink fails every write.
+type failingSink struct{}
+
+func (failingSink) Name() audit.SinkName { return audit.SinkFile }
+func (failingSink) Write(context.Context, []audit.Record) (int, error) {
+	return 0, errors.New("disk full")
+}
+func (failingSink) Close() error { return nil }
+
+// TestAuditReadiness: /readyz's answer is not ready, saying why, while an
+// audit sink fails, even with the proxy ready.
+func TestAuditReadiness(t *testing.T) {
+	q := audit.NewQueue(audit.QueueOptions{}, failingSink{})
+	trail := auditTrail{t: audit.New(audit.Options{}, q)}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		trail.t.Shutdown(ctx)
+	}()
+	ready := trail.ready(func() error { return nil })
+	if err := ready(); err != nil {
+		t.Fatalf("ready before any write: %v", err)
+	}
+	c := trail.t.Open(audit.ConnInfo{})
+	if err := trail.t.Authentication(context.Background(), c, &audit.Authentication{Mechanism: "PLAIN", Principal: "User:a"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := ready()
+		if err != nil {
+			if !errors.Is(err, proxy.ErrNotReady) || !strings.Contains(err.Error(), "disk full") {
+				t.Fatalf("readiness with a failing sink: %v", err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("still ready with a failing sink")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

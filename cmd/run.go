@@ -84,7 +84,7 @@ func runProxy(ctx context.Context, p *proxy.Proxy, trail auditTrail, cfg config.
 		return stopped{}, err
 	}
 	log.Info("accepting clients", "listen", p.Addr())
-	stopAdmin, err := startAdmin(cfg, p, trail.ready(p), log, out)
+	stopAdmin, err := startAdmin(cfg, p, trail.ready(p.Ready), log, out)
 	if err != nil {
 		p.Close()
 		trail.shutdown(context.Background(), log)
