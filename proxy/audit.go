@@ -20,10 +20,10 @@ package proxy
 // What a request's event holds is read from the request on the client
 // reader (its frame is gone once written upstream) and from the response
 // at delivery. The data path stays cheap in summary mode: a Produce's
-// partitions come from the scan the proxy already knows (wire.ProduceScan)
-// and its response is not decoded, so a summary counts a Produce's
-// requests per partition without records, bytes or offsets; per-request
-// auditing decodes the Produce response for the base offsets and errors.
+// partitions, records and bytes come from the scan the proxy already knows
+// (wire.ProduceScan, and the record batches' headers) and its response is
+// not decoded, so a summary has no Produce offsets; per-request auditing
+// decodes the Produce response for the offsets and errors.
 
 import (
 	"context"
@@ -31,6 +31,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,9 @@ type connAudit struct {
 type auditReq struct {
 	req  audit.Request
 	kreq kmsg.Request // decoded: administrative requests, commits, EndTxn
+	// perRequest: the data path is recorded request by request, so a
+	// Produce's response is decoded for its offsets.
+	perRequest bool
 }
 
 // auditCtx is the context of a connection's recording: it ends when the
@@ -204,7 +208,8 @@ func (c *conn) auditRead(r *request) {
 	whole := r.stream == 0 && r.hdr.Body <= len(frame)
 	switch key := kmsg.Key(r.hdr.Key); {
 	case key == kmsg.Produce:
-		if c.cfg.AuditDataPath != config.AuditDataPathRequest && whole {
+		ar.perRequest = c.cfg.AuditDataPath == config.AuditDataPathRequest
+		if whole {
 			ar.req.Resources = c.produceResources(frame[r.hdr.Body:], r.hdr.Version)
 		}
 	case key == kmsg.Fetch:
@@ -223,8 +228,9 @@ func (c *conn) auditRead(r *request) {
 	r.aud = ar
 }
 
-// produceResources are a Produce's topics and partitions, from the scan
-// the data path already uses: no records are read.
+// produceResources are a Produce's topics and partitions, with their
+// records and bytes, from the scan the data path already uses: only the
+// record batches' headers are read.
 func (c *conn) produceResources(body []byte, version int16) []audit.Resource {
 	s := &c.aud.scan
 	if s.Reset(body, version) != nil {
@@ -237,9 +243,27 @@ func (c *conn) produceResources(body []byte, version int16) []audit.Resource {
 			out = append(out, audit.Resource{Type: "Topic", Name: name, Operation: "Write"})
 		}
 		last := &out[len(out)-1]
-		last.Partitions = append(last.Partitions, audit.Partition{Partition: p.Partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset})
+		last.Partitions = append(last.Partitions, audit.Partition{Partition: p.Partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset,
+			Records: batchRecords(p.Records), Bytes: int64(len(p.Records))})
 	}
 	return out
+}
+
+// batchRecords counts the records of a partition's record batches from
+// their headers (v2, magic 2: numRecords at byte 57 of each batch);
+// zero for the legacy message sets, whose records are not counted.
+func batchRecords(b []byte) int64 {
+	const lengthAt, magicAt, countAt = 8, 16, 57
+	var n int64
+	for len(b) >= countAt+4 {
+		size := 12 + int(int32(binary.BigEndian.Uint32(b[lengthAt:])))
+		if b[magicAt] != 2 || size < countAt+4 || size > len(b) {
+			break
+		}
+		n += int64(int32(binary.BigEndian.Uint32(b[countAt:])))
+		b = b[size:]
+	}
+	return n
 }
 
 // clientID reads the client id of a request frame (prefix included).
@@ -367,8 +391,8 @@ func fillResponse(ar *auditReq, frame []byte, h wire.RequestHeader) {
 		return
 	}
 	kr.SetVersion(h.Version)
-	if kmsg.Key(h.Key) == kmsg.Produce && ar.req.Resources != nil {
-		return // summary mode: the partitions came from the request
+	if kmsg.Key(h.Key) == kmsg.Produce && !ar.perRequest {
+		return // a summary takes its partitions from the request alone
 	}
 	if kr.ReadFrom(frame[at:]) != nil {
 		return
@@ -377,15 +401,17 @@ func fillResponse(ar *auditReq, frame []byte, h wire.RequestHeader) {
 	switch resp := kr.(type) {
 	case *kmsg.ProduceResponse:
 		for _, t := range resp.Topics {
-			res := audit.Resource{Type: "Topic", Name: topicName(t.Topic, t.TopicID), Operation: "Write"}
+			name := topicName(t.Topic, t.TopicID)
 			for _, p := range t.Partitions {
-				first := p.BaseOffset
-				if p.ErrorCode != 0 || first < 0 {
-					first = audit.NoOffset
+				part := producedPartition(q, name, p.Partition)
+				part.ErrorCode = p.ErrorCode
+				if p.ErrorCode == 0 && p.BaseOffset >= 0 {
+					part.FirstOffset = p.BaseOffset
+					if part.Records > 0 {
+						part.LastOffset = p.BaseOffset + part.Records - 1
+					}
 				}
-				res.Partitions = append(res.Partitions, audit.Partition{Partition: p.Partition, ErrorCode: p.ErrorCode, FirstOffset: first, LastOffset: audit.NoOffset, Committed: audit.NoOffset})
 			}
-			q.Resources = append(q.Resources, res)
 		}
 	case *kmsg.FetchResponse:
 		q.ErrorCode = resp.ErrorCode
@@ -478,6 +504,24 @@ func fillResponse(ar *auditReq, frame []byte, h wire.RequestHeader) {
 		}
 		q.Resources = append(q.Resources, res)
 	}
+}
+
+// producedPartition returns the partition of q's resources the request
+// named, added when the request could not be scanned (a body streamed
+// upstream as it was read).
+func producedPartition(q *audit.Request, topic string, partition int32) *audit.Partition {
+	i := slices.IndexFunc(q.Resources, func(r audit.Resource) bool { return r.Name == topic })
+	if i < 0 {
+		q.Resources = append(q.Resources, audit.Resource{Type: "Topic", Name: topic, Operation: "Write"})
+		i = len(q.Resources) - 1
+	}
+	res := &q.Resources[i]
+	j := slices.IndexFunc(res.Partitions, func(p audit.Partition) bool { return p.Partition == partition })
+	if j < 0 {
+		res.Partitions = append(res.Partitions, audit.Partition{Partition: partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset})
+		j = len(res.Partitions) - 1
+	}
+	return &res.Partitions[j]
 }
 
 // commitOffsets are the offsets an OffsetCommit asked for, by topic and

@@ -48,6 +48,9 @@ type auditEvent struct {
 			Partition int32  `json:"partition"`
 			ErrorCode int16  `json:"error_code"`
 			First     *int64 `json:"first_offset"`
+			Last      *int64 `json:"last_offset"`
+			Records   int64  `json:"records"`
+			Bytes     int64  `json:"bytes"`
 			Committed *int64 `json:"committed_offset"`
 		} `json:"partitions"`
 	} `json:"resources"`
@@ -239,7 +242,11 @@ func testAuditSession(t *testing.T, mode config.Ordering, topology config.Topolo
 				t.Errorf("produce: %+v", e)
 				continue
 			}
-			offsets = append(offsets, *e.Resources[0].Partitions[0].First)
+			part := e.Resources[0].Partitions[0]
+			if part.Records != 1 || part.Bytes == 0 || part.Last == nil || *part.Last != *part.First {
+				t.Errorf("produce of one record: %+v", part)
+			}
+			offsets = append(offsets, *part.First)
 		case e.APIKey == "Fetch":
 			fetches++
 		case e.APIKey == "OffsetCommit":
@@ -457,7 +464,7 @@ func TestAuditStopFlushes(t *testing.T) {
 
 // TestAuditSummary: in summary mode (the default) the data path is one
 // event per connection, recorded at its close: the produces counted per
-// partition, without offsets, and the offset committed; an administrative
+// partition with their records and bytes, without offsets; an administrative
 // request is still recorded on its own.
 func TestAuditSummary(t *testing.T) {
 	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
@@ -484,7 +491,7 @@ func TestAuditSummary(t *testing.T) {
 				t.Fatal(err)
 			}
 			cl.Close()
-			var requests, creates, summaries int64
+			var requests, records, creates, summaries int64
 			for _, e := range stop() {
 				switch e.Type {
 				case "io.inorder.audit.summary":
@@ -499,6 +506,11 @@ func TestAuditSummary(t *testing.T) {
 						requests += r.Requests
 						if len(r.Partitions) != 1 || r.Partitions[0].Partition != 0 || r.Partitions[0].First != nil {
 							t.Errorf("produce summary: %+v", r)
+							continue
+						}
+						records += r.Partitions[0].Records
+						if r.Partitions[0].Bytes == 0 {
+							t.Errorf("produce summary without bytes: %+v", r)
 						}
 					}
 				case "io.inorder.audit.request":
@@ -508,8 +520,8 @@ func TestAuditSummary(t *testing.T) {
 					creates++
 				}
 			}
-			if requests != produced || creates != 1 || summaries < 1 {
-				t.Errorf("produces summarised %d, creates %d, summaries %d; want %d, 1, >=1", requests, creates, summaries, produced)
+			if requests != produced || records != produced || creates != 1 || summaries < 1 {
+				t.Errorf("produces summarised %d with %d records, creates %d, summaries %d; want %d, %d, 1, >=1", requests, records, creates, summaries, produced, produced)
 			}
 		})
 	}
