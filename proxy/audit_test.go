@@ -20,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/inorder-proxy/inorder/audit"
+	"github.com/inorder-proxy/inorder/authn"
+	"github.com/inorder-proxy/inorder/clientauth"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/metrics"
@@ -527,14 +529,25 @@ func TestAuditSummary(t *testing.T) {
 	}
 }
 
-// recorded is a Recorder that keeps the requests it is given.
+// recorded is a Recorder that keeps what it is given.
 type recorded struct {
-	mu   sync.Mutex
-	reqs []audit.Request
+	mu    sync.Mutex
+	reqs  []audit.Request
+	opens []audit.ConnInfo
+	auths []audit.Authentication
 }
 
-func (r *recorded) Open(audit.ConnInfo) *audit.Conn { return &audit.Conn{} }
-func (r *recorded) Authentication(context.Context, *audit.Conn, *audit.Authentication) error {
+func (r *recorded) Open(info audit.ConnInfo) *audit.Conn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.opens = append(r.opens, info)
+	return &audit.Conn{}
+}
+
+func (r *recorded) Authentication(_ context.Context, _ *audit.Conn, a *audit.Authentication) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.auths = append(r.auths, *a)
 	return nil
 }
 func (r *recorded) Wants(int16, audit.Decision) bool         { return true }
@@ -569,5 +582,48 @@ func TestAuditDenied(t *testing.T) {
 	if q.APIKey != int16(kmsg.CreateTopics) || q.APIVersion != 4 || q.ClientID != "denied-client" || q.Decision != audit.Deny || q.ErrorCode != code ||
 		len(q.Resources) != 1 || q.Resources[0].Decision != audit.Deny || q.Resources[0].Name != "secret-plans" {
 		t.Fatalf("denied request recorded as %+v", q)
+	}
+}
+
+// TestAuditCertificatePrincipal: a client certificate's principal is the
+// connection's from its open, recorded as a TLS authentication with the
+// certificate's subject.
+func TestAuditCertificatePrincipal(t *testing.T) {
+	k := newPKI(t)
+	kc := newCluster(t, kfake.SeedTopics(1, "t"))
+	cert, key := k.files(t, "proxy", "127.0.0.1")
+	mapper, err := authn.ParsePrincipalMappingRules(`RULE:^CN=([^,]*)(,.*)?$/$1/U`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorded{}
+	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), func(c *config.Config) {
+		c.TLSCert, c.TLSKey, c.TLSClientCA = cert, key, k.caFile
+	}, proxy.WithClientAuth(clientauth.New(clientauth.Config{CertPrincipal: mapper.Principal})), proxy.WithRecorder(rec))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DialTLSConfig(k.tlsConfig(t, "alice")), kgo.DefaultProduceTopic("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(testContext(t, 20*time.Second), &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.opens) == 0 || len(rec.auths) != len(rec.opens) {
+		t.Fatalf("%d connections opened, %d authentications; want one each", len(rec.opens), len(rec.auths))
+	}
+	for i, o := range rec.opens {
+		if o.Principal != "User:ALICE" || !strings.Contains(o.TLSSubject, "CN=alice") || o.ClientAddress == "" || o.ID == 0 {
+			t.Errorf("connection %d opened as %+v", i, o)
+		}
+	}
+	for _, a := range rec.auths {
+		if a.Mechanism != "TLS" || a.APIKey != audit.NoAPIKey || a.Principal != "User:ALICE" || a.Reason != "" {
+			t.Errorf("authentication %+v", a)
+		}
+	}
+	if len(rec.reqs) == 0 {
+		t.Error("no request recorded")
 	}
 }
