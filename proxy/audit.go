@@ -337,9 +337,24 @@ func (c *conn) auditSASL(h wire.RequestHeader, frame []byte, v clientauth.Verdic
 		c.aud.exchanging = true
 	case keySaslAuthenticate:
 	default:
+		// Any other request the client authentication refuses (before
+		// authentication, after a session ended) is denied for who the
+		// client is not yet, or no longer.
+		if (v.Action == clientauth.Close || v.Action == clientauth.AnswerThenClose) && v.Err != nil {
+			c.auditDenied(h, frame, refusalCode(v.Err))
+		}
 		return
 	}
 	c.auditVerdict(h.Key, h.Version, v)
+}
+
+// refusalCode is the Kafka error a refusal of the client authentication
+// stands for.
+func refusalCode(err error) int16 {
+	if errors.Is(err, clientauth.ErrIllegalState) {
+		return kerr.IllegalSaslState.Code
+	}
+	return kerr.SaslAuthenticationFailed.Code
 }
 
 // auditVerdict records a verdict that ends an exchange.
@@ -353,10 +368,7 @@ func (c *conn) auditVerdict(key, version int16, v clientauth.Verdict) {
 		// clientauth's errors name the mechanism and the reason,
 		// never a secret.
 		a.Reason = v.Err.Error()
-		a.ErrorCode = kerr.SaslAuthenticationFailed.Code
-		if errors.Is(v.Err, clientauth.ErrIllegalState) {
-			a.ErrorCode = kerr.IllegalSaslState.Code
-		}
+		a.ErrorCode = refusalCode(v.Err)
 	case clientauth.Answer:
 		if !c.aud.exchanging || c.principal() == "" {
 			return

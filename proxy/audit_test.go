@@ -627,3 +627,25 @@ func TestAuditCertificatePrincipal(t *testing.T) {
 		t.Error("no request recorded")
 	}
 }
+
+// TestAuditRefusedBeforeAuthentication: a request the client
+// authentication refuses before the client authenticated is recorded as
+// denied with ILLEGAL_SASL_STATE.
+func TestAuditRefusedBeforeAuthentication(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1))
+	rec := &recorded{}
+	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), nil, proxy.WithClientAuth(authGate(t, nil, 0, false)), proxy.WithRecorder(rec))
+	c := dialAuth(t, p.Addr())
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 9
+	c.send(md)
+	c.waitClosed()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.reqs) != 1 {
+		t.Fatalf("%d requests recorded, want the refused one", len(rec.reqs))
+	}
+	if q := rec.reqs[0]; q.APIKey != int16(kmsg.Metadata) || q.Decision != audit.Deny || q.ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("refused request recorded as %+v", q)
+	}
+}
