@@ -32,6 +32,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,11 +74,12 @@ type proxyAudit struct {
 // connAudit is a connection's audit state.
 type connAudit struct {
 	a *audit.Conn // nil: not audited
-	// mech is the mechanism of the client's last SaslHandshake and
-	// exchanging says an exchange is under way since it; client reader
-	// only.
+	// mech is the mechanism of the client's last SaslHandshake,
+	// exchanging says an exchange is under way since it, and rounds counts
+	// its SaslAuthenticate answers; client reader only.
 	mech       string
 	exchanging bool
+	rounds     int
 	scan       wire.ProduceScan // client reader only
 
 	// mu guards queued: requests answered on a goroutine other clients
@@ -334,8 +336,15 @@ func (c *conn) auditSASL(h wire.RequestHeader, frame []byte, v clientauth.Verdic
 		if h.Body <= len(frame) && req.ReadFrom(frame[h.Body:]) == nil {
 			c.aud.mech = req.Mechanism
 		}
-		c.aud.exchanging = true
+		c.aud.exchanging, c.aud.rounds = true, 0
+		if v.Action == clientauth.Answer || v.Action == clientauth.AnswerThenTokens {
+			return // the exchange begins; a refused mechanism ends it
+		}
 	case keySaslAuthenticate:
+		c.aud.rounds++
+		if v.Action == clientauth.Answer && c.aud.rounds < exchangeRounds(c.aud.mech) {
+			return // a challenge: the exchange goes on
+		}
 	default:
 		// Any other request the client authentication refuses (before
 		// authentication, after a session ended) is denied for who the
@@ -355,6 +364,18 @@ func refusalCode(err error) int16 {
 		return kerr.IllegalSaslState.Code
 	}
 	return kerr.SaslAuthenticationFailed.Code
+}
+
+// exchangeRounds is how many SaslAuthenticate requests a successful
+// exchange of the mechanism takes: SCRAM's client-first and client-final
+// messages, one for the others. A session that re-authenticates keeps its
+// principal throughout, so the principal alone cannot say that an
+// exchange ended.
+func exchangeRounds(mech string) int {
+	if strings.HasPrefix(mech, "SCRAM-") {
+		return 2
+	}
+	return 1
 }
 
 // auditVerdict records a verdict that ends an exchange.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -647,5 +648,29 @@ func TestAuditRefusedBeforeAuthentication(t *testing.T) {
 	}
 	if q := rec.reqs[0]; q.APIKey != int16(kmsg.Metadata) || q.Decision != audit.Deny || q.ErrorCode != kerr.IllegalSaslState.Code {
 		t.Fatalf("refused request recorded as %+v", q)
+	}
+}
+
+// TestAuditReauthentication: each SCRAM exchange on a connection, the
+// first and a re-authentication, is one successful authentication,
+// recorded when the exchange ends, not at its first round.
+func TestAuditReauthentication(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1))
+	rec := &recorded{}
+	// Re-authentication is offered only with a session lifetime (KIP-368).
+	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), nil, proxy.WithClientAuth(authGate(t, nil, time.Hour, false)), proxy.WithRecorder(rec))
+	c := dialAuth(t, p.Addr())
+	mech := scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()
+	for round := 1; round <= 2; round++ {
+		c.scramLogin(mech)
+		rec.mu.Lock()
+		auths := slices.Clone(rec.auths)
+		rec.mu.Unlock()
+		if len(auths) != round {
+			t.Fatalf("after %d logins, %d authentications recorded: %+v", round, len(auths), auths)
+		}
+		if a := auths[round-1]; a.Principal != "User:alice" || a.Mechanism != "SCRAM-SHA-512" || a.Reason != "" || a.APIKey != int16(kmsg.SASLAuthenticate) {
+			t.Fatalf("login %d recorded as %+v", round, a)
+		}
 	}
 }
