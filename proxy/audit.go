@@ -218,6 +218,10 @@ func (c *conn) auditRead(r *request) {
 		// Its topics are read from neither the request nor the response,
 		// which is the largest the proxy carries: the event says who
 		// fetched, when, and the outcome when the response was read whole.
+		// A summary, made of resources, has nothing to take from it.
+		if c.cfg.AuditDataPath != config.AuditDataPathRequest {
+			return
+		}
 	case whole:
 		kr := kmsg.RequestForKey(r.hdr.Key)
 		if kr != nil {
