@@ -149,8 +149,9 @@ type conn struct {
 	// sequenced, constant after.
 	corrBase uint32
 	sasl     saslState
-	auth     connAuth  // client authentication at the proxy (clientauth.go)
-	aud      connAudit // the audit trail (audit.go)
+	auth     connAuth // client authentication at the proxy (clientauth.go)
+
+	aud connAudit // the audit trail (audit.go)
 
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).

@@ -51,10 +51,12 @@ type request struct {
 	// (single_gather.go); nil in the others.
 	split *splitState
 
-	noResp    bool      // the client expects no response (acks=0)
-	forcedAck bool      // acks=0 forwarded as acks=1 to learn when it is accepted
-	failed    error     // the upstream rejected a forced-ack produce
-	aud       *auditReq // what its audit event needs; nil when not audited
+	noResp    bool  // the client expects no response (acks=0)
+	forcedAck bool  // acks=0 forwarded as acks=1 to learn when it is accepted
+	failed    error // the upstream rejected a forced-ack produce
+
+	// aud is what its audit event needs; nil when not audited.
+	aud *auditReq
 
 	// Memory held in the process budget (limits.go), released by free or,
 	// for the frame, once it is written upstream.
