@@ -27,8 +27,9 @@ func newMetrics(cfg config.Config) *metrics.Metrics {
 
 // startAdmin serves the admin endpoint when configured and returns the
 // function that stops it; the caller stops it after the proxy has drained,
-// so that /readyz answers 503 throughout the drain.
-func startAdmin(cfg config.Config, p *proxy.Proxy, log *slog.Logger, out io.Writer) (stop func(), err error) {
+// so that /readyz answers 503 throughout the drain. ready is what /readyz
+// reports: the proxy's readiness and the audit trail's health.
+func startAdmin(cfg config.Config, p *proxy.Proxy, ready func() error, log *slog.Logger, out io.Writer) (stop func(), err error) {
 	if cfg.AdminListen == "" {
 		return func() {}, nil
 	}
@@ -36,7 +37,7 @@ func startAdmin(cfg config.Config, p *proxy.Proxy, log *slog.Logger, out io.Writ
 		Listen:  cfg.AdminListen,
 		Pprof:   cfg.AdminPprof,
 		Metrics: p.Metrics(),
-		Ready:   p.Ready,
+		Ready:   ready,
 		Log:     log,
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/devcluster"
+	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/proxy"
 )
 
@@ -84,7 +86,7 @@ partition keeps at most --retention-bytes and nothing older than
 		cfg, err := config.Resolve(fs, devDefault(), func(cfg *config.Config) error {
 			_, err := devPorts(*cfg, *brokers)
 			return err
-		}, refuseAudit)
+		})
 		if err != nil {
 			return usage(err)
 		}
@@ -164,8 +166,16 @@ partition keeps at most --retention-bytes and nothing older than
 			kc.Close()
 			return err
 		}
-		p, err := proxy.New(cfg, log, append(append(auth.options(), guard.options()...), proxy.WithListener(ln), proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(m))...)
+		b := budget.New(cfg.Memory())
+		trail, err := newAudit(cfg, b, m, log)
 		if err != nil {
+			kc.Close()
+			return err
+		}
+		opts := append(append(auth.options(), guard.options()...), proxy.WithListener(ln), proxy.WithVersions(kc.Versions), proxy.WithFixup(devcluster.Fixup{}), proxy.WithMetrics(m), proxy.WithBudget(b))
+		p, err := proxy.New(cfg, log, append(opts, trail.options()...)...)
+		if err != nil {
+			trail.shutdown(context.Background(), log)
 			kc.Close()
 			return err
 		}
@@ -175,7 +185,7 @@ partition keeps at most --retention-bytes and nothing older than
 		fmt.Fprintf(c.OutOrStdout(), "inorder: embedded broker at %s (direct, bypassing the proxy: for comparisons only)\n",
 			strings.Join(kc.ListenAddrs(), ","))
 		adminListen := cfg.AdminListen
-		s, err := runProxy(ctx, p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: devDefault(), level: level, hooks: append(auth.hooks(), guard.hooks()...),
+		s, err := runProxy(ctx, p, trail, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: devDefault(), level: level, hooks: append(auth.hooks(), guard.hooks()...),
 			adjust: func(next *config.Config) {
 				next.Upstreams = kc.ListenAddrs()
 				next.AdminListen = adminListen

@@ -72,7 +72,7 @@ func logStopped(log *slog.Logger, s stopped, extra ...any) {
 // grace period. The proxy accepts clients before anything slow starts, so
 // a stop at any moment drains what the listener took in, and readiness
 // says ready only once it accepts and an upstream answered.
-func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.Logger, out io.Writer, src reloadSource) (_ stopped, err error) {
+func runProxy(ctx context.Context, p *proxy.Proxy, trail auditTrail, cfg config.Config, log *slog.Logger, out io.Writer, src reloadSource) (_ stopped, err error) {
 	report, err := openReport(cfg)
 	if err != nil {
 		p.Close()
@@ -80,12 +80,14 @@ func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.
 	}
 	defer func() { err = finishVerify(p, cfg, report, log, err) }()
 	if err := p.Start(); err != nil {
+		trail.shutdown(context.Background(), log)
 		return stopped{}, err
 	}
 	log.Info("accepting clients", "listen", p.Addr())
-	stopAdmin, err := startAdmin(cfg, p, log, out)
+	stopAdmin, err := startAdmin(cfg, p, trail.ready(p.Ready), log, out)
 	if err != nil {
 		p.Close()
+		trail.shutdown(context.Background(), log)
 		return stopped{}, err
 	}
 	defer stopAdmin()
@@ -105,14 +107,14 @@ func runProxy(ctx context.Context, p *proxy.Proxy, cfg config.Config, log *slog.
 	retrying, err := discoverAtStart(ctx, p, cfg, log)
 	defer func() { <-retrying }()
 	if err != nil {
-		drain(p, rl.current().ShutdownGrace, log)
+		drain(p, trail, rl.current().ShutdownGrace, log)
 		return stopped{}, err
 	}
 	if ctx.Err() == nil {
 		fmt.Fprintf(out, "inorder: clients connect to %s\n", p.Addr())
 	}
 	<-ctx.Done()
-	return drain(p, rl.current().ShutdownGrace, log), nil
+	return drain(p, trail, rl.current().ShutdownGrace, log), nil
 }
 
 // Discovery retries after a start-up that reached no upstream: the first
@@ -185,8 +187,9 @@ func discoverOnce(ctx context.Context, p *proxy.Proxy, cfg config.Config) error 
 
 // drain stops the proxy: readiness turns false, the listeners close, and
 // open connections deliver what is in flight within grace; then what is
-// left is closed.
-func drain(p *proxy.Proxy, grace time.Duration, log *slog.Logger) stopped {
+// left is closed, and the audit trail writes what its queue holds within
+// the same grace.
+func drain(p *proxy.Proxy, trail auditTrail, grace time.Duration, log *slog.Logger) stopped {
 	log.Info("shutting down", "grace", grace)
 	start := time.Now()
 	s := stopped{conns: p.Stats().Conns, drained: true}
@@ -196,6 +199,7 @@ func drain(p *proxy.Proxy, grace time.Duration, log *slog.Logger) stopped {
 		s.drained = false
 		log.Warn("grace period over; closed remaining connections", "err", err)
 	}
+	trail.shutdown(sctx, log)
 	s.took = time.Since(start)
 	return s
 }

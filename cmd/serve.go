@@ -1,9 +1,12 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/proxy"
 )
 
@@ -23,7 +26,7 @@ rewritten to those listeners.`,
 	fs.String(config.FlagConfig, "", "YAML file with the same keys as the flags")
 	config.BindFlags(fs, &cfg)
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		cfg, err := config.Resolve(c.Flags(), config.Default(), refuseAudit)
+		cfg, err := config.Resolve(c.Flags(), config.Default())
 		if err != nil {
 			return usage(err)
 		}
@@ -39,14 +42,20 @@ rewritten to those listeners.`,
 		if err != nil {
 			return err
 		}
-		opts := append(append(auth.options(), guard.options()...), proxy.WithMetrics(m))
-		p, err := proxy.New(cfg, log, opts...)
+		b := budget.New(cfg.Memory())
+		trail, err := newAudit(cfg, b, m, log)
 		if err != nil {
+			return err
+		}
+		opts := append(append(auth.options(), guard.options()...), proxy.WithMetrics(m), proxy.WithBudget(b))
+		p, err := proxy.New(cfg, log, append(opts, trail.options()...)...)
+		if err != nil {
+			trail.shutdown(context.Background(), log)
 			return err
 		}
 		defer auth.watch(c.Context())()
 		defer guard.watch(c.Context())()
-		s, err := runProxy(c.Context(), p, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: config.Default(), level: level, hooks: append(auth.hooks(), guard.hooks()...)})
+		s, err := runProxy(c.Context(), p, trail, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: config.Default(), level: level, hooks: append(auth.hooks(), guard.hooks()...)})
 		if err == nil {
 			logStopped(log, s)
 		}

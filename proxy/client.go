@@ -60,6 +60,7 @@ func (c *conn) readClient() error {
 			return err
 		}
 		c.requestRead(r)
+		c.auditRead(r)
 		// Only an answered request can go unread (unread.go); the
 		// next is likely of the same kind.
 		peekNext := r.stream > 0 && !r.noResp

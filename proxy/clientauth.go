@@ -133,6 +133,7 @@ func (c *conn) screenAuth(r *request) error {
 		frame = r.frame.B
 	}
 	v := c.auth.s.Request(r.hdr, frame)
+	c.auditSASL(r.hdr, frame, v)
 	switch v.Action {
 	case clientauth.Pass:
 		return nil
@@ -201,6 +202,7 @@ func (c *conn) authTokens() error {
 			return fmt.Errorf("%w: client SASL token: %v", ErrBadRequest, err)
 		}
 		v := c.auth.s.Token(tok[4:])
+		c.auditToken(v)
 		if len(v.Response) > 0 {
 			c.beginWrite()
 			_, err = c.client.Write(v.Response)

@@ -156,6 +156,8 @@ type conn struct {
 	deniedAfter error
 	authzConn   authz.Conn // client reader only
 
+	aud connAudit // the audit trail (audit.go)
+
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).
 	lim   connLimits
@@ -194,6 +196,7 @@ func (c *conn) serve() {
 	defer c.p.wg.Done()
 	err := c.p.handshake(c.p.ctx, c.client)
 	if err == nil {
+		c.auditOpen()
 		c.routeByName()
 		err = c.connect()
 	}
@@ -203,6 +206,7 @@ func (c *conn) serve() {
 	}
 	c.die(err)
 	c.wg.Wait()
+	c.auditClose()
 	c.closeClient()
 	c.release()
 	c.releaseQuota()

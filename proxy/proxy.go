@@ -87,6 +87,7 @@ type Proxy struct {
 	connCaps *quota.Conns
 	// authz enforces ACLs; nil: nothing is checked.
 	authz Authorizer
+	aud   proxyAudit // the audit trail's seam (audit.go)
 
 	listenHost string
 	advHost    string

@@ -65,6 +65,8 @@ type request struct {
 	// fix completes the answer as the request's authorization asks
 	// (authz.go); nil: the answer goes as the upstream gave it.
 	fix *authz.Fix
+	// aud is what its audit event needs; nil when not audited.
+	aud *auditReq
 
 	// Memory held in the process budget (limits.go), released by free or,
 	// for the frame, once it is written upstream.

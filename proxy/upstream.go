@@ -352,6 +352,7 @@ func (c *conn) deliver() error {
 		clear(c.outBufs)
 		if err == nil {
 			c.delivered(c.ready)
+			c.auditDelivered(c.ready)
 		}
 		c.mu.Lock()
 		c.seq.Free(held)

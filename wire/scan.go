@@ -37,6 +37,10 @@ type Partition struct {
 	Topic     []byte
 	TopicID   [16]byte
 	Partition int32
+	// Records are the partition's record batches in a Produce request,
+	// aliasing the scanned body (nil when null); the commit scanner
+	// leaves it nil.
+	Records []byte
 }
 
 // ProduceScan walks the topic-partitions of a Produce request body. The zero
@@ -76,7 +80,7 @@ func (s *ProduceScan) Next() (Partition, bool) {
 		return Partition{}, false
 	}
 	s.cur.Partition = s.r.Int32()
-	skipNullableBytes(&s.r, s.flexible) // records
+	s.cur.Records = spanNullableBytes(&s.r, s.flexible)
 	return s.endPartition()
 }
 
@@ -494,6 +498,21 @@ func skipNullableBytes(r *kbin.Reader, flexible bool) {
 	if l >= 0 {
 		r.Span(l)
 	}
+}
+
+// spanNullableBytes reads nullable bytes as skipNullableBytes skips them,
+// returning them (aliasing r's source); nil when null.
+func spanNullableBytes(r *kbin.Reader, flexible bool) []byte {
+	var l int
+	if flexible {
+		l = int(r.Uvarint()) - 1
+	} else {
+		l = int(r.Int32())
+	}
+	if l < 0 {
+		return nil
+	}
+	return r.Span(l)
 }
 
 // bad marks r as failed, as kbin does on a short read.

@@ -1,0 +1,611 @@
+package proxy
+
+// The audit trail's side in the connection: the proxy calls the
+// audit.Recorder seam and knows nothing of events, queues or sinks.
+//
+// Where each call runs, so that a full queue in block mode holds back
+// exactly the client whose event waits, and never another client:
+//
+//   - Open, the SASL and TLS Authentication events, denied requests and
+//     Close run on the client reader.
+//   - Request runs where the client's response was delivered in order
+//     (deliver): the client reader or the connection's own upstream
+//     reader, both this client's alone; while it waits, this client's
+//     responses stop, its in-flight window fills and its reader stops.
+//     In the single topology a response may be delivered by a goroutine
+//     that serves other clients too, so there the event is handed to the
+//     client reader, which records it before it reads the next request
+//     (and at the close).
+//
+// What a request's event holds is read from the request on the client
+// reader (its frame is gone once written upstream) and from the response
+// at delivery. The data path stays cheap in summary mode: a Produce's
+// partitions, records and bytes come from the scan the proxy already knows
+// (wire.ProduceScan, and the record batches' headers) and its response is
+// not decoded, so a summary has no Produce offsets; per-request auditing
+// decodes the Produce response for the offsets and errors.
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/audit"
+	"github.com/inorder-proxy/inorder/clientauth"
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/budget"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// WithRecorder makes the proxy record its clients' connections,
+// authentications and requests into r. Without it (or with nil) nothing is
+// recorded and each request pays one nil check.
+func WithRecorder(r audit.Recorder) Option {
+	return func(p *Proxy) { p.aud.rec = r }
+}
+
+// WithBudget makes the proxy hold its memory in b rather than in a budget
+// of its own sized by the configuration, so that what else the process
+// keeps (the audit trail's queue) is within the same bound.
+func WithBudget(b *budget.Budget) Option {
+	return func(p *Proxy) {
+		if b != nil {
+			p.budget = b
+		}
+	}
+}
+
+// proxyAudit is the proxy's audit state.
+type proxyAudit struct {
+	rec audit.Recorder
+	ids atomic.Uint64 // connection numbers, so that a summary joins its requests
+}
+
+// connAudit is a connection's audit state.
+type connAudit struct {
+	a *audit.Conn // nil: not audited
+	// mech is the mechanism of the client's last SaslHandshake,
+	// exchanging says an exchange is under way since it, and rounds counts
+	// its SaslAuthenticate answers; client reader only.
+	mech       string
+	exchanging bool
+	rounds     int
+	scan       wire.ProduceScan // client reader only
+
+	// mu guards queued: requests answered on a goroutine other clients
+	// share, waiting for the client reader to record them.
+	mu     sync.Mutex
+	queued []*audit.Request
+}
+
+// auditReq is what a request's event needs from the request, taken on the
+// client reader before its frame goes.
+type auditReq struct {
+	req  audit.Request
+	kreq kmsg.Request // decoded: administrative requests, commits, EndTxn
+	// perRequest: the data path is recorded request by request, so a
+	// Produce's response is decoded for its offsets.
+	perRequest bool
+}
+
+// auditCtx is the context of a connection's recording: it ends when the
+// connection dies, so that an event waiting for room in the queue gives
+// up (counted by the queue) rather than outlive its connection.
+type auditCtx struct {
+	context.Context
+	halt <-chan struct{}
+}
+
+func (a auditCtx) Done() <-chan struct{} { return a.halt }
+
+func (a auditCtx) Err() error {
+	select {
+	case <-a.halt:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+func (c *conn) auditContext() context.Context {
+	return auditCtx{Context: context.Background(), halt: c.halt}
+}
+
+// auditOpen starts the connection's audit once its TLS handshake is done;
+// client reader. A client certificate that names a principal is recorded
+// as an authentication of its own.
+func (c *conn) auditOpen() {
+	rec := c.p.aud.rec
+	if rec == nil {
+		return
+	}
+	info := audit.ConnInfo{ID: c.p.aud.ids.Add(1), Listener: c.listenerName(), ClientAddress: c.client.RemoteAddr().String()}
+	var cs *tls.ConnectionState
+	if tc, ok := c.client.(*tls.Conn); ok {
+		st := tc.ConnectionState()
+		cs = &st
+		if len(st.PeerCertificates) > 0 {
+			info.TLSSubject = st.PeerCertificates[0].Subject.String()
+		}
+	}
+	if c.p.clientAuth != nil && c.auth.s == nil {
+		// The session screen would open at the first request, opened
+		// now: a client certificate's principal is known from the
+		// handshake on.
+		c.auth.s = c.p.clientAuth.Open(cs)
+	}
+	if info.TLSSubject != "" {
+		info.Principal = c.principal()
+	}
+	c.aud.a = rec.Open(info)
+	if info.Principal != "" {
+		_ = rec.Authentication(c.auditContext(), c.aud.a, &audit.Authentication{Mechanism: "TLS", APIKey: audit.NoAPIKey, Principal: info.Principal})
+	}
+}
+
+// listenerName names the listener the connection came in on.
+func (c *conn) listenerName() string {
+	switch {
+	case c.one != nil:
+		return "single"
+	case c.p.nodes.names != nil:
+		return "sni"
+	case c.node < 0:
+		return "bootstrap"
+	}
+	return "node"
+}
+
+// auditClose records what waits and ends the connection's audit, once
+// every response was delivered; on the connection's goroutine, its
+// reader's. The connection is dead by then, so the wait for room is
+// bounded by a context of its own.
+func (c *conn) auditClose() {
+	if c.aud.a == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lingerTimeout)
+	defer cancel()
+	c.auditQueued(ctx)
+	_ = c.p.aud.rec.Close(ctx, c.aud.a)
+}
+
+// auditQueued records the requests answered on a shared goroutine; client
+// reader.
+func (c *conn) auditQueued(ctx context.Context) {
+	c.aud.mu.Lock()
+	q := c.aud.queued
+	c.aud.queued = nil
+	c.aud.mu.Unlock()
+	for _, r := range q {
+		_ = c.p.aud.rec.Request(ctx, c.aud.a, r)
+	}
+}
+
+// auditRead takes from r, before it is submitted, what its event needs;
+// client reader. A request the proxy answers itself (SASL) is recorded as
+// an authentication instead.
+func (c *conn) auditRead(r *request) {
+	if c.aud.a == nil {
+		return
+	}
+	if c.one != nil {
+		c.auditQueued(c.auditContext())
+	}
+	if r.local != nil || r.frame == nil || !c.p.aud.rec.Wants(r.hdr.Key, audit.Allow) {
+		return
+	}
+	frame := r.frame.B
+	ar := &auditReq{req: audit.Request{APIKey: r.hdr.Key, APIVersion: r.hdr.Version, ClientID: clientID(frame)}}
+	whole := r.stream == 0 && r.hdr.Body <= len(frame)
+	switch key := kmsg.Key(r.hdr.Key); {
+	case key == kmsg.Produce:
+		ar.perRequest = c.cfg.AuditDataPath == config.AuditDataPathRequest
+		if whole {
+			ar.req.Resources = c.produceResources(frame[r.hdr.Body:], r.hdr.Version)
+		}
+	case key == kmsg.Fetch:
+		// Its topics are read from neither the request nor the response,
+		// which is the largest the proxy carries: the event says who
+		// fetched, when, and the outcome when the response was read whole.
+		// A summary, made of resources, has nothing to take from it.
+		if c.cfg.AuditDataPath != config.AuditDataPathRequest {
+			return
+		}
+	case whole:
+		kr := kmsg.RequestForKey(r.hdr.Key)
+		if kr != nil {
+			kr.SetVersion(r.hdr.Version)
+			if kr.ReadFrom(frame[r.hdr.Body:]) == nil {
+				ar.kreq = kr
+			}
+		}
+	}
+	r.aud = ar
+}
+
+// produceResources are a Produce's topics and partitions, with their
+// records and bytes, from the scan the data path already uses: only the
+// record batches' headers are read.
+func (c *conn) produceResources(body []byte, version int16) []audit.Resource {
+	s := &c.aud.scan
+	if s.Reset(body, version) != nil {
+		return nil
+	}
+	var out []audit.Resource
+	for p, ok := s.Next(); ok; p, ok = s.Next() {
+		name := topicName(string(p.Topic), p.TopicID)
+		if len(out) == 0 || out[len(out)-1].Name != name {
+			out = append(out, audit.Resource{Type: "Topic", Name: name, Operation: "Write"})
+		}
+		last := &out[len(out)-1]
+		last.Partitions = append(last.Partitions, audit.Partition{Partition: p.Partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset,
+			Records: batchRecords(p.Records), Bytes: int64(len(p.Records))})
+	}
+	return out
+}
+
+// batchRecords counts the records of a partition's record batches from
+// their headers (v2, magic 2: numRecords at byte 57 of each batch);
+// zero for the legacy message sets, whose records are not counted.
+func batchRecords(b []byte) int64 {
+	const lengthAt, magicAt, countAt = 8, 16, 57
+	var n int64
+	for len(b) >= countAt+4 {
+		size := 12 + int(int32(binary.BigEndian.Uint32(b[lengthAt:])))
+		if b[magicAt] != 2 || size < countAt+4 || size > len(b) {
+			break
+		}
+		n += int64(int32(binary.BigEndian.Uint32(b[countAt:])))
+		b = b[size:]
+	}
+	return n
+}
+
+// auditDelivered records the requests whose responses were just written
+// to the client; see the top of this file for the goroutine.
+func (c *conn) auditDelivered(rs []*request) {
+	if c.aud.a == nil {
+		return
+	}
+	now := time.Now()
+	for _, r := range rs {
+		ar := r.aud
+		if ar == nil {
+			continue
+		}
+		r.aud = nil
+		ar.req.Time = now
+		if r.resp != nil && r.resp != noResponse {
+			fillResponse(ar, r.resp.B, r.hdr)
+		}
+		if c.one != nil {
+			c.aud.mu.Lock()
+			c.aud.queued = append(c.aud.queued, &ar.req)
+			c.aud.mu.Unlock()
+			continue
+		}
+		_ = c.p.aud.rec.Request(c.auditContext(), c.aud.a, &ar.req)
+	}
+}
+
+// auditDenied records a request the proxy refused for its principal, with
+// the error code the client gets and the resources refused; client reader,
+// before the refusal is delivered.
+func (c *conn) auditDenied(h wire.RequestHeader, frame []byte, code int16, res ...audit.Resource) {
+	if c.aud.a == nil {
+		return
+	}
+	for i := range res {
+		res[i].Decision = audit.Deny
+	}
+	r := audit.Request{APIKey: h.Key, APIVersion: h.Version, ClientID: clientID(frame), Decision: audit.Deny, ErrorCode: code, Resources: res}
+	_ = c.p.aud.rec.Request(c.auditContext(), c.aud.a, &r)
+}
+
+// auditSASL records the outcome of a SASL request the client
+// authentication decided; client reader. A success is the first answer
+// after a handshake that leaves the session with a principal.
+func (c *conn) auditSASL(h wire.RequestHeader, frame []byte, v clientauth.Verdict) {
+	if c.aud.a == nil {
+		return
+	}
+	switch h.Key {
+	case keySaslHandshake:
+		var req kmsg.SASLHandshakeRequest
+		req.SetVersion(h.Version)
+		if h.Body <= len(frame) && req.ReadFrom(frame[h.Body:]) == nil {
+			c.aud.mech = req.Mechanism
+		}
+		c.aud.exchanging, c.aud.rounds = true, 0
+		if v.Action == clientauth.Answer || v.Action == clientauth.AnswerThenTokens {
+			return // the exchange begins; a refused mechanism ends it
+		}
+	case keySaslAuthenticate:
+		c.aud.rounds++
+		if v.Action == clientauth.Answer && c.aud.rounds < exchangeRounds(c.aud.mech) {
+			return // a challenge: the exchange goes on
+		}
+	default:
+		// Any other request the client authentication refuses (before
+		// authentication, after a session ended) is denied for who the
+		// client is not yet, or no longer.
+		if (v.Action == clientauth.Close || v.Action == clientauth.AnswerThenClose) && v.Err != nil {
+			c.auditDenied(h, frame, refusalCode(v.Err))
+		}
+		return
+	}
+	c.auditVerdict(h.Key, h.Version, v)
+}
+
+// refusalCode is the Kafka error a refusal of the client authentication
+// stands for.
+func refusalCode(err error) int16 {
+	if errors.Is(err, clientauth.ErrIllegalState) {
+		return kerr.IllegalSaslState.Code
+	}
+	return kerr.SaslAuthenticationFailed.Code
+}
+
+// exchangeRounds is how many SaslAuthenticate requests a successful
+// exchange of the mechanism takes: SCRAM's client-first and client-final
+// messages, one for the others. A session that re-authenticates keeps its
+// principal throughout, so the principal alone cannot say that an
+// exchange ended.
+func exchangeRounds(mech string) int {
+	if strings.HasPrefix(mech, "SCRAM-") {
+		return 2
+	}
+	return 1
+}
+
+// auditVerdict records a verdict that ends an exchange.
+func (c *conn) auditVerdict(key, version int16, v clientauth.Verdict) {
+	a := &audit.Authentication{Mechanism: c.aud.mech, APIKey: key, APIVersion: version}
+	switch v.Action {
+	case clientauth.AnswerThenClose, clientauth.Close:
+		if v.Err == nil {
+			return
+		}
+		// clientauth's errors name the mechanism and the reason,
+		// never a secret.
+		a.Reason = v.Err.Error()
+		a.ErrorCode = refusalCode(v.Err)
+	case clientauth.Answer:
+		if !c.aud.exchanging || c.principal() == "" {
+			return
+		}
+		a.Principal = c.principal()
+	default:
+		return
+	}
+	c.aud.exchanging = false
+	_ = c.p.aud.rec.Authentication(c.auditContext(), c.aud.a, a)
+}
+
+// auditToken records the outcome of a raw SASL token (SaslHandshake v0);
+// client reader.
+func (c *conn) auditToken(v clientauth.Verdict) {
+	if c.aud.a == nil {
+		return
+	}
+	c.auditVerdict(keySaslHandshake, 0, v)
+}
+
+// fillResponse completes ar from the response frame the client got: the
+// outcome, and the resources of the request with their errors. A response
+// that does not decode leaves the event with what the request said.
+func fillResponse(ar *auditReq, frame []byte, h wire.RequestHeader) {
+	at, err := wire.ResponseBody(frame, h.ResponseFlexible())
+	if err != nil {
+		return
+	}
+	kr := kmsg.ResponseForKey(h.Key)
+	if kr == nil {
+		return
+	}
+	kr.SetVersion(h.Version)
+	if kmsg.Key(h.Key) == kmsg.Produce && !ar.perRequest {
+		return // a summary takes its partitions from the request alone
+	}
+	if kr.ReadFrom(frame[at:]) != nil {
+		return
+	}
+	q := &ar.req
+	switch resp := kr.(type) {
+	case *kmsg.ProduceResponse:
+		for _, t := range resp.Topics {
+			name := topicName(t.Topic, t.TopicID)
+			for _, p := range t.Partitions {
+				part := producedPartition(q, name, p.Partition)
+				part.ErrorCode = p.ErrorCode
+				if p.ErrorCode == 0 && p.BaseOffset >= 0 {
+					part.FirstOffset = p.BaseOffset
+					if part.Records > 0 {
+						part.LastOffset = p.BaseOffset + part.Records - 1
+					}
+				}
+			}
+		}
+	case *kmsg.FetchResponse:
+		q.ErrorCode = resp.ErrorCode
+	case *kmsg.OffsetCommitResponse:
+		req, _ := ar.kreq.(*kmsg.OffsetCommitRequest)
+		if req != nil {
+			q.Resources = append(q.Resources, audit.Resource{Type: "Group", Name: req.Group, Operation: "Read"})
+		}
+		q.Resources = append(q.Resources, commitTopics(commitOffsets(req), resp.Topics)...)
+	case *kmsg.TxnOffsetCommitResponse:
+		req, _ := ar.kreq.(*kmsg.TxnOffsetCommitRequest)
+		var offsets map[string]map[int32]int64
+		if req != nil {
+			q.Resources = append(q.Resources, audit.Resource{Type: "TransactionalId", Name: req.TransactionalID, Operation: "Write"},
+				audit.Resource{Type: "Group", Name: req.Group, Operation: "Read"})
+			offsets = map[string]map[int32]int64{}
+			for _, t := range req.Topics {
+				m := map[int32]int64{}
+				for _, p := range t.Partitions {
+					m[p.Partition] = p.Offset
+				}
+				offsets[t.Topic] = m
+			}
+		}
+		for _, t := range resp.Topics {
+			res := audit.Resource{Type: "Topic", Name: t.Topic, Operation: "Read"}
+			for _, p := range t.Partitions {
+				res.Partitions = append(res.Partitions, committed(offsets, t.Topic, p.Partition, p.ErrorCode))
+			}
+			q.Resources = append(q.Resources, res)
+		}
+	case *kmsg.EndTxnResponse:
+		q.ErrorCode = resp.ErrorCode
+		if req, _ := ar.kreq.(*kmsg.EndTxnRequest); req != nil {
+			q.Resources = append(q.Resources, audit.Resource{Type: "TransactionalId", Name: req.TransactionalID, Operation: "Write", ErrorCode: resp.ErrorCode})
+		}
+	case *kmsg.CreateTopicsResponse:
+		for _, t := range resp.Topics {
+			q.Resources = append(q.Resources, audit.Resource{Type: "Topic", Name: t.Topic, Operation: "Create", ErrorCode: t.ErrorCode})
+		}
+	case *kmsg.DeleteTopicsResponse:
+		for _, t := range resp.Topics {
+			name := ""
+			if t.Topic != nil {
+				name = *t.Topic
+			}
+			q.Resources = append(q.Resources, audit.Resource{Type: "Topic", Name: name, Operation: "Delete", ErrorCode: t.ErrorCode})
+		}
+	case *kmsg.CreatePartitionsResponse:
+		for _, t := range resp.Topics {
+			q.Resources = append(q.Resources, audit.Resource{Type: "Topic", Name: t.Topic, Operation: "Alter", ErrorCode: t.ErrorCode})
+		}
+	case *kmsg.DeleteRecordsResponse:
+		for _, t := range resp.Topics {
+			res := audit.Resource{Type: "Topic", Name: t.Topic, Operation: "Delete"}
+			for _, p := range t.Partitions {
+				res.Partitions = append(res.Partitions, audit.Partition{Partition: p.Partition, ErrorCode: p.ErrorCode, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset})
+			}
+			q.Resources = append(q.Resources, res)
+		}
+	case *kmsg.DeleteGroupsResponse:
+		for _, g := range resp.Groups {
+			q.Resources = append(q.Resources, audit.Resource{Type: "Group", Name: g.Group, Operation: "Delete", ErrorCode: g.ErrorCode})
+		}
+	case *kmsg.AlterConfigsResponse:
+		for _, r := range resp.Resources {
+			q.Resources = append(q.Resources, audit.Resource{Type: configType(int8(r.ResourceType)), Name: r.ResourceName, Operation: "AlterConfigs", ErrorCode: r.ErrorCode})
+		}
+	case *kmsg.IncrementalAlterConfigsResponse:
+		for _, r := range resp.Resources {
+			q.Resources = append(q.Resources, audit.Resource{Type: configType(int8(r.ResourceType)), Name: r.ResourceName, Operation: "AlterConfigs", ErrorCode: r.ErrorCode})
+		}
+	case *kmsg.DescribeACLsResponse:
+		q.ErrorCode = resp.ErrorCode
+		q.Resources = append(q.Resources, audit.Resource{Type: "Cluster", Name: "kafka-cluster", Operation: "Describe", ErrorCode: resp.ErrorCode})
+	case *kmsg.CreateACLsResponse:
+		res := audit.Resource{Type: "Cluster", Name: "kafka-cluster", Operation: "Alter"}
+		for _, r := range resp.Results {
+			if res.ErrorCode == 0 {
+				res.ErrorCode = r.ErrorCode
+			}
+		}
+		q.Resources = append(q.Resources, res)
+	case *kmsg.DeleteACLsResponse:
+		res := audit.Resource{Type: "Cluster", Name: "kafka-cluster", Operation: "Alter"}
+		for _, r := range resp.Results {
+			if res.ErrorCode == 0 {
+				res.ErrorCode = r.ErrorCode
+			}
+		}
+		q.Resources = append(q.Resources, res)
+	}
+}
+
+// producedPartition returns the partition of q's resources the request
+// named, added when the request could not be scanned (a body streamed
+// upstream as it was read).
+func producedPartition(q *audit.Request, topic string, partition int32) *audit.Partition {
+	i := slices.IndexFunc(q.Resources, func(r audit.Resource) bool { return r.Name == topic })
+	if i < 0 {
+		q.Resources = append(q.Resources, audit.Resource{Type: "Topic", Name: topic, Operation: "Write"})
+		i = len(q.Resources) - 1
+	}
+	res := &q.Resources[i]
+	j := slices.IndexFunc(res.Partitions, func(p audit.Partition) bool { return p.Partition == partition })
+	if j < 0 {
+		res.Partitions = append(res.Partitions, audit.Partition{Partition: partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset})
+		j = len(res.Partitions) - 1
+	}
+	return &res.Partitions[j]
+}
+
+// commitOffsets are the offsets an OffsetCommit asked for, by topic and
+// partition; nil without the request.
+func commitOffsets(req *kmsg.OffsetCommitRequest) map[string]map[int32]int64 {
+	if req == nil {
+		return nil
+	}
+	out := map[string]map[int32]int64{}
+	for _, t := range req.Topics {
+		m := map[int32]int64{}
+		for _, p := range t.Partitions {
+			m[p.Partition] = p.Offset
+		}
+		out[topicName(t.Topic, t.TopicID)] = m
+	}
+	return out
+}
+
+func commitTopics(offsets map[string]map[int32]int64, topics []kmsg.OffsetCommitResponseTopic) []audit.Resource {
+	var out []audit.Resource
+	for _, t := range topics {
+		name := topicName(t.Topic, t.TopicID)
+		res := audit.Resource{Type: "Topic", Name: name, Operation: "Read"}
+		for _, p := range t.Partitions {
+			res.Partitions = append(res.Partitions, committed(offsets, name, p.Partition, p.ErrorCode))
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// committed is one partition of a commit: the offset the request asked to
+// commit, and the error the client got for it.
+func committed(offsets map[string]map[int32]int64, topic string, partition int32, code int16) audit.Partition {
+	p := audit.Partition{Partition: partition, ErrorCode: code, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset}
+	if o, ok := offsets[topic][partition]; ok && code == 0 {
+		p.Committed = o
+	}
+	return p
+}
+
+// configType names a config resource type as Kafka's ACLs do.
+func configType(t int8) string {
+	switch t {
+	case 2:
+		return "Topic"
+	case 4:
+		return "Cluster"
+	}
+	return "BrokerConfig"
+}
+
+// topicName names a topic in an event: by its name, or, in the versions
+// that carry only its id (Produce v13, OffsetCommit v10 and later), by the
+// id as Kafka prints it (base64, URL alphabet, no padding), which the
+// proxy cannot turn into a name without a metadata lookup of its own.
+func topicName(name string, id [16]byte) string {
+	if name != "" || id == [16]byte{} {
+		return name
+	}
+	return base64.RawURLEncoding.EncodeToString(id[:])
+}
