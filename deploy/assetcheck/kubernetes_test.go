@@ -316,8 +316,9 @@ func TestMemoryChecksCanFail(t *testing.T) {
 		{"128MiB as a single sidecar under 160Mi", sidecarProblem(160<<20, single(withMemory(128))), true},
 		{"128MiB as a single sidecar under 256Mi", sidecarProblem(256<<20, single(withMemory(128))), false},
 		{"256MiB as a single sidecar under 640Mi", sidecarProblem(640<<20, single(withMemory(256))), true},
-		{"512MiB as a single sidecar under 640Mi", sidecarProblem(640<<20, single(withMemory(512))), true},
-		{"1GiB as a single sidecar under 1152Mi", sidecarProblem(1152<<20, single(gateway)), true},
+		{"512MiB as a single sidecar under 576Mi", sidecarProblem(576<<20, single(withMemory(512))), false},
+		{"512MiB as a single sidecar under 512Mi", sidecarProblem(512<<20, single(withMemory(512))), true},
+		{"1GiB as a single sidecar under 1152Mi", sidecarProblem(1152<<20, single(gateway)), false},
 	} {
 		if got := c.problem != ""; got != c.want {
 			t.Errorf("%s: problem %q, want one: %v", c.name, c.problem, c.want)
