@@ -101,19 +101,29 @@ func (s *singleConn) reserveSplit(r *request) error {
 const fetchShareOf = 4
 
 // fetchShare lowers the maximum bytes each part of a Fetch asks for, so
-// that their answers together ask for at most 1/fetchShareOf of the
-// budget: a merged answer then fits beside them however much the client
-// asked for. A broker still answers the first record batch of a part
-// whatever its size (KIP-74), so a consumer always makes progress; it
-// reads in more fetches what it asked to read in one, as from a broker
+// that their answers together ask for at most what the client asked for,
+// and at most 1/fetchShareOf of the budget: the merged answer is then no
+// larger than the client asked for (clients refuse answers far above it:
+// franz-go reads 100 MiB at most), and fits beside its parts however much
+// the client asked for. A broker still answers the first record batch of
+// a part whatever its size (KIP-74), so a consumer always makes progress;
+// it reads in more fetches what it asked to read in one, as from a broker
 // with a smaller fetch.max.bytes.
 func fetchShare(plan *splitmerge.Plan, b *budget.Budget) {
-	if b == nil || len(plan.Parts) == 0 {
+	if len(plan.Parts) == 0 {
 		return
 	}
-	share := b.Limit() / fetchShareOf / int64(len(plan.Parts))
 	for i := range plan.Parts {
-		if fr, ok := plan.Parts[i].Request.(*kmsg.FetchRequest); ok && int64(fr.MaxBytes) > share {
+		fr, ok := plan.Parts[i].Request.(*kmsg.FetchRequest)
+		if !ok {
+			continue
+		}
+		// Every part carries the client's maximum.
+		total := int64(fr.MaxBytes)
+		if b != nil {
+			total = min(total, b.Limit()/fetchShareOf)
+		}
+		if share := total / int64(len(plan.Parts)); int64(fr.MaxBytes) > share {
 			fr.MaxBytes = int32(max(share, 1))
 		}
 	}

@@ -210,3 +210,72 @@ func TestSingleFetchAskingMoreThanTheBudgetIsAnswered(t *testing.T) {
 		t.Fatalf("%v frames refused for max-memory", n)
 	}
 }
+
+// TestSingleFetchAnswerIsNoLargerThanAsked: a Fetch of three partitions led
+// by three brokers, each holding 4 MB in batches of 100 KB, asking for
+// 2 MiB under the default budget. Each broker answers at most what its
+// part asks for, so the parts share the client's maximum: the merged
+// answer holds at most 2 MiB of records, plus the first batch a broker
+// answers whatever its size (KIP-74) from each part, not 2 MiB from each
+// broker (a client asking for 50 MiB would otherwise be answered with up
+// to 150 MiB, past what clients read).
+func TestSingleFetchAnswerIsNoLargerThanAsked(t *testing.T) {
+	const topic, partitions, batches, size, asked = "asked", 3, 40, 100_000, 2 << 20
+	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
+	spreadLeaders(t, kc, topic, partitions)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for p := range int32(partitions) {
+		for range batches {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: make([]byte, size)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p := startSingle(t, config.OrderingConnection, kc.ListenAddrs(), nil)
+	raw := dialRaw(t, p.Addr())
+	offsets := make([]int64, partitions)
+	fetches, largest := 0, 0
+	for read := 0; read < partitions*batches; {
+		req := fetchAll(topic, offsets, 0, 1)
+		req.MaxBytes = asked
+		for i := range req.Topics[0].Partitions {
+			req.Topics[0].Partitions[i].PartitionMaxBytes = asked
+		}
+		resp := raw.do(req).(*kmsg.FetchResponse)
+		fetches++
+		got := 0
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					t.Fatalf("partition %d: error %d", rp.Partition, rp.ErrorCode)
+				}
+				got += len(rp.RecordBatches)
+				recs := kmsg.RecordBatch{}
+				for b := rp.RecordBatches; len(b) > 0; {
+					if err := recs.ReadFrom(b); err != nil {
+						t.Fatal(err)
+					}
+					offsets[rp.Partition] = recs.FirstOffset + int64(recs.LastOffsetDelta) + 1
+					read += int(recs.NumRecords)
+					b = b[12+recs.Length:]
+				}
+			}
+		}
+		largest = max(largest, got)
+		if got == 0 || fetches > 100 {
+			t.Fatalf("fetch %d: %d bytes of records, offsets %v", fetches, got, offsets)
+		}
+	}
+	t.Logf("%d records read in %d fetches, at most %d bytes of records in one", partitions*batches, fetches, largest)
+	// A batch of one 100 KB record is a little over 100 KB.
+	if limit := asked + partitions*(size+1<<10); largest > limit {
+		t.Fatalf("a Fetch asking for %d bytes was answered with %d bytes of records, above %d", asked, largest, limit)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -75,13 +76,17 @@ func TestSidecarFootprint(t *testing.T) {
 // load through it; topic names a topic the upstream has, or is empty for
 // one the test creates.
 func sidecarLoad(t *testing.T, upstream, mode, topic string) {
-	sidecarLoadWith(t, upstream, mode, topic, sidecarResident, "--max-memory", sidecarMemory)
+	sidecarLoadWith(t, upstream, mode, topic, sidecarResident, true, "--max-memory", sidecarMemory)
 }
 
 // sidecarLoadWith runs the load of sidecarLoad through the binary started
 // with serveArgs added, and fails if its peak resident memory reaches
-// resident.
-func sidecarLoadWith(t *testing.T, upstream, mode, topic string, resident int64, serveArgs ...string) {
+// resident. The consumers' Fetch requests must ask for 50 MiB; with
+// largeResponses the answers must come near it too, as they do where the
+// proxy passes a broker's answer on whole (the single topology answers in
+// smaller merged fetches of its own making, so only what the clients ask
+// is the load's premise there).
+func sidecarLoadWith(t *testing.T, upstream, mode, topic string, resident int64, largeResponses bool, serveArgs ...string) {
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--upstream", upstream,
 		"--upstream-ordering", mode, "--log-level", "warn"}, serveArgs...)
 	addr, pid := startBinary(t, args...)
@@ -146,12 +151,13 @@ func sidecarLoadWith(t *testing.T, upstream, mode, topic string, resident int64,
 	var (
 		consumers sync.WaitGroup
 		largest   atomic.Int64 // the largest Fetch response a consumer read
+		asked     fetchAsks    // the most a consumer's Fetch request asked for
 	)
 	for c := range sidecarConsumers {
 		consumers.Add(1)
 		go func() {
 			defer consumers.Done()
-			if err := sidecarConsume(ctx, addr, topic, produced, &producers, &largest); err != nil {
+			if err := sidecarConsume(ctx, addr, topic, produced, &producers, &largest, &asked); err != nil {
 				t.Errorf("consumer %d: %v", c, err)
 			}
 		}()
@@ -162,9 +168,15 @@ func sidecarLoadWith(t *testing.T, upstream, mode, topic string, resident int64,
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s mode: %d records in %d partitions read by %d consumers, largest Fetch response %.1f MiB, peak resident memory %.1f MiB",
-		mode, produced[0].Load()+produced[1].Load(), sidecarPartitions, sidecarConsumers, float64(largest.Load())/(1<<20), float64(peak)/(1<<20))
-	if largest.Load() < 40<<20 {
+	t.Logf("%s mode: %d records in %d partitions read by %d consumers, Fetch requests asking for up to %.1f MiB (%.1f MiB a partition), largest Fetch response %.1f MiB, peak resident memory %.1f MiB",
+		mode, produced[0].Load()+produced[1].Load(), sidecarPartitions, sidecarConsumers,
+		float64(asked.max.Load())/(1<<20), float64(asked.partitionMax.Load())/(1<<20),
+		float64(largest.Load())/(1<<20), float64(peak)/(1<<20))
+	if asked.max.Load() < sidecarFetch || asked.partitionMax.Load() < sidecarFetch {
+		t.Errorf("the consumers' Fetch requests asked for at most %d bytes, %d a partition; the load needs them to ask for %d",
+			asked.max.Load(), asked.partitionMax.Load(), sidecarFetch)
+	}
+	if largeResponses && largest.Load() < 40<<20 {
 		t.Errorf("the largest Fetch response was %d bytes; the load needs them near 50 MiB", largest.Load())
 	}
 	if peak >= resident {
@@ -176,12 +188,20 @@ func sidecarLoadWith(t *testing.T, upstream, mode, topic string, resident int64,
 // has every record the producers wrote, checking that each partition's
 // sequence numbers come one after the other; produced counts them, final
 // once producers are done. It records in largest the largest Fetch
-// response it read.
-func sidecarConsume(ctx context.Context, addr, topic string, produced []atomic.Int64, producers *sync.WaitGroup, largest *atomic.Int64) error {
+// response it read, and in asked the most its Fetch requests asked for.
+func sidecarConsume(ctx context.Context, addr, topic string, produced []atomic.Int64, producers *sync.WaitGroup, largest *atomic.Int64, asked *fetchAsks) error {
+	var dialer net.Dialer
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxBytes(sidecarFetch), kgo.FetchMaxPartitionBytes(sidecarFetch),
-		kgo.WithHooks(fetchSizes{largest}))
+		kgo.WithHooks(fetchSizes{largest}),
+		kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, host)
+			if err != nil {
+				return nil, err
+			}
+			return &askedConn{Conn: c, asked: asked}, nil
+		}))
 	if err != nil {
 		return err
 	}
@@ -259,6 +279,74 @@ func (h fetchSizes) OnBrokerRead(_ kgo.BrokerMetadata, key int16, bytesRead int,
 		was := h.largest.Load()
 		if int64(bytesRead) <= was || h.largest.CompareAndSwap(was, int64(bytesRead)) {
 			return
+		}
+	}
+}
+
+// fetchAsks holds the largest sizes the consumers' Fetch requests asked
+// for: the response's and a partition's.
+type fetchAsks struct{ max, partitionMax atomic.Int64 }
+
+func raise(v *atomic.Int64, to int64) {
+	for {
+		was := v.Load()
+		if to <= was || v.CompareAndSwap(was, to) {
+			return
+		}
+	}
+}
+
+// askedConn reads the Fetch requests a client writes on its way to the
+// proxy, so the test checks what the client asked rather than what it
+// was configured with.
+type askedConn struct {
+	net.Conn
+	asked   *fetchAsks
+	pending []byte // written bytes not yet a whole request
+}
+
+func (c *askedConn) Write(b []byte) (int, error) {
+	c.pending = append(c.pending, b...)
+	for len(c.pending) >= 4 {
+		size := int(binary.BigEndian.Uint32(c.pending))
+		if len(c.pending) < 4+size {
+			break
+		}
+		c.fetchRequest(c.pending[4 : 4+size])
+		c.pending = c.pending[4+size:]
+	}
+	return c.Conn.Write(b)
+}
+
+// fetchRequest raises c.asked to what frame, a request without its size,
+// asks for if it is a Fetch request.
+func (c *askedConn) fetchRequest(frame []byte) {
+	if len(frame) < 10 || binary.BigEndian.Uint16(frame) != 1 {
+		return
+	}
+	version := int16(binary.BigEndian.Uint16(frame[2:]))
+	body := frame[8:] // past the key, version and correlation ID
+	if n := int16(binary.BigEndian.Uint16(body)); n > 0 {
+		body = body[2+int(n):]
+	} else {
+		body = body[2:]
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = version
+	if req.IsFlexible() {
+		// The header's tagged fields: kgo writes none.
+		if len(body) == 0 || body[0] != 0 {
+			return
+		}
+		body = body[1:]
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return
+	}
+	raise(&c.asked.max, int64(req.MaxBytes))
+	for _, tp := range req.Topics {
+		for _, p := range tp.Partitions {
+			raise(&c.asked.partitionMax, int64(p.PartitionMaxBytes))
 		}
 	}
 }

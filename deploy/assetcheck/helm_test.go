@@ -338,18 +338,19 @@ func TestHelmSingle(t *testing.T) {
 		})
 	}
 	// The small sidecar with only the topology changed is refused: its
-	// budget is below what the single topology was measured to need.
+	// budget is below what the single topology was measured to work at,
+	// and so are the budgets between 128MiB and 512MiB.
 	small := readValues(t, filepath.Join(chartDir, "examples", "sidecar.yaml"))
 	small["topology"] = "single"
-	if _, err := render(t, ch, small); err == nil || !strings.Contains(err.Error(), "needs limits.maxMemory of 512MiB or more") {
-		t.Errorf("sidecar.yaml with topology: single rendered with error %v", err)
+	const refusal = "needs limits.maxMemory from 64MiB to 128MiB, or 512MiB or more"
+	small["resources"] = map[string]any{"requests": map[string]any{"cpu": "250m", "memory": "192Mi"}, "limits": map[string]any{"memory": "1152Mi"}}
+	for _, mem := range []string{"32MiB", "63MiB", "129MiB", "256MiB", "511MiB"} {
+		small["limits"].(map[string]any)["maxMemory"] = mem
+		if _, err := render(t, ch, small); err == nil || !strings.Contains(err.Error(), refusal) {
+			t.Errorf("sidecar.yaml with topology: single and maxMemory %s rendered with error %v", mem, err)
+		}
 	}
-	small["limits"].(map[string]any)["maxMemory"] = "511MiB"
-	if _, err := render(t, ch, small); err == nil || !strings.Contains(err.Error(), "needs limits.maxMemory of 512MiB or more") {
-		t.Errorf("sidecar.yaml with topology: single and maxMemory 511MiB rendered with error %v", err)
-	}
-	small["resources"] = map[string]any{"requests": map[string]any{"cpu": "250m", "memory": "512Mi"}, "limits": map[string]any{"memory": "1152Mi"}}
-	for _, mem := range []string{"512MiB", "1GiB"} {
+	for _, mem := range []string{"64MiB", "128MiB", "512MiB", "1GiB"} {
 		small["limits"].(map[string]any)["maxMemory"] = mem
 		if _, err := render(t, ch, small); err != nil {
 			t.Errorf("a single sidecar with maxMemory %s is refused: %v", mem, err)

@@ -311,9 +311,13 @@ func TestMemoryChecksCanFail(t *testing.T) {
 		{"1GiB as a sidecar", sidecarProblem(1536<<20, gateway), true},
 		{"32MiB as a sidecar under 128Mi", sidecarProblem(128<<20, sidecar), true},
 		{"32MiB as a single sidecar under 96Mi", sidecarProblem(96<<20, single(sidecar)), true},
+		{"48MiB as a single sidecar under 128Mi", sidecarProblem(128<<20, single(withMemory(48))), true},
+		{"64MiB as a single sidecar under 128Mi", sidecarProblem(128<<20, single(withMemory(64))), false},
+		{"128MiB as a single sidecar under 160Mi", sidecarProblem(160<<20, single(withMemory(128))), true},
+		{"128MiB as a single sidecar under 256Mi", sidecarProblem(256<<20, single(withMemory(128))), false},
 		{"256MiB as a single sidecar under 640Mi", sidecarProblem(640<<20, single(withMemory(256))), true},
+		{"512MiB as a single sidecar under 576Mi", sidecarProblem(576<<20, single(withMemory(512))), false},
 		{"512MiB as a single sidecar under 512Mi", sidecarProblem(512<<20, single(withMemory(512))), true},
-		{"512MiB as a single sidecar under 640Mi", sidecarProblem(640<<20, single(withMemory(512))), false},
 		{"1GiB as a single sidecar under 1152Mi", sidecarProblem(1152<<20, single(gateway)), false},
 	} {
 		if got := c.problem != ""; got != c.want {
