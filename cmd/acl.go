@@ -76,29 +76,5 @@ func (a *aclGuard) watch(ctx context.Context) (stop func()) {
 	if a == nil {
 		return func() {}
 	}
-	changed, stopWatch, err := watchFile(a.g.File(), a.log)
-	if err != nil {
-		a.log.Warn("ACL file not watched; re-read it with SIGHUP", "file", a.g.File(), "err", err)
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-changed:
-				if err := a.reload(); err != nil {
-					a.log.Warn("ACLs not reloaded", "err", err)
-				}
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-		stopWatch()
-	}
+	return watchReload(ctx, a.g.File(), "ACLs", a.reload, a.log)
 }

@@ -139,29 +139,5 @@ func (a *clientAuth) watch(ctx context.Context) (stop func()) {
 	if a == nil || a.store == nil {
 		return func() {}
 	}
-	changed, stopWatch, err := watchFile(a.path, a.log)
-	if err != nil {
-		a.log.Warn("client credentials not watched; re-read them with SIGHUP", "file", a.path, "err", err)
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-changed:
-				if err := a.reload(); err != nil {
-					a.log.Warn("client credentials not reloaded", "err", err)
-				}
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-		stopWatch()
-	}
+	return watchReload(ctx, a.path, "client credentials", a.reload, a.log)
 }

@@ -251,3 +251,35 @@ func watchFile(path string, log *slog.Logger) (<-chan struct{}, func(), error) {
 		wg.Wait()
 	}, nil
 }
+
+// watchReload calls reload whenever the directory holding path changes,
+// until ctx ends; the returned function waits for that. what names the
+// file in log lines. A file that cannot be watched is logged: SIGHUP
+// still re-reads it.
+func watchReload(ctx context.Context, path, what string, reload func() error, log *slog.Logger) (stop func()) {
+	changed, stopWatch, err := watchFile(path, log)
+	if err != nil {
+		log.Warn(what+" not watched; re-read with SIGHUP", "file", path, "err", err)
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+				if err := reload(); err != nil {
+					log.Warn(what+" not reloaded", "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		stopWatch()
+	}
+}
