@@ -551,3 +551,73 @@ func TestFetchSessionAfterReload(t *testing.T) {
 	step("an incremental fetch after a reload", 8, 2, false)
 	step("the one after", 9, 1, true)
 }
+
+// TestAuthorizedOperationsAreTheClients: the operations the upstream
+// answers for the proxy's own principal are replaced by the client's,
+// and left alone where they were not asked for.
+func TestAuthorizedOperationsAreTheClients(t *testing.T) {
+	g := testGuard(t)
+	c := alice(g)
+	a := g.Authorizer()
+	all := int32(0x7ffffff8)
+
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 10
+	md.IncludeTopicAuthorizedOperations, md.IncludeClusterAuthorizedOperations = true, true
+	fix := g.fixFor(a, c, md, acl.Verdict{})
+	mr := kmsg.NewPtrMetadataResponse()
+	mr.Version = 10
+	mr.AuthorizedOperations = all
+	for _, n := range []string{"a", "b"} {
+		t := kmsg.NewMetadataResponseTopic()
+		t.Topic, t.AuthorizedOperations = kmsg.StringPtr(n), all
+		mr.Topics = append(mr.Topics, t)
+	}
+	fix.Apply(mr)
+	if want := int32(0); mr.AuthorizedOperations != want {
+		t.Errorf("metadata cluster operations %x, want %x", mr.AuthorizedOperations, want)
+	}
+	for _, tp := range mr.Topics {
+		if want := a.AuthorizedOperations(c, acl.Topic, *tp.Topic); tp.AuthorizedOperations != want || want == all {
+			t.Errorf("topic %s operations %x, want %x", *tp.Topic, tp.AuthorizedOperations, want)
+		}
+	}
+	if want := int32(1<<uint(acl.Write) | 1<<uint(acl.Describe)); mr.Topics[0].AuthorizedOperations != want {
+		t.Errorf("topic a operations %x, want Write and Describe %x", mr.Topics[0].AuthorizedOperations, want)
+	}
+
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	if g.fixFor(a, c, dc, acl.Verdict{}) != nil {
+		t.Errorf("DescribeCluster without authorized operations is fixed")
+	}
+	dc.IncludeClusterAuthorizedOperations = true
+	dr := kmsg.NewPtrDescribeClusterResponse()
+	dr.ClusterAuthorizedOperations = all
+	g.fixFor(a, c, dc, acl.Verdict{}).Apply(dr)
+	if dr.ClusterAuthorizedOperations != 0 {
+		t.Errorf("cluster operations %x, want none", dr.ClusterAuthorizedOperations)
+	}
+
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Version, dg.Groups, dg.IncludeAuthorizedOperations = 5, []string{"mine"}, true
+	gr := kmsg.NewPtrDescribeGroupsResponse()
+	gr.Version = 5
+	grp := kmsg.NewDescribeGroupsResponseGroup()
+	grp.Group, grp.AuthorizedOperations = "mine", all
+	gr.Groups = append(gr.Groups, grp)
+	g.fixFor(a, c, dg, acl.Verdict{}).Apply(gr)
+	if want := int32(1 << uint(acl.Describe)); gr.Groups[0].AuthorizedOperations != want {
+		t.Errorf("group operations %x, want Describe %x", gr.Groups[0].AuthorizedOperations, want)
+	}
+
+	md.IncludeTopicAuthorizedOperations, md.IncludeClusterAuthorizedOperations = false, false
+	mr = kmsg.NewPtrMetadataResponse()
+	mr.Version = 10
+	tp := kmsg.NewMetadataResponseTopic()
+	tp.Topic = kmsg.StringPtr("a")
+	mr.Topics = append(mr.Topics, tp)
+	g.fixFor(a, c, md, acl.Verdict{}).Apply(mr)
+	if mr.AuthorizedOperations != notAsked || mr.Topics[0].AuthorizedOperations != notAsked {
+		t.Errorf("operations not asked for were filled: %x, %x", mr.AuthorizedOperations, mr.Topics[0].AuthorizedOperations)
+	}
+}

@@ -32,7 +32,7 @@ type part struct {
 // outright; nil when the answer goes to the client as the upstream gave it.
 func (g *Guard) fixFor(a *acl.Authorizer, c acl.Client, req kmsg.Request, v acl.Verdict) *Fix {
 	f := &Fix{g: g, a: a, c: c, listed: len(v.Listed) > 0}
-	switch req.(type) {
+	switch r := req.(type) {
 	case *kmsg.MetadataRequest:
 		// Every Metadata answer teaches the topic ids Fetch and Produce
 		// name topics by.
@@ -44,6 +44,21 @@ func (g *Guard) fixFor(a *acl.Authorizer, c acl.Client, req kmsg.Request, v acl.
 			return f
 		}
 	case *kmsg.CreateTopicsRequest:
+		return f
+	case *kmsg.DescribeClusterRequest:
+		if r.IncludeClusterAuthorizedOperations {
+			return f
+		}
+	case *kmsg.DescribeGroupsRequest:
+		if r.IncludeAuthorizedOperations {
+			return f
+		}
+	case *kmsg.ConsumerGroupDescribeRequest:
+		if r.IncludeAuthorizedOperations {
+			return f
+		}
+	case *kmsg.DescribeTopicPartitionsRequest:
+		// Its answer always carries each topic's authorized operations.
 		return f
 	}
 	if f.listed {
@@ -86,10 +101,41 @@ func (f *Fix) Apply(resp kmsg.Response) {
 		if f.listed {
 			a.FilterMetadata(c, r)
 		}
+		if r.AuthorizedOperations != notAsked {
+			r.AuthorizedOperations = clusterOperations(a, c)
+		}
 		for i := range r.Topics {
 			t := &r.Topics[i]
 			if t.Topic != nil && f.noCreate[*t.Topic] && t.ErrorCode == unknownTopicOrPartition {
 				t.ErrorCode = acl.TopicAuthorizationFailed
+			}
+			if t.Topic != nil && t.AuthorizedOperations != notAsked {
+				t.AuthorizedOperations = a.AuthorizedOperations(c, acl.Topic, *t.Topic)
+			}
+		}
+	case *kmsg.DescribeClusterResponse:
+		if r.ClusterAuthorizedOperations != notAsked {
+			r.ClusterAuthorizedOperations = clusterOperations(a, c)
+		}
+	case *kmsg.DescribeGroupsResponse:
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			if g.AuthorizedOperations != notAsked {
+				g.AuthorizedOperations = a.AuthorizedOperations(c, acl.Group, g.Group)
+			}
+		}
+	case *kmsg.DescribeTopicPartitionsResponse:
+		for i := range r.Topics {
+			t := &r.Topics[i]
+			if t.Topic != nil && t.AuthorizedOperations != notAsked {
+				t.AuthorizedOperations = a.AuthorizedOperations(c, acl.Topic, *t.Topic)
+			}
+		}
+	case *kmsg.ConsumerGroupDescribeResponse:
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			if g.AuthorizedOperations != notAsked {
+				g.AuthorizedOperations = a.AuthorizedOperations(c, acl.Group, g.Group)
 			}
 		}
 	case *kmsg.ListGroupsResponse:
@@ -336,6 +382,21 @@ func denialOf(v acl.Verdict, rt acl.ResourceType, name string, id [16]byte) (int
 		}
 	}
 	return 0, false
+}
+
+// notAsked is the authorized operations field of an answer that was not
+// asked for them (Kafka's Int32.MinValue). When asked, the upstream fills
+// them for the proxy's own principal; the client is answered its own.
+const notAsked = -2147483648
+
+// clusterOperations is the cluster's authorized operations for c: none
+// without Describe on the cluster, IdempotentWrite included, as Kafka
+// answers them.
+func clusterOperations(a *acl.Authorizer, c acl.Client) int32 {
+	if !a.Authorize(c.Principal, c.Host, acl.Describe, acl.Cluster, acl.ClusterName) {
+		return 0
+	}
+	return a.AuthorizedOperations(c, acl.Cluster, acl.ClusterName)
 }
 
 // unknownTopicOrPartition is Kafka's UNKNOWN_TOPIC_OR_PARTITION.
