@@ -1,6 +1,7 @@
 package authz
 
 import (
+	"context"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -619,5 +620,53 @@ func TestAuthorizedOperationsAreTheClients(t *testing.T) {
 	g.fixFor(a, c, md, acl.Verdict{}).Apply(mr)
 	if mr.AuthorizedOperations != notAsked || mr.Topics[0].AuthorizedOperations != notAsked {
 		t.Errorf("operations not asked for were filled: %x, %x", mr.AuthorizedOperations, mr.Topics[0].AuthorizedOperations)
+	}
+}
+
+// TestFetchByIDResolvedUpstream: an id no Metadata answer taught is looked
+// up in the upstream's listing before the request is decided, and a run
+// of unknown ids lists the upstream at most once per resolveEvery.
+func TestFetchByIDResolvedUpstream(t *testing.T) {
+	g := testGuard(t)
+	c := alice(g)
+	idB, idA, idNone := [16]byte{1}, [16]byte{2}, [16]byte{3}
+	lists := 0
+	g.ResolveTopicIDsWith(func(context.Context) (map[[16]byte]string, error) {
+		lists++
+		return map[[16]byte]string{idB: "b", idA: "a"}, nil
+	})
+	fetchID := func(id [16]byte) (wire.RequestHeader, []byte) {
+		fetch := kmsg.NewPtrFetchRequest()
+		fetch.Version = 13
+		fetch.ReplicaID = -1
+		ft := kmsg.NewFetchRequestTopic()
+		ft.TopicID = id
+		ft.Partitions = []kmsg.FetchRequestTopicPartition{{Partition: 0}}
+		fetch.Topics = append(fetch.Topics, ft)
+		return frame(t, fetch)
+	}
+	h, f := fetchID(idB)
+	if out, _ := g.Request(nil, c, h, f, nil, false); out.Action != Pass {
+		t.Fatalf("Fetch by b's id, listed upstream: action %v, want Pass", out.Action)
+	}
+	h, f = fetchID(idA)
+	out, _ := g.Request(nil, c, h, f, nil, false)
+	if out.Action != Answer {
+		t.Fatalf("Fetch by a's id (Write only): action %v, want Answer", out.Action)
+	}
+	v13 := kmsg.NewPtrFetchRequest()
+	v13.Version = 13
+	resp := decodeResponse(t, v13, out.Response, h.ResponseFlexible()).(*kmsg.FetchResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != acl.TopicAuthorizationFailed {
+		t.Errorf("Fetch by a's id answered %d, want TOPIC_AUTHORIZATION_FAILED", code)
+	}
+	h, f = fetchID(idNone)
+	for range 3 {
+		if out, _ := g.Request(nil, c, h, f, nil, false); out.Action != Answer {
+			t.Fatalf("Fetch by an id of no topic: action %v, want Answer", out.Action)
+		}
+	}
+	if lists != 1 {
+		t.Errorf("the upstream was listed %d times, want once", lists)
 	}
 }
