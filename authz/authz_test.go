@@ -670,3 +670,144 @@ func TestFetchByIDResolvedUpstream(t *testing.T) {
 		t.Errorf("the upstream was listed %d times, want once", lists)
 	}
 }
+
+// TestPerResourceRefusals: requests naming several resources, of which
+// some are denied, forward the allowed ones and answer each denied one
+// with its own code, as Kafka answers per resource.
+func TestPerResourceRefusals(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "acls.yaml")
+	if err := os.WriteFile(path, []byte(`acls:
+  - {principal: User:alice, resourceType: TOPIC, resourceName: a, operation: WRITE}
+  - {principal: User:alice, resourceType: TOPIC, resourceName: b, operation: READ}
+  - {principal: User:alice, resourceType: TOPIC, resourceName: b, operation: DESCRIBE_CONFIGS}
+  - {principal: User:alice, resourceType: TOPIC, resourceName: b, operation: ALTER_CONFIGS}
+  - {principal: User:alice, resourceType: GROUP, resourceName: del, operation: DELETE}
+  - {principal: User:alice, resourceType: TRANSACTIONAL_ID, resourceName: tx, operation: WRITE}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(path, acl.Options{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := alice(g)
+	// decide runs req through the Guard and completes resp, the
+	// upstream's answer to what was forwarded (none when answered
+	// locally), returning the request forwarded.
+	decide := func(req kmsg.Request, resp kmsg.Response, want Action) (kmsg.Request, kmsg.Response) {
+		t.Helper()
+		h, f := frame(t, req)
+		out, err := g.Request(nil, c, h, f, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Action != want {
+			t.Fatalf("%s: action %v, want %v", kmsg.NameForKey(req.Key()), out.Action, want)
+		}
+		if want == Answer {
+			return nil, decodeResponse(t, req, out.Response, h.ResponseFlexible())
+		}
+		resp.SetVersion(req.GetVersion())
+		out.Fix.Apply(resp)
+		return out.Request, resp
+	}
+
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dp.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "b", Partitions: []int32{0}}, {Topic: "a", Partitions: []int32{0}}}
+	fwd, resp := decide(dp, &kmsg.DescribeProducersResponse{Topics: []kmsg.DescribeProducersResponseTopic{{Topic: "b", Partitions: []kmsg.DescribeProducersResponseTopicPartition{{Partition: 0}}}}}, Forward)
+	if ts := fwd.(*kmsg.DescribeProducersRequest).Topics; len(ts) != 1 || ts[0].Topic != "b" {
+		t.Errorf("DescribeProducers forwarded %v, want b alone", ts)
+	}
+	got := map[string]int16{}
+	for _, tp := range resp.(*kmsg.DescribeProducersResponse).Topics {
+		got[tp.Topic] = tp.Partitions[0].ErrorCode
+	}
+	if len(got) != 2 || got["b"] != 0 || got["a"] != acl.TopicAuthorizationFailed {
+		t.Errorf("DescribeProducers codes %v", got)
+	}
+
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dtp.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "b"}, {Topic: "c"}}
+	fwd, resp = decide(dtp, &kmsg.DescribeTopicPartitionsResponse{Topics: []kmsg.DescribeTopicPartitionsResponseTopic{{Topic: kmsg.StringPtr("b")}}}, Forward)
+	if ts := fwd.(*kmsg.DescribeTopicPartitionsRequest).Topics; len(ts) != 1 || ts[0].Topic != "b" {
+		t.Errorf("DescribeTopicPartitions forwarded %v, want b alone", ts)
+	}
+	got = map[string]int16{}
+	for _, tp := range resp.(*kmsg.DescribeTopicPartitionsResponse).Topics {
+		got[*tp.Topic] = tp.ErrorCode
+	}
+	if len(got) != 2 || got["b"] != 0 || got["c"] != acl.TopicAuthorizationFailed {
+		t.Errorf("DescribeTopicPartitions codes %v", got)
+	}
+
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group = "del"
+	od.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "b", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}, {Topic: "a", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 1}}}}
+	fwd, resp = decide(od, &kmsg.OffsetDeleteResponse{Topics: []kmsg.OffsetDeleteResponseTopic{{Topic: "b", Partitions: []kmsg.OffsetDeleteResponseTopicPartition{{Partition: 0}}}}}, Forward)
+	if ts := fwd.(*kmsg.OffsetDeleteRequest).Topics; len(ts) != 1 || ts[0].Topic != "b" {
+		t.Errorf("OffsetDelete forwarded %v, want b alone", ts)
+	}
+	odr := resp.(*kmsg.OffsetDeleteResponse)
+	got = map[string]int16{}
+	for _, tp := range odr.Topics {
+		got[tp.Topic] = tp.Partitions[0].ErrorCode
+	}
+	if odr.ErrorCode != 0 || len(got) != 2 || got["b"] != 0 || got["a"] != acl.TopicAuthorizationFailed {
+		t.Errorf("OffsetDelete group code %d, topic codes %v", odr.ErrorCode, got)
+	}
+
+	ap := kmsg.NewPtrAddPartitionsToTxnRequest()
+	ap.Version = 3
+	ap.TransactionalID = "tx"
+	ap.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "a", Partitions: []int32{0}}, {Topic: "b", Partitions: []int32{0}}}
+	_, resp = decide(ap, nil, Answer)
+	got = map[string]int16{}
+	for _, tp := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
+		got[tp.Topic] = tp.Partitions[0].ErrorCode
+	}
+	if len(got) != 2 || got["a"] != 55 || got["b"] != acl.TopicAuthorizationFailed {
+		t.Errorf("AddPartitionsToTxn codes %v, want a OPERATION_NOT_ATTEMPTED, b TOPIC_AUTHORIZATION_FAILED", got)
+	}
+
+	dt := kmsg.NewPtrDescribeTransactionsRequest()
+	dt.TransactionalIDs = []string{"tx", "other"}
+	fwd, resp = decide(dt, &kmsg.DescribeTransactionsResponse{TransactionStates: []kmsg.DescribeTransactionsResponseTransactionState{{TransactionalID: "tx"}}}, Forward)
+	if ids := fwd.(*kmsg.DescribeTransactionsRequest).TransactionalIDs; len(ids) != 1 || ids[0] != "tx" {
+		t.Errorf("DescribeTransactions forwarded %v, want tx alone", ids)
+	}
+	got = map[string]int16{}
+	for _, s := range resp.(*kmsg.DescribeTransactionsResponse).TransactionStates {
+		got[s.TransactionalID] = s.ErrorCode
+	}
+	if len(got) != 2 || got["tx"] != 0 || got["other"] != acl.TransactionalIDAuthorizationFailed {
+		t.Errorf("DescribeTransactions codes %v", got)
+	}
+
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "b"}, {ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a"}, {ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1"}}
+	fwd, resp = decide(dc, &kmsg.DescribeConfigsResponse{Resources: []kmsg.DescribeConfigsResponseResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "b"}}}, Forward)
+	if rs := fwd.(*kmsg.DescribeConfigsRequest).Resources; len(rs) != 1 || rs[0].ResourceName != "b" {
+		t.Errorf("DescribeConfigs forwarded %v, want b alone", rs)
+	}
+	got = map[string]int16{}
+	for _, r := range resp.(*kmsg.DescribeConfigsResponse).Resources {
+		got[r.ResourceName] = r.ErrorCode
+	}
+	if len(got) != 3 || got["b"] != 0 || got["a"] != acl.TopicAuthorizationFailed || got["1"] != acl.ClusterAuthorizationFailed {
+		t.Errorf("DescribeConfigs codes %v", got)
+	}
+
+	ia := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ia.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1"}, {ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "b"}}
+	fwd, resp = decide(ia, &kmsg.IncrementalAlterConfigsResponse{Resources: []kmsg.IncrementalAlterConfigsResponseResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "b"}}}, Forward)
+	if rs := fwd.(*kmsg.IncrementalAlterConfigsRequest).Resources; len(rs) != 1 || rs[0].ResourceName != "b" {
+		t.Errorf("IncrementalAlterConfigs forwarded %v, want b alone", rs)
+	}
+	got = map[string]int16{}
+	for _, r := range resp.(*kmsg.IncrementalAlterConfigsResponse).Resources {
+		got[r.ResourceName] = r.ErrorCode
+	}
+	if len(got) != 2 || got["b"] != 0 || got["1"] != acl.ClusterAuthorizationFailed {
+		t.Errorf("IncrementalAlterConfigs codes %v", got)
+	}
+}

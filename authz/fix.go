@@ -152,8 +152,31 @@ func (f *Fix) Apply(resp kmsg.Response) {
 		a.FilterCreateTopics(c, r)
 	}
 	for _, p := range f.parts {
-		merge(resp, splitmerge.ErrorResponse(p.req, p.code, ""))
+		merge(resp, partError(p))
 	}
+}
+
+// partError is the answer to a part's denied entries.
+func partError(p part) kmsg.Response {
+	r, ok := p.req.(*kmsg.OffsetDeleteRequest)
+	if !ok {
+		return splitmerge.ErrorResponse(p.req, p.code, "")
+	}
+	// Kafka refuses a denied topic of an allowed group per partition;
+	// splitmerge's OffsetDelete answer refuses the whole group.
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	resp.Version = r.Version
+	for _, t := range r.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, pt := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = pt.Partition, p.code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }
 
 // merge appends the entries of e, an error answer to denied entries, to
@@ -190,6 +213,20 @@ func merge(resp, e kmsg.Response) {
 		r.Coordinators = append(r.Coordinators, e.(*kmsg.FindCoordinatorResponse).Coordinators...)
 	case *kmsg.OffsetFetchResponse:
 		r.Groups = append(r.Groups, e.(*kmsg.OffsetFetchResponse).Groups...)
+	case *kmsg.DescribeTransactionsResponse:
+		r.TransactionStates = append(r.TransactionStates, e.(*kmsg.DescribeTransactionsResponse).TransactionStates...)
+	case *kmsg.DescribeConfigsResponse:
+		r.Resources = append(r.Resources, e.(*kmsg.DescribeConfigsResponse).Resources...)
+	case *kmsg.IncrementalAlterConfigsResponse:
+		r.Resources = append(r.Resources, e.(*kmsg.IncrementalAlterConfigsResponse).Resources...)
+	case *kmsg.AddPartitionsToTxnResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.AddPartitionsToTxnResponse).Topics...)
+	case *kmsg.OffsetDeleteResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.OffsetDeleteResponse).Topics...)
+	case *kmsg.DescribeProducersResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.DescribeProducersResponse).Topics...)
+	case *kmsg.DescribeTopicPartitionsResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.DescribeTopicPartitionsResponse).Topics...)
 	}
 }
 
@@ -223,11 +260,83 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 			parts = append(parts, part{code, &p})
 		}
 		return len(r.Groups) > 0, parts, true
+	case *kmsg.DescribeTransactionsRequest:
+		return stripNames(r, &r.TransactionalIDs, v, acl.TransactionalID)
+	case *kmsg.DescribeConfigsRequest:
+		var by map[int16][]kmsg.DescribeConfigsRequestResource
+		r.Resources, by = separateBy(r.Resources, func(res *kmsg.DescribeConfigsRequestResource) (int16, bool) {
+			return configDenial(v, int8(res.ResourceType), res.ResourceName)
+		})
+		for code, rs := range by {
+			p := *r
+			p.Resources = rs
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Resources) > 0, parts, true
+	case *kmsg.IncrementalAlterConfigsRequest:
+		var by map[int16][]kmsg.IncrementalAlterConfigsRequestResource
+		r.Resources, by = separateBy(r.Resources, func(res *kmsg.IncrementalAlterConfigsRequestResource) (int16, bool) {
+			return configDenial(v, int8(res.ResourceType), res.ResourceName)
+		})
+		for code, rs := range by {
+			p := *r
+			p.Resources = rs
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Resources) > 0, parts, true
 	}
 	if !only(v, acl.Topic) {
 		return false, nil, false
 	}
 	switch r := req.(type) {
+	case *kmsg.AddPartitionsToTxnRequest:
+		if r.Version >= 4 {
+			return false, nil, false
+		}
+		// Kafka adds none of a transaction's partitions when any is
+		// denied: the allowed ones are answered OPERATION_NOT_ATTEMPTED
+		// and nothing is forwarded.
+		var by map[int16][]kmsg.AddPartitionsToTxnRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.AddPartitionsToTxnRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		if len(r.Topics) > 0 {
+			if by == nil {
+				by = map[int16][]kmsg.AddPartitionsToTxnRequestTopic{}
+			}
+			by[operationNotAttempted] = r.Topics
+		}
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return false, parts, true
+	case *kmsg.OffsetDeleteRequest:
+		var by map[int16][]kmsg.OffsetDeleteRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.OffsetDeleteRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	case *kmsg.DescribeProducersRequest:
+		var by map[int16][]kmsg.DescribeProducersRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.DescribeProducersRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	case *kmsg.DescribeTopicPartitionsRequest:
+		var by map[int16][]kmsg.DescribeTopicPartitionsRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.DescribeTopicPartitionsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code, &p})
+		}
+		return len(r.Topics) > 0, parts, true
 	case *kmsg.ProduceRequest:
 		var by map[int16][]kmsg.ProduceRequestTopic
 		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.ProduceRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
@@ -369,6 +478,51 @@ func separate[T any](entries []T, v acl.Verdict, rt acl.ResourceType, name func(
 	}
 	return kept, by
 }
+
+// separateBy is separate for entries whose denial is found by denial.
+func separateBy[T any](entries []T, denial func(*T) (int16, bool)) ([]T, map[int16][]T) {
+	var kept []T
+	var by map[int16][]T
+	for i := range entries {
+		code, denied := denial(&entries[i])
+		if !denied {
+			kept = append(kept, entries[i])
+			continue
+		}
+		if by == nil {
+			by = map[int16][]T{}
+		}
+		by[code] = append(by[code], entries[i])
+	}
+	return kept, by
+}
+
+// Config resource types (DescribeConfigs, IncrementalAlterConfigs).
+const (
+	configTopic         int8 = 2
+	configBroker        int8 = 4
+	configBrokerLogger  int8 = 8
+	configClientMetrics int8 = 16
+	configGroup         int8 = 32
+)
+
+// configDenial finds the denial of a config resource, as acl's Check
+// records it: a topic or group by name, a broker, broker logger or
+// client-metrics resource as the cluster's under its own name.
+func configDenial(v acl.Verdict, typ int8, name string) (int16, bool) {
+	switch typ {
+	case configTopic:
+		return denialOf(v, acl.Topic, name, [16]byte{})
+	case configGroup:
+		return denialOf(v, acl.Group, name, [16]byte{})
+	case configBroker, configBrokerLogger, configClientMetrics:
+		return denialOf(v, acl.Cluster, name, [16]byte{})
+	}
+	return 0, false
+}
+
+// operationNotAttempted is Kafka's OPERATION_NOT_ATTEMPTED.
+const operationNotAttempted int16 = 55
 
 // denialOf finds the denial of the resource of type rt named name, or,
 // when a request names a topic by id alone, of id.
