@@ -2,6 +2,8 @@ package authz
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -809,5 +811,93 @@ func TestPerResourceRefusals(t *testing.T) {
 	}
 	if len(got) != 2 || got["b"] != 0 || got["1"] != acl.ClusterAuthorizationFailed {
 		t.Errorf("IncrementalAlterConfigs codes %v", got)
+	}
+}
+
+// TestOffsetFetchTopicsInsideGroups: a topic the client may not Describe,
+// named in a group it may Describe, is left out of what is forwarded and
+// answered TOPIC_AUTHORIZATION_FAILED per partition inside that group's
+// answer; a group left with none of its topics is still forwarded, with an
+// empty list, not a null one (which would ask for every topic).
+func TestOffsetFetchTopicsInsideGroups(t *testing.T) {
+	g := testGuard(t)
+	c := alice(g)
+
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Version = 8
+	mine := kmsg.NewOffsetFetchRequestGroup()
+	mine.Group = "mine"
+	mine.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "b", Partitions: []int32{0}}, {Topic: "c", Partitions: []int32{0, 1}}}
+	only := kmsg.NewOffsetFetchRequestGroup()
+	only.Group = "mine"
+	of.Groups = []kmsg.OffsetFetchRequestGroup{mine, {Group: "theirs", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "b", Partitions: []int32{0}}}}}
+	h, f := frame(t, of)
+	out, err := g.Request(nil, c, h, f, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Action != Forward {
+		t.Fatalf("OffsetFetch: action %v, want Forward", out.Action)
+	}
+	fwd := out.Request.(*kmsg.OffsetFetchRequest)
+	if len(fwd.Groups) != 1 || fwd.Groups[0].Group != "mine" || len(fwd.Groups[0].Topics) != 1 || fwd.Groups[0].Topics[0].Topic != "b" {
+		t.Fatalf("OffsetFetch forwarded %+v, want mine with b alone", fwd.Groups)
+	}
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	resp.Version = 8
+	rg := kmsg.NewOffsetFetchResponseGroup()
+	rg.Group = "mine"
+	rt := kmsg.NewOffsetFetchResponseGroupTopic()
+	rt.Topic = "b"
+	rt.Partitions = []kmsg.OffsetFetchResponseGroupTopicPartition{{Partition: 0, Offset: 5}}
+	rg.Topics = append(rg.Topics, rt)
+	resp.Groups = append(resp.Groups, rg)
+	out.Fix.Apply(resp)
+	if len(resp.Groups) != 2 {
+		t.Fatalf("OffsetFetch answered %d groups, want mine and theirs", len(resp.Groups))
+	}
+	codes := map[string]int16{}
+	for _, gr := range resp.Groups {
+		codes[gr.Group] = gr.ErrorCode
+		for _, tp := range gr.Topics {
+			for _, p := range tp.Partitions {
+				codes[fmt.Sprintf("%s %s/%d", gr.Group, tp.Topic, p.Partition)] = p.ErrorCode
+			}
+		}
+	}
+	want := map[string]int16{"mine": 0, "theirs": acl.GroupAuthorizationFailed, "mine b/0": 0, "mine c/0": acl.TopicAuthorizationFailed, "mine c/1": acl.TopicAuthorizationFailed}
+	if !maps.Equal(codes, want) {
+		t.Errorf("OffsetFetch codes %v, want %v", codes, want)
+	}
+
+	only.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "c", Partitions: []int32{0}}}
+	of.Groups = []kmsg.OffsetFetchRequestGroup{only}
+	h, f = frame(t, of)
+	out, err = g.Request(nil, c, h, f, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fwd, ok := out.Request.(*kmsg.OffsetFetchRequest); out.Action != Forward || !ok || fwd.Groups[0].Topics == nil || len(fwd.Groups[0].Topics) != 0 {
+		t.Fatalf("OffsetFetch of a denied topic alone: action %v, request %+v, want mine forwarded with an empty topic list", out.Action, out.Request)
+	}
+
+	old := kmsg.NewPtrOffsetFetchRequest()
+	old.Version = 7
+	old.Group = "mine"
+	old.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "b", Partitions: []int32{0}}, {Topic: "c", Partitions: []int32{0}}}
+	h, f = frame(t, old)
+	out, err = g.Request(nil, c, h, f, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fwd, ok := out.Request.(*kmsg.OffsetFetchRequest); out.Action != Forward || !ok || len(fwd.Topics) != 1 || fwd.Topics[0].Topic != "b" {
+		t.Fatalf("OffsetFetch v7: action %v, request %+v, want b alone forwarded", out.Action, out.Request)
+	}
+	resp = kmsg.NewPtrOffsetFetchResponse()
+	resp.Version = 7
+	resp.Topics = []kmsg.OffsetFetchResponseTopic{{Topic: "b", Partitions: []kmsg.OffsetFetchResponseTopicPartition{{Partition: 0}}}}
+	out.Fix.Apply(resp)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 2 || resp.Topics[1].Topic != "c" || resp.Topics[1].Partitions[0].ErrorCode != acl.TopicAuthorizationFailed {
+		t.Errorf("OffsetFetch v7 answer %+v", resp)
 	}
 }

@@ -26,6 +26,9 @@ type Fix struct {
 type part struct {
 	code int16
 	req  kmsg.Request
+	// inGroup: the entries are topics of an OffsetFetch group that is
+	// forwarded, refused per partition inside the group's answer.
+	inGroup bool
 }
 
 // fixFor is the Fix a request's answer needs when nothing of it is denied
@@ -156,8 +159,82 @@ func (f *Fix) Apply(resp kmsg.Response) {
 	}
 }
 
+// stripOffsetFetch leaves the denied groups out of an OffsetFetch, and
+// the denied topics out of the groups it keeps: Kafka answers a topic the
+// client may not Describe inside an allowed group per partition,
+// TOPIC_AUTHORIZATION_FAILED, and the group's other topics as usual. A
+// group left with none of the topics it named is still forwarded, with an
+// empty list (null would ask for all of them), for its own answer.
+func stripOffsetFetch(r *kmsg.OffsetFetchRequest, v acl.Verdict) (bool, []part, bool) {
+	var parts []part
+	if r.Version < 8 {
+		if !only(v, acl.Topic) {
+			return false, nil, false
+		}
+		var by map[int16][]kmsg.OffsetFetchRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.OffsetFetchRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		if r.Topics == nil {
+			r.Topics = []kmsg.OffsetFetchRequestTopic{}
+		}
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code: code, req: &p, inGroup: true})
+		}
+		return true, parts, true
+	}
+	var by map[int16][]kmsg.OffsetFetchRequestGroup
+	r.Groups, by = separate(r.Groups, v, acl.Group, func(g *kmsg.OffsetFetchRequestGroup) (string, [16]byte) { return g.Group, [16]byte{} })
+	for code, gs := range by {
+		p := *r
+		p.Groups = gs
+		parts = append(parts, part{code: code, req: &p})
+	}
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		if g.Topics == nil {
+			continue
+		}
+		kept, tby := separate(g.Topics, v, acl.Topic, func(t *kmsg.OffsetFetchRequestGroupTopic) (string, [16]byte) { return t.Topic, t.TopicID })
+		if tby == nil {
+			continue
+		}
+		if kept == nil {
+			kept = []kmsg.OffsetFetchRequestGroupTopic{}
+		}
+		for code, ts := range tby {
+			p, pg := *r, *g
+			pg.Topics = ts
+			p.Groups = []kmsg.OffsetFetchRequestGroup{pg}
+			parts = append(parts, part{code: code, req: &p, inGroup: true})
+		}
+		g.Topics = kept
+	}
+	return len(r.Groups) > 0, parts, true
+}
+
 // partError is the answer to a part's denied entries.
 func partError(p part) kmsg.Response {
+	if f, ok := p.req.(*kmsg.OffsetFetchRequest); ok && p.inGroup && f.Version >= 8 {
+		resp := kmsg.NewPtrOffsetFetchResponse()
+		resp.Version = f.Version
+		for _, g := range f.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = g.Group
+			for _, t := range g.Topics {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic, rt.TopicID = t.Topic, t.TopicID
+				for _, pt := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.ErrorCode = pt, -1, p.code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rg.Topics = append(rg.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}
 	r, ok := p.req.(*kmsg.OffsetDeleteRequest)
 	if !ok {
 		return splitmerge.ErrorResponse(p.req, p.code, "")
@@ -212,7 +289,21 @@ func merge(resp, e kmsg.Response) {
 	case *kmsg.FindCoordinatorResponse:
 		r.Coordinators = append(r.Coordinators, e.(*kmsg.FindCoordinatorResponse).Coordinators...)
 	case *kmsg.OffsetFetchResponse:
-		r.Groups = append(r.Groups, e.(*kmsg.OffsetFetchResponse).Groups...)
+		eo := e.(*kmsg.OffsetFetchResponse)
+		r.Topics = append(r.Topics, eo.Topics...)
+	groups:
+		for _, eg := range eo.Groups {
+			if len(eg.Topics) > 0 {
+				// A group's denied topics go into its own answer.
+				for i := range r.Groups {
+					if r.Groups[i].Group == eg.Group {
+						r.Groups[i].Topics = append(r.Groups[i].Topics, eg.Topics...)
+						continue groups
+					}
+				}
+			}
+			r.Groups = append(r.Groups, eg)
+		}
 	case *kmsg.DescribeTransactionsResponse:
 		r.TransactionStates = append(r.TransactionStates, e.(*kmsg.DescribeTransactionsResponse).TransactionStates...)
 	case *kmsg.DescribeConfigsResponse:
@@ -249,17 +340,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		}
 		return stripNames(r, &r.CoordinatorKeys, v, rt)
 	case *kmsg.OffsetFetchRequest:
-		if r.Version < 8 || !only(v, acl.Group) {
-			return false, nil, false
-		}
-		var by map[int16][]kmsg.OffsetFetchRequestGroup
-		r.Groups, by = separate(r.Groups, v, acl.Group, func(g *kmsg.OffsetFetchRequestGroup) (string, [16]byte) { return g.Group, [16]byte{} })
-		for code, gs := range by {
-			p := *r
-			p.Groups = gs
-			parts = append(parts, part{code, &p})
-		}
-		return len(r.Groups) > 0, parts, true
+		return stripOffsetFetch(r, v)
 	case *kmsg.DescribeTransactionsRequest:
 		return stripNames(r, &r.TransactionalIDs, v, acl.TransactionalID)
 	case *kmsg.DescribeConfigsRequest:
@@ -270,7 +351,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, rs := range by {
 			p := *r
 			p.Resources = rs
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Resources) > 0, parts, true
 	case *kmsg.IncrementalAlterConfigsRequest:
@@ -281,7 +362,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, rs := range by {
 			p := *r
 			p.Resources = rs
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Resources) > 0, parts, true
 	}
@@ -307,7 +388,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return false, parts, true
 	case *kmsg.OffsetDeleteRequest:
@@ -316,7 +397,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.DescribeProducersRequest:
@@ -325,7 +406,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.DescribeTopicPartitionsRequest:
@@ -334,7 +415,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.ProduceRequest:
@@ -343,7 +424,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.FetchRequest:
@@ -352,7 +433,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		// A fetch session's request is forwarded even when it is left
 		// with no topic: the upstream's session moves on with it.
@@ -363,7 +444,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.MetadataRequest:
@@ -377,7 +458,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		if len(r.Topics) == 0 && r.Version >= 1 {
 			// Asked for no topic (an empty list, not null, which asks
@@ -392,7 +473,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.TxnOffsetCommitRequest:
@@ -401,7 +482,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.DeleteRecordsRequest:
@@ -410,7 +491,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.CreateTopicsRequest:
@@ -419,7 +500,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.DeleteTopicsRequest:
@@ -429,7 +510,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 			for code, ts := range by {
 				p := *r
 				p.TopicNames = ts
-				parts = append(parts, part{code, &p})
+				parts = append(parts, part{code: code, req: &p})
 			}
 			return len(r.TopicNames) > 0, parts, true
 		}
@@ -443,7 +524,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.CreatePartitionsRequest:
@@ -452,7 +533,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	}
@@ -583,7 +664,7 @@ func stripNames[R any](req *R, names *[]string, v acl.Verdict, rt acl.ResourceTy
 	for code, ns := range by {
 		*names = ns
 		p := *req
-		parts = append(parts, part{code, any(&p).(kmsg.Request)})
+		parts = append(parts, part{code: code, req: any(&p).(kmsg.Request)})
 	}
 	*names = kept
 	return len(kept) > 0, parts, true
