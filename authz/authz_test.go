@@ -812,6 +812,20 @@ func TestPerResourceRefusals(t *testing.T) {
 	if len(got) != 2 || got["b"] != 0 || got["1"] != acl.ClusterAuthorizationFailed {
 		t.Errorf("IncrementalAlterConfigs codes %v", got)
 	}
+
+	ac := kmsg.NewPtrAlterConfigsRequest()
+	ac.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a"}, {ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "b"}}
+	fwd, resp = decide(ac, &kmsg.AlterConfigsResponse{Resources: []kmsg.AlterConfigsResponseResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "b"}}}, Forward)
+	if rs := fwd.(*kmsg.AlterConfigsRequest).Resources; len(rs) != 1 || rs[0].ResourceName != "b" {
+		t.Errorf("AlterConfigs forwarded %v, want b alone", rs)
+	}
+	got = map[string]int16{}
+	for _, r := range resp.(*kmsg.AlterConfigsResponse).Resources {
+		got[r.ResourceName] = r.ErrorCode
+	}
+	if len(got) != 2 || got["b"] != 0 || got["a"] != acl.TopicAuthorizationFailed {
+		t.Errorf("AlterConfigs codes %v", got)
+	}
 }
 
 // TestOffsetFetchTopicsInsideGroups: a topic the client may not Describe,

@@ -308,6 +308,8 @@ func merge(resp, e kmsg.Response) {
 		r.TransactionStates = append(r.TransactionStates, e.(*kmsg.DescribeTransactionsResponse).TransactionStates...)
 	case *kmsg.DescribeConfigsResponse:
 		r.Resources = append(r.Resources, e.(*kmsg.DescribeConfigsResponse).Resources...)
+	case *kmsg.AlterConfigsResponse:
+		r.Resources = append(r.Resources, e.(*kmsg.AlterConfigsResponse).Resources...)
 	case *kmsg.IncrementalAlterConfigsResponse:
 		r.Resources = append(r.Resources, e.(*kmsg.IncrementalAlterConfigsResponse).Resources...)
 	case *kmsg.AddPartitionsToTxnResponse:
@@ -346,6 +348,17 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 	case *kmsg.DescribeConfigsRequest:
 		var by map[int16][]kmsg.DescribeConfigsRequestResource
 		r.Resources, by = separateBy(r.Resources, func(res *kmsg.DescribeConfigsRequestResource) (int16, bool) {
+			return configDenial(v, int8(res.ResourceType), res.ResourceName)
+		})
+		for code, rs := range by {
+			p := *r
+			p.Resources = rs
+			parts = append(parts, part{code: code, req: &p})
+		}
+		return len(r.Resources) > 0, parts, true
+	case *kmsg.AlterConfigsRequest:
+		var by map[int16][]kmsg.AlterConfigsRequestResource
+		r.Resources, by = separateBy(r.Resources, func(res *kmsg.AlterConfigsRequestResource) (int16, bool) {
 			return configDenial(v, int8(res.ResourceType), res.ResourceName)
 		})
 		for code, rs := range by {
