@@ -14,6 +14,7 @@
 package authz
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -47,7 +48,14 @@ type Guard struct {
 	// client learns a topic's id there before it uses it.
 	idMu  sync.RWMutex
 	ids   map[[16]byte]string
-	names func([16]byte) (string, bool) // topicName, made once: no allocation per request
+	names func([16]byte) (string, bool) // resolveID, made once: no allocation per request
+
+	// upstream lists the upstream's topics by id, for an id no Metadata
+	// answer taught: a client may hold ids from another connection, or
+	// from before the proxy started. nil: ids are learned only.
+	upstream   atomic.Pointer[func(context.Context) (map[[16]byte]string, error)]
+	resolveMu  sync.Mutex // one upstream listing at a time
+	resolvedAt time.Time  // the last listing's, under resolveMu
 
 	// gen counts the reloads: a fetch session opened under older rules
 	// is not trusted (see Conn).
@@ -68,7 +76,7 @@ func New(file string, opts acl.Options, m Counter, log *slog.Logger) (*Guard, er
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Guard{file: file, opts: opts, m: m, log: log, ids: map[[16]byte]string{}}
-	g.names = g.topicName
+	g.names = g.resolveID
 	if err := g.Reload(); err != nil {
 		return nil, err
 	}
@@ -140,6 +148,62 @@ func (g *Guard) topicName(id [16]byte) (string, bool) {
 	defer g.idMu.RUnlock()
 	n, ok := g.ids[id]
 	return n, ok
+}
+
+// ResolveTopicIDsWith gives the Guard list, which asks the upstream for
+// every topic's id and name. A topic id no Metadata answer taught is then
+// looked up there before a request naming it is decided, instead of
+// answered UNKNOWN_TOPIC_ID.
+func (g *Guard) ResolveTopicIDsWith(list func(context.Context) (map[[16]byte]string, error)) {
+	g.upstream.Store(&list)
+}
+
+// resolveEvery bounds how often an unknown id asks the upstream: ids that
+// name no topic, a client's typo or a deleted topic, must not turn every
+// request into a listing of the cluster. A client retries
+// UNKNOWN_TOPIC_ID, and its retry after a topic's creation finds it.
+const resolveEvery = time.Second
+
+// resolveTimeout bounds the wait of a request naming an unknown id.
+const resolveTimeout = 10 * time.Second
+
+// resolveID names the topic of id: as learned, or else by the upstream's
+// listing. Only a request naming an id not learned waits for the upstream,
+// and only that request's connection waits.
+func (g *Guard) resolveID(id [16]byte) (string, bool) {
+	if n, ok := g.topicName(id); ok {
+		return n, true
+	}
+	list := g.upstream.Load()
+	if list == nil {
+		return "", false
+	}
+	g.resolveMu.Lock()
+	defer g.resolveMu.Unlock()
+	if n, ok := g.topicName(id); ok {
+		// A listing made while this one waited found it.
+		return n, true
+	}
+	if !g.resolvedAt.IsZero() && time.Since(g.resolvedAt) < resolveEvery {
+		return "", false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	topics, err := (*list)(ctx)
+	g.resolvedAt = time.Now()
+	if err != nil {
+		g.log.Warn("listing the upstream's topic ids", "error", err)
+		return "", false
+	}
+	var zero [16]byte
+	g.idMu.Lock()
+	for tid, n := range topics {
+		if tid != zero && n != "" {
+			g.ids[tid] = n
+		}
+	}
+	g.idMu.Unlock()
+	return g.topicName(id)
 }
 
 func (g *Guard) learn(resp *kmsg.MetadataResponse) {

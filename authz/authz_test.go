@@ -1,6 +1,9 @@
 package authz
 
 import (
+	"context"
+	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -550,4 +553,365 @@ func TestFetchSessionAfterReload(t *testing.T) {
 	}
 	step("an incremental fetch after a reload", 8, 2, false)
 	step("the one after", 9, 1, true)
+}
+
+// TestAuthorizedOperationsAreTheClients: the operations the upstream
+// answers for the proxy's own principal are replaced by the client's,
+// and left alone where they were not asked for.
+func TestAuthorizedOperationsAreTheClients(t *testing.T) {
+	g := testGuard(t)
+	c := alice(g)
+	a := g.Authorizer()
+	all := int32(0x7ffffff8)
+
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 10
+	md.IncludeTopicAuthorizedOperations, md.IncludeClusterAuthorizedOperations = true, true
+	fix := g.fixFor(a, c, md, acl.Verdict{})
+	mr := kmsg.NewPtrMetadataResponse()
+	mr.Version = 10
+	mr.AuthorizedOperations = all
+	for _, n := range []string{"a", "b"} {
+		t := kmsg.NewMetadataResponseTopic()
+		t.Topic, t.AuthorizedOperations = kmsg.StringPtr(n), all
+		mr.Topics = append(mr.Topics, t)
+	}
+	fix.Apply(mr)
+	if want := int32(0); mr.AuthorizedOperations != want {
+		t.Errorf("metadata cluster operations %x, want %x", mr.AuthorizedOperations, want)
+	}
+	for _, tp := range mr.Topics {
+		if want := a.AuthorizedOperations(c, acl.Topic, *tp.Topic); tp.AuthorizedOperations != want || want == all {
+			t.Errorf("topic %s operations %x, want %x", *tp.Topic, tp.AuthorizedOperations, want)
+		}
+	}
+	if want := int32(1<<uint(acl.Write) | 1<<uint(acl.Describe)); mr.Topics[0].AuthorizedOperations != want {
+		t.Errorf("topic a operations %x, want Write and Describe %x", mr.Topics[0].AuthorizedOperations, want)
+	}
+
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	if g.fixFor(a, c, dc, acl.Verdict{}) != nil {
+		t.Errorf("DescribeCluster without authorized operations is fixed")
+	}
+	dc.IncludeClusterAuthorizedOperations = true
+	dr := kmsg.NewPtrDescribeClusterResponse()
+	dr.ClusterAuthorizedOperations = all
+	g.fixFor(a, c, dc, acl.Verdict{}).Apply(dr)
+	if dr.ClusterAuthorizedOperations != 0 {
+		t.Errorf("cluster operations %x, want none", dr.ClusterAuthorizedOperations)
+	}
+
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Version, dg.Groups, dg.IncludeAuthorizedOperations = 5, []string{"mine"}, true
+	gr := kmsg.NewPtrDescribeGroupsResponse()
+	gr.Version = 5
+	grp := kmsg.NewDescribeGroupsResponseGroup()
+	grp.Group, grp.AuthorizedOperations = "mine", all
+	gr.Groups = append(gr.Groups, grp)
+	g.fixFor(a, c, dg, acl.Verdict{}).Apply(gr)
+	if want := int32(1 << uint(acl.Describe)); gr.Groups[0].AuthorizedOperations != want {
+		t.Errorf("group operations %x, want Describe %x", gr.Groups[0].AuthorizedOperations, want)
+	}
+
+	md.IncludeTopicAuthorizedOperations, md.IncludeClusterAuthorizedOperations = false, false
+	mr = kmsg.NewPtrMetadataResponse()
+	mr.Version = 10
+	tp := kmsg.NewMetadataResponseTopic()
+	tp.Topic = kmsg.StringPtr("a")
+	mr.Topics = append(mr.Topics, tp)
+	g.fixFor(a, c, md, acl.Verdict{}).Apply(mr)
+	if mr.AuthorizedOperations != notAsked || mr.Topics[0].AuthorizedOperations != notAsked {
+		t.Errorf("operations not asked for were filled: %x, %x", mr.AuthorizedOperations, mr.Topics[0].AuthorizedOperations)
+	}
+}
+
+// TestFetchByIDResolvedUpstream: an id no Metadata answer taught is looked
+// up in the upstream's listing before the request is decided, and a run
+// of unknown ids lists the upstream at most once per resolveEvery.
+func TestFetchByIDResolvedUpstream(t *testing.T) {
+	g := testGuard(t)
+	c := alice(g)
+	idB, idA, idNone := [16]byte{1}, [16]byte{2}, [16]byte{3}
+	lists := 0
+	g.ResolveTopicIDsWith(func(context.Context) (map[[16]byte]string, error) {
+		lists++
+		return map[[16]byte]string{idB: "b", idA: "a"}, nil
+	})
+	fetchID := func(id [16]byte) (wire.RequestHeader, []byte) {
+		fetch := kmsg.NewPtrFetchRequest()
+		fetch.Version = 13
+		fetch.ReplicaID = -1
+		ft := kmsg.NewFetchRequestTopic()
+		ft.TopicID = id
+		ft.Partitions = []kmsg.FetchRequestTopicPartition{{Partition: 0}}
+		fetch.Topics = append(fetch.Topics, ft)
+		return frame(t, fetch)
+	}
+	h, f := fetchID(idB)
+	if out, _ := g.Request(nil, c, h, f, nil, false); out.Action != Pass {
+		t.Fatalf("Fetch by b's id, listed upstream: action %v, want Pass", out.Action)
+	}
+	h, f = fetchID(idA)
+	out, _ := g.Request(nil, c, h, f, nil, false)
+	if out.Action != Answer {
+		t.Fatalf("Fetch by a's id (Write only): action %v, want Answer", out.Action)
+	}
+	v13 := kmsg.NewPtrFetchRequest()
+	v13.Version = 13
+	resp := decodeResponse(t, v13, out.Response, h.ResponseFlexible()).(*kmsg.FetchResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != acl.TopicAuthorizationFailed {
+		t.Errorf("Fetch by a's id answered %d, want TOPIC_AUTHORIZATION_FAILED", code)
+	}
+	h, f = fetchID(idNone)
+	for range 3 {
+		if out, _ := g.Request(nil, c, h, f, nil, false); out.Action != Answer {
+			t.Fatalf("Fetch by an id of no topic: action %v, want Answer", out.Action)
+		}
+	}
+	if lists != 1 {
+		t.Errorf("the upstream was listed %d times, want once", lists)
+	}
+}
+
+// TestPerResourceRefusals: requests naming several resources, of which
+// some are denied, forward the allowed ones and answer each denied one
+// with its own code, as Kafka answers per resource.
+func TestPerResourceRefusals(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "acls.yaml")
+	if err := os.WriteFile(path, []byte(`acls:
+  - {principal: User:alice, resourceType: TOPIC, resourceName: a, operation: WRITE}
+  - {principal: User:alice, resourceType: TOPIC, resourceName: b, operation: READ}
+  - {principal: User:alice, resourceType: TOPIC, resourceName: b, operation: DESCRIBE_CONFIGS}
+  - {principal: User:alice, resourceType: TOPIC, resourceName: b, operation: ALTER_CONFIGS}
+  - {principal: User:alice, resourceType: GROUP, resourceName: del, operation: DELETE}
+  - {principal: User:alice, resourceType: TRANSACTIONAL_ID, resourceName: tx, operation: WRITE}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(path, acl.Options{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := alice(g)
+	// decide runs req through the Guard and completes resp, the
+	// upstream's answer to what was forwarded (none when answered
+	// locally), returning the request forwarded.
+	decide := func(req kmsg.Request, resp kmsg.Response, want Action) (kmsg.Request, kmsg.Response) {
+		t.Helper()
+		h, f := frame(t, req)
+		out, err := g.Request(nil, c, h, f, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Action != want {
+			t.Fatalf("%s: action %v, want %v", kmsg.NameForKey(req.Key()), out.Action, want)
+		}
+		if want == Answer {
+			return nil, decodeResponse(t, req, out.Response, h.ResponseFlexible())
+		}
+		resp.SetVersion(req.GetVersion())
+		out.Fix.Apply(resp)
+		return out.Request, resp
+	}
+
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dp.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "b", Partitions: []int32{0}}, {Topic: "a", Partitions: []int32{0}}}
+	fwd, resp := decide(dp, &kmsg.DescribeProducersResponse{Topics: []kmsg.DescribeProducersResponseTopic{{Topic: "b", Partitions: []kmsg.DescribeProducersResponseTopicPartition{{Partition: 0}}}}}, Forward)
+	if ts := fwd.(*kmsg.DescribeProducersRequest).Topics; len(ts) != 1 || ts[0].Topic != "b" {
+		t.Errorf("DescribeProducers forwarded %v, want b alone", ts)
+	}
+	got := map[string]int16{}
+	for _, tp := range resp.(*kmsg.DescribeProducersResponse).Topics {
+		got[tp.Topic] = tp.Partitions[0].ErrorCode
+	}
+	if len(got) != 2 || got["b"] != 0 || got["a"] != acl.TopicAuthorizationFailed {
+		t.Errorf("DescribeProducers codes %v", got)
+	}
+
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dtp.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "b"}, {Topic: "c"}}
+	fwd, resp = decide(dtp, &kmsg.DescribeTopicPartitionsResponse{Topics: []kmsg.DescribeTopicPartitionsResponseTopic{{Topic: kmsg.StringPtr("b")}}}, Forward)
+	if ts := fwd.(*kmsg.DescribeTopicPartitionsRequest).Topics; len(ts) != 1 || ts[0].Topic != "b" {
+		t.Errorf("DescribeTopicPartitions forwarded %v, want b alone", ts)
+	}
+	got = map[string]int16{}
+	for _, tp := range resp.(*kmsg.DescribeTopicPartitionsResponse).Topics {
+		got[*tp.Topic] = tp.ErrorCode
+	}
+	if len(got) != 2 || got["b"] != 0 || got["c"] != acl.TopicAuthorizationFailed {
+		t.Errorf("DescribeTopicPartitions codes %v", got)
+	}
+
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group = "del"
+	od.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "b", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}, {Topic: "a", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 1}}}}
+	fwd, resp = decide(od, &kmsg.OffsetDeleteResponse{Topics: []kmsg.OffsetDeleteResponseTopic{{Topic: "b", Partitions: []kmsg.OffsetDeleteResponseTopicPartition{{Partition: 0}}}}}, Forward)
+	if ts := fwd.(*kmsg.OffsetDeleteRequest).Topics; len(ts) != 1 || ts[0].Topic != "b" {
+		t.Errorf("OffsetDelete forwarded %v, want b alone", ts)
+	}
+	odr := resp.(*kmsg.OffsetDeleteResponse)
+	got = map[string]int16{}
+	for _, tp := range odr.Topics {
+		got[tp.Topic] = tp.Partitions[0].ErrorCode
+	}
+	if odr.ErrorCode != 0 || len(got) != 2 || got["b"] != 0 || got["a"] != acl.TopicAuthorizationFailed {
+		t.Errorf("OffsetDelete group code %d, topic codes %v", odr.ErrorCode, got)
+	}
+
+	ap := kmsg.NewPtrAddPartitionsToTxnRequest()
+	ap.Version = 3
+	ap.TransactionalID = "tx"
+	ap.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "a", Partitions: []int32{0}}, {Topic: "b", Partitions: []int32{0}}}
+	_, resp = decide(ap, nil, Answer)
+	got = map[string]int16{}
+	for _, tp := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
+		got[tp.Topic] = tp.Partitions[0].ErrorCode
+	}
+	if len(got) != 2 || got["a"] != 55 || got["b"] != acl.TopicAuthorizationFailed {
+		t.Errorf("AddPartitionsToTxn codes %v, want a OPERATION_NOT_ATTEMPTED, b TOPIC_AUTHORIZATION_FAILED", got)
+	}
+
+	dt := kmsg.NewPtrDescribeTransactionsRequest()
+	dt.TransactionalIDs = []string{"tx", "other"}
+	fwd, resp = decide(dt, &kmsg.DescribeTransactionsResponse{TransactionStates: []kmsg.DescribeTransactionsResponseTransactionState{{TransactionalID: "tx"}}}, Forward)
+	if ids := fwd.(*kmsg.DescribeTransactionsRequest).TransactionalIDs; len(ids) != 1 || ids[0] != "tx" {
+		t.Errorf("DescribeTransactions forwarded %v, want tx alone", ids)
+	}
+	got = map[string]int16{}
+	for _, s := range resp.(*kmsg.DescribeTransactionsResponse).TransactionStates {
+		got[s.TransactionalID] = s.ErrorCode
+	}
+	if len(got) != 2 || got["tx"] != 0 || got["other"] != acl.TransactionalIDAuthorizationFailed {
+		t.Errorf("DescribeTransactions codes %v", got)
+	}
+
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "b"}, {ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a"}, {ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1"}}
+	fwd, resp = decide(dc, &kmsg.DescribeConfigsResponse{Resources: []kmsg.DescribeConfigsResponseResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "b"}}}, Forward)
+	if rs := fwd.(*kmsg.DescribeConfigsRequest).Resources; len(rs) != 1 || rs[0].ResourceName != "b" {
+		t.Errorf("DescribeConfigs forwarded %v, want b alone", rs)
+	}
+	got = map[string]int16{}
+	for _, r := range resp.(*kmsg.DescribeConfigsResponse).Resources {
+		got[r.ResourceName] = r.ErrorCode
+	}
+	if len(got) != 3 || got["b"] != 0 || got["a"] != acl.TopicAuthorizationFailed || got["1"] != acl.ClusterAuthorizationFailed {
+		t.Errorf("DescribeConfigs codes %v", got)
+	}
+
+	ia := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ia.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1"}, {ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "b"}}
+	fwd, resp = decide(ia, &kmsg.IncrementalAlterConfigsResponse{Resources: []kmsg.IncrementalAlterConfigsResponseResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "b"}}}, Forward)
+	if rs := fwd.(*kmsg.IncrementalAlterConfigsRequest).Resources; len(rs) != 1 || rs[0].ResourceName != "b" {
+		t.Errorf("IncrementalAlterConfigs forwarded %v, want b alone", rs)
+	}
+	got = map[string]int16{}
+	for _, r := range resp.(*kmsg.IncrementalAlterConfigsResponse).Resources {
+		got[r.ResourceName] = r.ErrorCode
+	}
+	if len(got) != 2 || got["b"] != 0 || got["1"] != acl.ClusterAuthorizationFailed {
+		t.Errorf("IncrementalAlterConfigs codes %v", got)
+	}
+
+	ac := kmsg.NewPtrAlterConfigsRequest()
+	ac.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a"}, {ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "b"}}
+	fwd, resp = decide(ac, &kmsg.AlterConfigsResponse{Resources: []kmsg.AlterConfigsResponseResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "b"}}}, Forward)
+	if rs := fwd.(*kmsg.AlterConfigsRequest).Resources; len(rs) != 1 || rs[0].ResourceName != "b" {
+		t.Errorf("AlterConfigs forwarded %v, want b alone", rs)
+	}
+	got = map[string]int16{}
+	for _, r := range resp.(*kmsg.AlterConfigsResponse).Resources {
+		got[r.ResourceName] = r.ErrorCode
+	}
+	if len(got) != 2 || got["b"] != 0 || got["a"] != acl.TopicAuthorizationFailed {
+		t.Errorf("AlterConfigs codes %v", got)
+	}
+}
+
+// TestOffsetFetchTopicsInsideGroups: a topic the client may not Describe,
+// named in a group it may Describe, is left out of what is forwarded and
+// answered TOPIC_AUTHORIZATION_FAILED per partition inside that group's
+// answer; a group left with none of its topics is still forwarded, with an
+// empty list, not a null one (which would ask for every topic).
+func TestOffsetFetchTopicsInsideGroups(t *testing.T) {
+	g := testGuard(t)
+	c := alice(g)
+
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Version = 8
+	mine := kmsg.NewOffsetFetchRequestGroup()
+	mine.Group = "mine"
+	mine.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "b", Partitions: []int32{0}}, {Topic: "c", Partitions: []int32{0, 1}}}
+	only := kmsg.NewOffsetFetchRequestGroup()
+	only.Group = "mine"
+	of.Groups = []kmsg.OffsetFetchRequestGroup{mine, {Group: "theirs", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "b", Partitions: []int32{0}}}}}
+	h, f := frame(t, of)
+	out, err := g.Request(nil, c, h, f, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Action != Forward {
+		t.Fatalf("OffsetFetch: action %v, want Forward", out.Action)
+	}
+	fwd := out.Request.(*kmsg.OffsetFetchRequest)
+	if len(fwd.Groups) != 1 || fwd.Groups[0].Group != "mine" || len(fwd.Groups[0].Topics) != 1 || fwd.Groups[0].Topics[0].Topic != "b" {
+		t.Fatalf("OffsetFetch forwarded %+v, want mine with b alone", fwd.Groups)
+	}
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	resp.Version = 8
+	rg := kmsg.NewOffsetFetchResponseGroup()
+	rg.Group = "mine"
+	rt := kmsg.NewOffsetFetchResponseGroupTopic()
+	rt.Topic = "b"
+	rt.Partitions = []kmsg.OffsetFetchResponseGroupTopicPartition{{Partition: 0, Offset: 5}}
+	rg.Topics = append(rg.Topics, rt)
+	resp.Groups = append(resp.Groups, rg)
+	out.Fix.Apply(resp)
+	if len(resp.Groups) != 2 {
+		t.Fatalf("OffsetFetch answered %d groups, want mine and theirs", len(resp.Groups))
+	}
+	codes := map[string]int16{}
+	for _, gr := range resp.Groups {
+		codes[gr.Group] = gr.ErrorCode
+		for _, tp := range gr.Topics {
+			for _, p := range tp.Partitions {
+				codes[fmt.Sprintf("%s %s/%d", gr.Group, tp.Topic, p.Partition)] = p.ErrorCode
+			}
+		}
+	}
+	want := map[string]int16{"mine": 0, "theirs": acl.GroupAuthorizationFailed, "mine b/0": 0, "mine c/0": acl.TopicAuthorizationFailed, "mine c/1": acl.TopicAuthorizationFailed}
+	if !maps.Equal(codes, want) {
+		t.Errorf("OffsetFetch codes %v, want %v", codes, want)
+	}
+
+	only.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "c", Partitions: []int32{0}}}
+	of.Groups = []kmsg.OffsetFetchRequestGroup{only}
+	h, f = frame(t, of)
+	out, err = g.Request(nil, c, h, f, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fwd, ok := out.Request.(*kmsg.OffsetFetchRequest); out.Action != Forward || !ok || fwd.Groups[0].Topics == nil || len(fwd.Groups[0].Topics) != 0 {
+		t.Fatalf("OffsetFetch of a denied topic alone: action %v, request %+v, want mine forwarded with an empty topic list", out.Action, out.Request)
+	}
+
+	old := kmsg.NewPtrOffsetFetchRequest()
+	old.Version = 7
+	old.Group = "mine"
+	old.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "b", Partitions: []int32{0}}, {Topic: "c", Partitions: []int32{0}}}
+	h, f = frame(t, old)
+	out, err = g.Request(nil, c, h, f, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fwd, ok := out.Request.(*kmsg.OffsetFetchRequest); out.Action != Forward || !ok || len(fwd.Topics) != 1 || fwd.Topics[0].Topic != "b" {
+		t.Fatalf("OffsetFetch v7: action %v, request %+v, want b alone forwarded", out.Action, out.Request)
+	}
+	resp = kmsg.NewPtrOffsetFetchResponse()
+	resp.Version = 7
+	resp.Topics = []kmsg.OffsetFetchResponseTopic{{Topic: "b", Partitions: []kmsg.OffsetFetchResponseTopicPartition{{Partition: 0}}}}
+	out.Fix.Apply(resp)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 2 || resp.Topics[1].Topic != "c" || resp.Topics[1].Partitions[0].ErrorCode != acl.TopicAuthorizationFailed {
+		t.Errorf("OffsetFetch v7 answer %+v", resp)
+	}
 }

@@ -26,13 +26,16 @@ type Fix struct {
 type part struct {
 	code int16
 	req  kmsg.Request
+	// inGroup: the entries are topics of an OffsetFetch group that is
+	// forwarded, refused per partition inside the group's answer.
+	inGroup bool
 }
 
 // fixFor is the Fix a request's answer needs when nothing of it is denied
 // outright; nil when the answer goes to the client as the upstream gave it.
 func (g *Guard) fixFor(a *acl.Authorizer, c acl.Client, req kmsg.Request, v acl.Verdict) *Fix {
 	f := &Fix{g: g, a: a, c: c, listed: len(v.Listed) > 0}
-	switch req.(type) {
+	switch r := req.(type) {
 	case *kmsg.MetadataRequest:
 		// Every Metadata answer teaches the topic ids Fetch and Produce
 		// name topics by.
@@ -44,6 +47,21 @@ func (g *Guard) fixFor(a *acl.Authorizer, c acl.Client, req kmsg.Request, v acl.
 			return f
 		}
 	case *kmsg.CreateTopicsRequest:
+		return f
+	case *kmsg.DescribeClusterRequest:
+		if r.IncludeClusterAuthorizedOperations {
+			return f
+		}
+	case *kmsg.DescribeGroupsRequest:
+		if r.IncludeAuthorizedOperations {
+			return f
+		}
+	case *kmsg.ConsumerGroupDescribeRequest:
+		if r.IncludeAuthorizedOperations {
+			return f
+		}
+	case *kmsg.DescribeTopicPartitionsRequest:
+		// Its answer always carries each topic's authorized operations.
 		return f
 	}
 	if f.listed {
@@ -86,10 +104,41 @@ func (f *Fix) Apply(resp kmsg.Response) {
 		if f.listed {
 			a.FilterMetadata(c, r)
 		}
+		if r.AuthorizedOperations != notAsked {
+			r.AuthorizedOperations = clusterOperations(a, c)
+		}
 		for i := range r.Topics {
 			t := &r.Topics[i]
 			if t.Topic != nil && f.noCreate[*t.Topic] && t.ErrorCode == unknownTopicOrPartition {
 				t.ErrorCode = acl.TopicAuthorizationFailed
+			}
+			if t.Topic != nil && t.AuthorizedOperations != notAsked {
+				t.AuthorizedOperations = a.AuthorizedOperations(c, acl.Topic, *t.Topic)
+			}
+		}
+	case *kmsg.DescribeClusterResponse:
+		if r.ClusterAuthorizedOperations != notAsked {
+			r.ClusterAuthorizedOperations = clusterOperations(a, c)
+		}
+	case *kmsg.DescribeGroupsResponse:
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			if g.AuthorizedOperations != notAsked {
+				g.AuthorizedOperations = a.AuthorizedOperations(c, acl.Group, g.Group)
+			}
+		}
+	case *kmsg.DescribeTopicPartitionsResponse:
+		for i := range r.Topics {
+			t := &r.Topics[i]
+			if t.Topic != nil && t.AuthorizedOperations != notAsked {
+				t.AuthorizedOperations = a.AuthorizedOperations(c, acl.Topic, *t.Topic)
+			}
+		}
+	case *kmsg.ConsumerGroupDescribeResponse:
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			if g.AuthorizedOperations != notAsked {
+				g.AuthorizedOperations = a.AuthorizedOperations(c, acl.Group, g.Group)
 			}
 		}
 	case *kmsg.ListGroupsResponse:
@@ -106,8 +155,105 @@ func (f *Fix) Apply(resp kmsg.Response) {
 		a.FilterCreateTopics(c, r)
 	}
 	for _, p := range f.parts {
-		merge(resp, splitmerge.ErrorResponse(p.req, p.code, ""))
+		merge(resp, partError(p))
 	}
+}
+
+// stripOffsetFetch leaves the denied groups out of an OffsetFetch, and
+// the denied topics out of the groups it keeps: Kafka answers a topic the
+// client may not Describe inside an allowed group per partition,
+// TOPIC_AUTHORIZATION_FAILED, and the group's other topics as usual. A
+// group left with none of the topics it named is still forwarded, with an
+// empty list (null would ask for all of them), for its own answer.
+func stripOffsetFetch(r *kmsg.OffsetFetchRequest, v acl.Verdict) (bool, []part, bool) {
+	var parts []part
+	if r.Version < 8 {
+		if !only(v, acl.Topic) {
+			return false, nil, false
+		}
+		var by map[int16][]kmsg.OffsetFetchRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.OffsetFetchRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		if r.Topics == nil {
+			r.Topics = []kmsg.OffsetFetchRequestTopic{}
+		}
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code: code, req: &p, inGroup: true})
+		}
+		return true, parts, true
+	}
+	var by map[int16][]kmsg.OffsetFetchRequestGroup
+	r.Groups, by = separate(r.Groups, v, acl.Group, func(g *kmsg.OffsetFetchRequestGroup) (string, [16]byte) { return g.Group, [16]byte{} })
+	for code, gs := range by {
+		p := *r
+		p.Groups = gs
+		parts = append(parts, part{code: code, req: &p})
+	}
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		if g.Topics == nil {
+			continue
+		}
+		kept, tby := separate(g.Topics, v, acl.Topic, func(t *kmsg.OffsetFetchRequestGroupTopic) (string, [16]byte) { return t.Topic, t.TopicID })
+		if tby == nil {
+			continue
+		}
+		if kept == nil {
+			kept = []kmsg.OffsetFetchRequestGroupTopic{}
+		}
+		for code, ts := range tby {
+			p, pg := *r, *g
+			pg.Topics = ts
+			p.Groups = []kmsg.OffsetFetchRequestGroup{pg}
+			parts = append(parts, part{code: code, req: &p, inGroup: true})
+		}
+		g.Topics = kept
+	}
+	return len(r.Groups) > 0, parts, true
+}
+
+// partError is the answer to a part's denied entries.
+func partError(p part) kmsg.Response {
+	if f, ok := p.req.(*kmsg.OffsetFetchRequest); ok && p.inGroup && f.Version >= 8 {
+		resp := kmsg.NewPtrOffsetFetchResponse()
+		resp.Version = f.Version
+		for _, g := range f.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = g.Group
+			for _, t := range g.Topics {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic, rt.TopicID = t.Topic, t.TopicID
+				for _, pt := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.ErrorCode = pt, -1, p.code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rg.Topics = append(rg.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}
+	r, ok := p.req.(*kmsg.OffsetDeleteRequest)
+	if !ok {
+		return splitmerge.ErrorResponse(p.req, p.code, "")
+	}
+	// Kafka refuses a denied topic of an allowed group per partition;
+	// splitmerge's OffsetDelete answer refuses the whole group.
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	resp.Version = r.Version
+	for _, t := range r.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, pt := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = pt.Partition, p.code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }
 
 // merge appends the entries of e, an error answer to denied entries, to
@@ -143,7 +289,37 @@ func merge(resp, e kmsg.Response) {
 	case *kmsg.FindCoordinatorResponse:
 		r.Coordinators = append(r.Coordinators, e.(*kmsg.FindCoordinatorResponse).Coordinators...)
 	case *kmsg.OffsetFetchResponse:
-		r.Groups = append(r.Groups, e.(*kmsg.OffsetFetchResponse).Groups...)
+		eo := e.(*kmsg.OffsetFetchResponse)
+		r.Topics = append(r.Topics, eo.Topics...)
+	groups:
+		for _, eg := range eo.Groups {
+			if len(eg.Topics) > 0 {
+				// A group's denied topics go into its own answer.
+				for i := range r.Groups {
+					if r.Groups[i].Group == eg.Group {
+						r.Groups[i].Topics = append(r.Groups[i].Topics, eg.Topics...)
+						continue groups
+					}
+				}
+			}
+			r.Groups = append(r.Groups, eg)
+		}
+	case *kmsg.DescribeTransactionsResponse:
+		r.TransactionStates = append(r.TransactionStates, e.(*kmsg.DescribeTransactionsResponse).TransactionStates...)
+	case *kmsg.DescribeConfigsResponse:
+		r.Resources = append(r.Resources, e.(*kmsg.DescribeConfigsResponse).Resources...)
+	case *kmsg.AlterConfigsResponse:
+		r.Resources = append(r.Resources, e.(*kmsg.AlterConfigsResponse).Resources...)
+	case *kmsg.IncrementalAlterConfigsResponse:
+		r.Resources = append(r.Resources, e.(*kmsg.IncrementalAlterConfigsResponse).Resources...)
+	case *kmsg.AddPartitionsToTxnResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.AddPartitionsToTxnResponse).Topics...)
+	case *kmsg.OffsetDeleteResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.OffsetDeleteResponse).Topics...)
+	case *kmsg.DescribeProducersResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.DescribeProducersResponse).Topics...)
+	case *kmsg.DescribeTopicPartitionsResponse:
+		r.Topics = append(r.Topics, e.(*kmsg.DescribeTopicPartitionsResponse).Topics...)
 	}
 }
 
@@ -166,29 +342,102 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		}
 		return stripNames(r, &r.CoordinatorKeys, v, rt)
 	case *kmsg.OffsetFetchRequest:
-		if r.Version < 8 || !only(v, acl.Group) {
-			return false, nil, false
-		}
-		var by map[int16][]kmsg.OffsetFetchRequestGroup
-		r.Groups, by = separate(r.Groups, v, acl.Group, func(g *kmsg.OffsetFetchRequestGroup) (string, [16]byte) { return g.Group, [16]byte{} })
-		for code, gs := range by {
+		return stripOffsetFetch(r, v)
+	case *kmsg.DescribeTransactionsRequest:
+		return stripNames(r, &r.TransactionalIDs, v, acl.TransactionalID)
+	case *kmsg.DescribeConfigsRequest:
+		var by map[int16][]kmsg.DescribeConfigsRequestResource
+		r.Resources, by = separateBy(r.Resources, func(res *kmsg.DescribeConfigsRequestResource) (int16, bool) {
+			return configDenial(v, int8(res.ResourceType), res.ResourceName)
+		})
+		for code, rs := range by {
 			p := *r
-			p.Groups = gs
-			parts = append(parts, part{code, &p})
+			p.Resources = rs
+			parts = append(parts, part{code: code, req: &p})
 		}
-		return len(r.Groups) > 0, parts, true
+		return len(r.Resources) > 0, parts, true
+	case *kmsg.AlterConfigsRequest:
+		var by map[int16][]kmsg.AlterConfigsRequestResource
+		r.Resources, by = separateBy(r.Resources, func(res *kmsg.AlterConfigsRequestResource) (int16, bool) {
+			return configDenial(v, int8(res.ResourceType), res.ResourceName)
+		})
+		for code, rs := range by {
+			p := *r
+			p.Resources = rs
+			parts = append(parts, part{code: code, req: &p})
+		}
+		return len(r.Resources) > 0, parts, true
+	case *kmsg.IncrementalAlterConfigsRequest:
+		var by map[int16][]kmsg.IncrementalAlterConfigsRequestResource
+		r.Resources, by = separateBy(r.Resources, func(res *kmsg.IncrementalAlterConfigsRequestResource) (int16, bool) {
+			return configDenial(v, int8(res.ResourceType), res.ResourceName)
+		})
+		for code, rs := range by {
+			p := *r
+			p.Resources = rs
+			parts = append(parts, part{code: code, req: &p})
+		}
+		return len(r.Resources) > 0, parts, true
 	}
 	if !only(v, acl.Topic) {
 		return false, nil, false
 	}
 	switch r := req.(type) {
+	case *kmsg.AddPartitionsToTxnRequest:
+		if r.Version >= 4 {
+			return false, nil, false
+		}
+		// Kafka adds none of a transaction's partitions when any is
+		// denied: the allowed ones are answered OPERATION_NOT_ATTEMPTED
+		// and nothing is forwarded.
+		var by map[int16][]kmsg.AddPartitionsToTxnRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.AddPartitionsToTxnRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		if len(r.Topics) > 0 {
+			if by == nil {
+				by = map[int16][]kmsg.AddPartitionsToTxnRequestTopic{}
+			}
+			by[operationNotAttempted] = r.Topics
+		}
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code: code, req: &p})
+		}
+		return false, parts, true
+	case *kmsg.OffsetDeleteRequest:
+		var by map[int16][]kmsg.OffsetDeleteRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.OffsetDeleteRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code: code, req: &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	case *kmsg.DescribeProducersRequest:
+		var by map[int16][]kmsg.DescribeProducersRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.DescribeProducersRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code: code, req: &p})
+		}
+		return len(r.Topics) > 0, parts, true
+	case *kmsg.DescribeTopicPartitionsRequest:
+		var by map[int16][]kmsg.DescribeTopicPartitionsRequestTopic
+		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.DescribeTopicPartitionsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
+		for code, ts := range by {
+			p := *r
+			p.Topics = ts
+			parts = append(parts, part{code: code, req: &p})
+		}
+		return len(r.Topics) > 0, parts, true
 	case *kmsg.ProduceRequest:
 		var by map[int16][]kmsg.ProduceRequestTopic
 		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.ProduceRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.FetchRequest:
@@ -197,7 +446,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		// A fetch session's request is forwarded even when it is left
 		// with no topic: the upstream's session moves on with it.
@@ -208,7 +457,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.MetadataRequest:
@@ -222,7 +471,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		if len(r.Topics) == 0 && r.Version >= 1 {
 			// Asked for no topic (an empty list, not null, which asks
@@ -237,7 +486,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.TxnOffsetCommitRequest:
@@ -246,7 +495,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.DeleteRecordsRequest:
@@ -255,7 +504,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.CreateTopicsRequest:
@@ -264,7 +513,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.DeleteTopicsRequest:
@@ -274,7 +523,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 			for code, ts := range by {
 				p := *r
 				p.TopicNames = ts
-				parts = append(parts, part{code, &p})
+				parts = append(parts, part{code: code, req: &p})
 			}
 			return len(r.TopicNames) > 0, parts, true
 		}
@@ -288,7 +537,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.CreatePartitionsRequest:
@@ -297,7 +546,7 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		for code, ts := range by {
 			p := *r
 			p.Topics = ts
-			parts = append(parts, part{code, &p})
+			parts = append(parts, part{code: code, req: &p})
 		}
 		return len(r.Topics) > 0, parts, true
 	}
@@ -324,6 +573,51 @@ func separate[T any](entries []T, v acl.Verdict, rt acl.ResourceType, name func(
 	return kept, by
 }
 
+// separateBy is separate for entries whose denial is found by denial.
+func separateBy[T any](entries []T, denial func(*T) (int16, bool)) ([]T, map[int16][]T) {
+	var kept []T
+	var by map[int16][]T
+	for i := range entries {
+		code, denied := denial(&entries[i])
+		if !denied {
+			kept = append(kept, entries[i])
+			continue
+		}
+		if by == nil {
+			by = map[int16][]T{}
+		}
+		by[code] = append(by[code], entries[i])
+	}
+	return kept, by
+}
+
+// Config resource types (DescribeConfigs, IncrementalAlterConfigs).
+const (
+	configTopic         int8 = 2
+	configBroker        int8 = 4
+	configBrokerLogger  int8 = 8
+	configClientMetrics int8 = 16
+	configGroup         int8 = 32
+)
+
+// configDenial finds the denial of a config resource, as acl's Check
+// records it: a topic or group by name, a broker, broker logger or
+// client-metrics resource as the cluster's under its own name.
+func configDenial(v acl.Verdict, typ int8, name string) (int16, bool) {
+	switch typ {
+	case configTopic:
+		return denialOf(v, acl.Topic, name, [16]byte{})
+	case configGroup:
+		return denialOf(v, acl.Group, name, [16]byte{})
+	case configBroker, configBrokerLogger, configClientMetrics:
+		return denialOf(v, acl.Cluster, name, [16]byte{})
+	}
+	return 0, false
+}
+
+// operationNotAttempted is Kafka's OPERATION_NOT_ATTEMPTED.
+const operationNotAttempted int16 = 55
+
 // denialOf finds the denial of the resource of type rt named name, or,
 // when a request names a topic by id alone, of id.
 func denialOf(v acl.Verdict, rt acl.ResourceType, name string, id [16]byte) (int16, bool) {
@@ -336,6 +630,21 @@ func denialOf(v acl.Verdict, rt acl.ResourceType, name string, id [16]byte) (int
 		}
 	}
 	return 0, false
+}
+
+// notAsked is the authorized operations field of an answer that was not
+// asked for them (Kafka's Int32.MinValue). When asked, the upstream fills
+// them for the proxy's own principal; the client is answered its own.
+const notAsked = -2147483648
+
+// clusterOperations is the cluster's authorized operations for c: none
+// without Describe on the cluster, IdempotentWrite included, as Kafka
+// answers them.
+func clusterOperations(a *acl.Authorizer, c acl.Client) int32 {
+	if !a.Authorize(c.Principal, c.Host, acl.Describe, acl.Cluster, acl.ClusterName) {
+		return 0
+	}
+	return a.AuthorizedOperations(c, acl.Cluster, acl.ClusterName)
 }
 
 // unknownTopicOrPartition is Kafka's UNKNOWN_TOPIC_OR_PARTITION.
@@ -368,7 +677,7 @@ func stripNames[R any](req *R, names *[]string, v acl.Verdict, rt acl.ResourceTy
 	for code, ns := range by {
 		*names = ns
 		p := *req
-		parts = append(parts, part{code, any(&p).(kmsg.Request)})
+		parts = append(parts, part{code: code, req: any(&p).(kmsg.Request)})
 	}
 	*names = kept
 	return len(kept) > 0, parts, true

@@ -8,10 +8,12 @@ package proxy
 // its answer completed by the Fix (response.go, single_gather.go).
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/acl"
@@ -28,6 +30,42 @@ type Authorizer interface {
 	// st; req is the request decoded when the proxy has it already, nil
 	// otherwise.
 	Request(st *authz.Conn, c acl.Client, hdr wire.RequestHeader, frame []byte, req kmsg.Request, noResp bool) (authz.Outcome, error)
+}
+
+// topicIDResolver is an Authorizer that can ask the upstream for topic
+// ids no answer it saw taught (authz.Guard).
+type topicIDResolver interface {
+	ResolveTopicIDsWith(list func(context.Context) (map[[16]byte]string, error))
+}
+
+// listTopicIDs asks the upstream, as the proxy's discovery does (its TLS
+// and SASL), for every topic's id and name.
+func (p *Proxy) listTopicIDs(ctx context.Context) (map[[16]byte]string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(p.ctx, cancel)()
+	cfg := p.current()
+	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Upstreams...), kgo.RequestRetries(2), kgo.Dialer(p.dialDiscovery)}
+	if cfg.DialTimeout > 0 {
+		opts = append(opts, kgo.DialTimeout(cfg.DialTimeout))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest() // null topics: all of them
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("%w: metadata: %v", ErrUpstreamFailed, err)
+	}
+	ids := make(map[[16]byte]string, len(resp.Topics))
+	for _, t := range resp.Topics {
+		if t.Topic != nil && t.ErrorCode == 0 {
+			ids[t.TopicID] = *t.Topic
+		}
+	}
+	return ids, nil
 }
 
 // WithAuthorization makes the proxy enforce a's ACLs.

@@ -180,6 +180,9 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 		p.wg.Add(1)
 		go p.single.run()
 	}
+	if r, ok := p.authz.(topicIDResolver); ok {
+		r.ResolveTopicIDsWith(p.listTopicIDs)
+	}
 	p.wg.Add(1)
 	go p.watchUpstreams()
 	p.wg.Add(1)
