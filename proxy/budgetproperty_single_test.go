@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -134,52 +132,7 @@ func TestAnySinglePipelineIsAnsweredOrClosed(t *testing.T) {
 			for i := range pipelines {
 				pipelines[i] = singleMix(rng, 20+rng.IntN(40), int(maxFrame), partitions, budget)
 			}
-			var wg sync.WaitGroup
-			outcomes := make([]pipelineOutcome, clients)
-			for i := range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					outcomes[i] = pipelineWrites(p.Addr(), pipelines[i], deadline)
-				}()
-			}
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			asked := 0
-		observe:
-			for {
-				asked++
-				if took, err := apiVersions(t, p.Addr(), 5*time.Second); err != nil {
-					t.Errorf("an unrelated client's ApiVersions: %v after %s", err, took)
-				}
-				select {
-				case <-done:
-					break observe
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-			closed := 0
-			for _, o := range outcomes {
-				if o.answered == o.sent {
-					continue
-				}
-				if o.client == "" || o.err == nil || !strings.Contains(o.err.Error(), "EOF") && !strings.Contains(o.err.Error(), "reset") {
-					t.Errorf("client %s: %d of %d answered, then %v: neither all answered nor closed by the proxy", o.client, o.answered, o.sent, o.err)
-					continue
-				}
-				closed++
-				p.log.waitFor(t, `msg="connection closed" client=`+o.client)
-				line := logLine(p.log.String(), "client="+o.client)
-				if !strings.Contains(line, "reason=") {
-					t.Errorf("client %s was closed after %d of %d answers without a reason in the log: %q", o.client, o.answered, o.sent, line)
-					for _, l := range strings.Split(p.log.String(), "\n") {
-						if strings.Contains(l, o.client) {
-							t.Log(l)
-						}
-					}
-				}
-				t.Logf("client %s closed after %d of %d answers: %s", o.client, o.answered, o.sent, line)
-			}
+			closed, asked := runBeside(t, p, pipelines, deadline)
 			waits, waited := p.Stats().MemoryWaits, p.Stats().MemoryWaited
 			t.Logf("%d pipelines, %d closed, %d ApiVersions answered meanwhile; %d waits for memory, %s in all", clients, closed, asked, waits, waited)
 		})

@@ -134,49 +134,63 @@ func TestAnyPipelineIsAnsweredOrClosed(t *testing.T) {
 			for i := range pipelines {
 				pipelines[i] = writeMix(rng, 40+rng.IntN(80), int(maxFrame))
 			}
-			var wg sync.WaitGroup
-			outcomes := make([]pipelineOutcome, clients)
-			for i := range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					outcomes[i] = pipelineWrites(p.Addr(), pipelines[i], deadline)
-				}()
-			}
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			asked := 0
-		observe:
-			for {
-				asked++
-				if took, err := apiVersions(t, p.Addr(), 5*time.Second); err != nil {
-					t.Errorf("an unrelated client's ApiVersions: %v after %s", err, took)
-				}
-				select {
-				case <-done:
-					break observe
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-			closed := 0
-			for _, o := range outcomes {
-				if o.answered == o.sent {
-					continue
-				}
-				if o.client == "" || o.err == nil || !strings.Contains(o.err.Error(), "EOF") && !strings.Contains(o.err.Error(), "reset") {
-					t.Errorf("client %s: %d of %d answered, then %v: neither all answered nor closed by the proxy", o.client, o.answered, o.sent, o.err)
-					continue
-				}
-				closed++
-				p.log.waitFor(t, "client="+o.client)
-				line := logLine(p.log.String(), "client="+o.client)
-				if !strings.Contains(line, "reason=") {
-					t.Errorf("client %s was closed after %d of %d answers without a reason in the log: %q", o.client, o.answered, o.sent, line)
-				}
-				t.Logf("client %s closed after %d of %d answers: %s", o.client, o.answered, o.sent, line)
-			}
+			closed, asked := runBeside(t, p, pipelines, deadline)
 			waits, waited := p.Stats().MemoryWaits, p.Stats().MemoryWaited
 			t.Logf("%d pipelines, %d closed, %d ApiVersions answered meanwhile; %d waits for memory, %s in all", clients, closed, asked, waits, waited)
 		})
 	}
+}
+
+// runBeside sends each pipeline on a connection of its own, while an
+// unrelated client asks for ApiVersions every 100 ms and must be answered,
+// and holds every pipeline to being answered whole or closed by the proxy
+// with a reason in the log. It gives how many were closed and how many
+// ApiVersions were answered meanwhile.
+func runBeside(t *testing.T, p *testProxy, pipelines [][][]byte, deadline time.Time) (closed, asked int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	outcomes := make([]pipelineOutcome, len(pipelines))
+	for i := range pipelines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outcomes[i] = pipelineWrites(p.Addr(), pipelines[i], deadline)
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+observe:
+	for {
+		asked++
+		if took, err := apiVersions(t, p.Addr(), 5*time.Second); err != nil {
+			t.Errorf("an unrelated client's ApiVersions: %v after %s", err, took)
+		}
+		select {
+		case <-done:
+			break observe
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	for _, o := range outcomes {
+		if o.answered == o.sent {
+			continue
+		}
+		if o.client == "" || o.err == nil || !strings.Contains(o.err.Error(), "EOF") && !strings.Contains(o.err.Error(), "reset") {
+			t.Errorf("client %s: %d of %d answered, then %v: neither all answered nor closed by the proxy", o.client, o.answered, o.sent, o.err)
+			continue
+		}
+		closed++
+		p.log.waitFor(t, `msg="connection closed" client=`+o.client)
+		line := logLine(p.log.String(), "client="+o.client)
+		if !strings.Contains(line, "reason=") {
+			t.Errorf("client %s was closed after %d of %d answers without a reason in the log: %q", o.client, o.answered, o.sent, line)
+			for _, l := range strings.Split(p.log.String(), "\n") {
+				if strings.Contains(l, o.client) {
+					t.Log(l)
+				}
+			}
+		}
+		t.Logf("client %s closed after %d of %d answers: %s", o.client, o.answered, o.sent, line)
+	}
+	return closed, asked
 }
