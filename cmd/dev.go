@@ -73,7 +73,7 @@ partition keeps at most --retention-bytes and nothing older than
 	config.Refuse(fs, "does not apply to dev, whose embedded brokers speak plaintext without SASL; use serve",
 		"upstream-tls", "upstream-tls-ca", "upstream-tls-cert", "upstream-tls-key", "upstream-tls-server-name",
 		"upstream-tls-insecure-skip-verify", "upstream-sasl-mechanism", "upstream-sasl-username",
-		"upstream-sasl-password-file", "upstream-sasl-token-file", "allow-unauthenticated-clients")
+		"upstream-sasl-password-file", "upstream-sasl-token-file", "allow-unauthenticated-clients", "upstream-principal-credentials")
 	config.Refuse(fs, "does not apply to dev, whose brokers are its own, on loopback; use serve", "allow-upstream")
 	dataDir := fs.String("data-dir", defaultDataDir(), "directory keeping the embedded broker's data; empty keeps it in memory")
 	brokers := fs.Int("brokers", 3, "number of embedded brokers")

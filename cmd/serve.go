@@ -42,12 +42,16 @@ rewritten to those listeners.`,
 		if err != nil {
 			return err
 		}
+		ids, err := newUpstreamIdentities(cfg, log)
+		if err != nil {
+			return err
+		}
 		b := budget.New(cfg.Memory())
 		trail, err := newAudit(cfg, b, m, log)
 		if err != nil {
 			return err
 		}
-		opts := append(append(auth.options(), guard.options()...), proxy.WithMetrics(m), proxy.WithBudget(b))
+		opts := append(append(append(auth.options(), guard.options()...), ids.options()...), proxy.WithMetrics(m), proxy.WithBudget(b))
 		p, err := proxy.New(cfg, log, append(opts, trail.options()...)...)
 		if err != nil {
 			trail.shutdown(context.Background(), log)
@@ -55,7 +59,9 @@ rewritten to those listeners.`,
 		}
 		defer auth.watch(c.Context())()
 		defer guard.watch(c.Context())()
-		s, err := runProxy(c.Context(), p, trail, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: config.Default(), level: level, hooks: append(auth.hooks(), guard.hooks()...)})
+		defer ids.watch(c.Context())()
+		hooks := append(append(auth.hooks(), guard.hooks()...), ids.hooks()...)
+		s, err := runProxy(c.Context(), p, trail, cfg, log, c.OutOrStdout(), reloadSource{flags: c.Flags(), base: config.Default(), level: level, hooks: hooks})
 		if err == nil {
 			logStopped(log, s)
 		}

@@ -53,6 +53,17 @@ type ClientAuth struct {
 	// clients that present a certificate (--tls-client-ca) and do not
 	// authenticate with SASL. Empty means DEFAULT: the subject as is.
 	TLSPrincipalMappingRules string
+
+	// UpstreamPrincipalCredentials is a YAML file mapping the principals
+	// the proxy authenticates to the credentials each reaches the upstream
+	// with (mechanism, username, and the secret by file or environment
+	// variable), so that the brokers' ACLs, quotas and logs tell the
+	// applications apart. Re-read when it changes and on SIGHUP; an open
+	// connection keeps the credentials it was dialled with. A principal
+	// with no entry reaches the upstream with --upstream-sasl-mechanism's
+	// credentials, and without them it is refused. Empty: every client
+	// reaches the upstream in the proxy's name, or with no SASL.
+	UpstreamPrincipalCredentials string
 }
 
 func bindClientAuthFlags(fs *pflag.FlagSet, a *ClientAuth) {
@@ -64,6 +75,7 @@ func bindClientAuthFlags(fs *pflag.FlagSet, a *ClientAuth) {
 	fs.StringVar(&a.ClientOAuthIssuer, "client-oauth-issuer", a.ClientOAuthIssuer, "OAUTHBEARER: the issuer (iss) tokens must name (default: not checked)")
 	fs.StringVar(&a.ClientOAuthAudience, "client-oauth-audience", a.ClientOAuthAudience, "OAUTHBEARER: an audience (aud) tokens must name (default: not checked)")
 	fs.StringVar(&a.ClientOAuthPrincipalClaim, "client-oauth-principal-claim", a.ClientOAuthPrincipalClaim, "OAUTHBEARER: the claim holding the principal's name (default: sub)")
+	fs.StringVar(&a.UpstreamPrincipalCredentials, "upstream-principal-credentials", a.UpstreamPrincipalCredentials, "YAML file mapping client principals (User:alice) to the upstream SASL credentials each uses, re-read when it changes (needs --client-sasl-mechanisms or --tls-client-ca; default: the proxy's own identity for every client)")
 	fs.StringVar(&a.TLSPrincipalMappingRules, "tls-principal-mapping-rules", a.TLSPrincipalMappingRules, "with --tls-client-ca, Kafka's ssl.principal.mapping.rules giving a certificate's principal (default: DEFAULT, the subject)")
 }
 
@@ -119,6 +131,13 @@ func (c *Config) validateClientAuth() error {
 		return invalid("client-session-lifetime", a.ClientSessionLifetime.String(), "must not be negative (0: no bound)")
 	case a.ClientSessionLifetime > 0 && len(a.ClientSASLMechanisms) == 0:
 		return invalid("client-session-lifetime", a.ClientSessionLifetime.String(), "needs --client-sasl-mechanisms")
+	case a.UpstreamPrincipalCredentials != "" && !a.ClientSASL() && c.TLSClientCA == "":
+		return invalid("upstream-principal-credentials", a.UpstreamPrincipalCredentials, "needs client authentication at the proxy: --client-sasl-mechanisms, or --tls-client-ca with --tls-principal-mapping-rules")
+	case a.UpstreamPrincipalCredentials != "" && c.Topology == TopologySingle:
+		return invalid("upstream-principal-credentials", a.UpstreamPrincipalCredentials, "is not available with --topology single yet: use ports or sni")
+	}
+	if err := checkFile("upstream-principal-credentials", a.UpstreamPrincipalCredentials, false); err != nil {
+		return err
 	}
 	return checkFile("client-credentials", a.ClientCredentials, true)
 }

@@ -136,7 +136,7 @@ func (c *conn) screenAuth(r *request) error {
 	c.auditSASL(r.hdr, frame, v)
 	switch v.Action {
 	case clientauth.Pass:
-		return nil
+		return c.lateConnect(r)
 	case clientauth.Close:
 		return c.authClosed(v.Err)
 	}

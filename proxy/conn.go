@@ -75,8 +75,11 @@ type conn struct {
 	spliced [2][]byte        // sendScanned's scratch: the window, the buffered body
 	body    io.LimitedReader // spliceRest's, client reader only
 	up      net.Conn
-	target  target
-	node    int32 // -1 on the bootstrap listener
+	// upDialled: up was dialled after the client authenticated
+	// (upidentity.go); client reader only.
+	upDialled bool
+	target    target
+	node      int32 // -1 on the bootstrap listener
 
 	// mu guards seq, the upstream queue and the flags below it; cond
 	// wakes the client reader when capacity frees or the conn dies.
@@ -221,19 +224,31 @@ func (c *conn) connect() error {
 	if c.one != nil {
 		return c.one.connect()
 	}
+	if c.p.lateUpstream() {
+		// Dialled once the client has authenticated (upidentity.go).
+		c.in.init(c.client)
+		return nil
+	}
+	return c.dial(c.p.sec.auth)
+}
+
+// dial connects the connection's upstream, authenticated with auth (nil:
+// no SASL from the proxy).
+func (c *conn) dial(auth *upauth.Authenticator) error {
 	var (
 		up   net.Conn
 		addr string
 		sess upauth.Session
 		err  error
 	)
+	ctx := withIdentity(c.p.ctx, auth)
 	if c.target.resolve == nil {
-		up, addr, sess, err = c.p.bootstrapUpstream()
+		up, addr, sess, err = c.p.bootstrapUpstream(ctx)
 	} else {
 		if addr, err = c.target.resolve(); err != nil {
 			return err
 		}
-		if up, sess, err = c.p.dialUpstream(addr); err != nil {
+		if up, sess, err = c.p.dialUpstream(ctx, addr); err != nil {
 			err = fmt.Errorf("node %d at %s: %w", c.node, addr, err)
 		}
 	}
@@ -243,7 +258,7 @@ func (c *conn) connect() error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUpstreamFailed, err)
 	}
-	c.startSession(addr, sess)
+	c.startSession(addr, sess, auth)
 	// die may run concurrently (the proxy closing): the upstream is
 	// published under the lock so that die closes it or never sees it.
 	c.mu.Lock()
@@ -266,7 +281,9 @@ func (c *conn) connect() error {
 // sockets and copied through a bounded chunk over TLS (copyRest,
 // stream.go).
 func (c *conn) enableSplice() {
-	c.in.init(c.client)
+	if c.in.nc == nil {
+		c.in.init(c.client)
+	}
 	_, clientTCP := c.client.(*net.TCPConn)
 	_, upTCP := c.up.(*net.TCPConn)
 	c.splice = clientTCP && upTCP && !c.p.noSplice

@@ -40,11 +40,19 @@ func (p *Proxy) discoverUnauthenticated(ctx context.Context, upstreams []string)
 // answersApiVersions sends one ApiVersions v0 request to addr over the
 // proxy's upstream dial (TLS included) and checks the answer.
 func (p *Proxy) answersApiVersions(ctx context.Context, addr string) error {
+	_, err := p.probeVersions(ctx, addr, 0)
+	return err
+}
+
+// probeVersions sends one ApiVersions request of version to addr over the
+// proxy's upstream dial, in its own name, and returns the answer; an
+// upstream that does not know the version answers with its v0 body.
+func (p *Proxy) probeVersions(ctx context.Context, addr string, version int16) (*kmsg.ApiVersionsResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	nc, _, err := p.dialSecure(ctx, addr, slices.Contains(p.current().Upstreams, addr))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer nc.Close()
 	deadline, _ := ctx.Deadline()
@@ -54,33 +62,37 @@ func (p *Proxy) answersApiVersions(ctx context.Context, addr string) error {
 
 	const corr = 1
 	req := kmsg.NewPtrApiVersionsRequest()
-	req.Version = 0
+	req.Version = version
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "inorder", "1"
 	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("inorder")).AppendRequest(nil, req, corr)
 	if _, err := nc.Write(frame); err != nil {
-		return fmt.Errorf("api versions to %s: %w", addr, err)
+		return nil, fmt.Errorf("api versions to %s: %w", addr, err)
 	}
 	var head [8]byte
 	if _, err := io.ReadFull(nc, head[:]); err != nil {
-		return fmt.Errorf("api versions from %s: %w", addr, err)
+		return nil, fmt.Errorf("api versions from %s: %w", addr, err)
 	}
 	size := int32(binary.BigEndian.Uint32(head[:4]))
 	if size < 4 || size > 1<<20 {
-		return fmt.Errorf("%w: api versions from %s: frame of %d bytes", ErrUpstreamProtocol, addr, size)
+		return nil, fmt.Errorf("%w: api versions from %s: frame of %d bytes", ErrUpstreamProtocol, addr, size)
 	}
 	if got := int32(binary.BigEndian.Uint32(head[4:])); got != corr {
-		return fmt.Errorf("%w: api versions from %s: correlation id %d", ErrUpstreamProtocol, addr, got)
+		return nil, fmt.Errorf("%w: api versions from %s: correlation id %d", ErrUpstreamProtocol, addr, got)
 	}
 	body := make([]byte, size-4)
 	if _, err := io.ReadFull(nc, body); err != nil {
-		return fmt.Errorf("api versions from %s: %w", addr, err)
+		return nil, fmt.Errorf("api versions from %s: %w", addr, err)
 	}
 	resp := kmsg.NewPtrApiVersionsResponse()
-	resp.Version = 0
+	resp.Version = version
+	if len(body) >= 2 && int16(binary.BigEndian.Uint16(body)) == kerr.UnsupportedVersion.Code {
+		resp.Version = 0
+	}
 	if err := resp.ReadFrom(body); err != nil {
-		return fmt.Errorf("%w: api versions from %s: %v", ErrUpstreamProtocol, addr, err)
+		return nil, fmt.Errorf("%w: api versions from %s: %v", ErrUpstreamProtocol, addr, err)
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil && !errors.Is(err, kerr.UnsupportedVersion) {
-		return fmt.Errorf("api versions from %s: %w", addr, err)
+		return nil, fmt.Errorf("api versions from %s: %w", addr, err)
 	}
-	return nil
+	return resp, nil
 }

@@ -81,6 +81,14 @@ type Proxy struct {
 	single   *singleView      // the single topology's view; nil in the others
 	// clientAuth authenticates clients at the proxy; nil: none.
 	clientAuth ClientAuth
+	// identities map principals to upstream credentials; nil: every
+	// client reaches the upstream as the proxy (upidentity.go).
+	identities UpstreamIdentities
+	// upVersions are the upstream's API versions, for the ApiVersions
+	// answered before a client's upstream is dialled; versionsProbe
+	// makes their probe one at a time.
+	upVersions    upVersions
+	versionsProbe sync.Mutex
 	// quotas and connCaps enforce the client quotas and connection caps
 	// (quota.go); Reload updates them.
 	quotas   *quota.Manager
@@ -216,6 +224,11 @@ func (p *Proxy) Discover(ctx context.Context) error {
 	}
 	cfg := p.current()
 	brokers, err := fetchBrokers(ctx, cfg.Upstreams, cfg.DialTimeout, p.dialDiscovery)
+	if p.lateUpstream() {
+		if err := p.learnVersions(ctx, ""); err != nil {
+			p.log.Warn("the upstream's API versions are not known yet; the first client to ask will wait for them", "err", err)
+		}
+	}
 	if err != nil && p.sec.auth == nil && p.discoverUnauthenticated(ctx, cfg.Upstreams) == nil {
 		p.health.record(nil)
 		p.noteReady()
@@ -455,11 +468,11 @@ func (p *Proxy) Stats() Stats {
 		MemoryUsed: p.budget.Used(), MemoryLimit: p.budget.Limit(), MemoryWaits: waits, MemoryWaited: waited}
 }
 
-// dialUpstream connects to addr, bounded by the dial timeout and by the
-// proxy closing, and makes the connection ready for requests (see
+// dialUpstream connects to addr, bounded by the dial timeout and by ctx
+// (the proxy's, carrying the identity to authenticate as), and makes the connection ready for requests (see
 // dialSecure).
-func (p *Proxy) dialUpstream(addr string) (net.Conn, upauth.Session, error) {
-	return p.dialSecure(p.ctx, addr, slices.Contains(p.current().Upstreams, addr))
+func (p *Proxy) dialUpstream(ctx context.Context, addr string) (net.Conn, upauth.Session, error) {
+	return p.dialSecure(ctx, addr, slices.Contains(p.current().Upstreams, addr))
 }
 
 // dialDiscovery is the start-up discovery's dialer: the same TLS and SASL
@@ -504,13 +517,13 @@ func (p *Proxy) dialDiscovery(ctx context.Context, network, addr string) (net.Co
 // refusing them is passed over for the next: a refusal can be one
 // broker's, and each address's back-off bounds what the search costs the
 // ones that refuse.
-func (p *Proxy) bootstrapUpstream() (net.Conn, string, upauth.Session, error) {
+func (p *Proxy) bootstrapUpstream(ctx context.Context) (net.Conn, string, upauth.Session, error) {
 	ups := p.current().Upstreams
 	start := int(p.nextUp.Add(1))
 	var errs []error
 	for i := range ups {
 		addr := ups[(start+i)%len(ups)]
-		nc, sess, err := p.dialUpstream(addr)
+		nc, sess, err := p.dialUpstream(ctx, addr)
 		if err == nil {
 			return nc, addr, sess, nil
 		}

@@ -118,6 +118,17 @@ func (c *conn) apiVersionsResponse(r *request, buf *wire.Buf) (*wire.Buf, error)
 		wire.Put(buf)
 		return nil, fmt.Errorf("%w: ApiVersions v%d response: %v", ErrUpstreamProtocol, resp.Version, err)
 	}
+	c.p.keepVersions(c.sasl.upAddr, resp)
+	c.clampVersions(resp)
+	out := wire.AppendResponse(make([]byte, 0, len(buf.B)), r.hdr.Correlation, false, resp.AppendTo)
+	wire.Put(buf)
+	return &wire.Buf{B: out}, nil
+}
+
+// clampVersions limits the upstream's versions to what the proxy can
+// parse and forward, and to --api-version-cap, and lists the client SASL
+// the proxy answers.
+func (c *conn) clampVersions(resp *kmsg.ApiVersionsResponse) {
 	rewrite.ClampVersions(resp, c.p.allowKey)
 	rewrite.CapVersions(resp, c.cfg.APIVersionCap)
 	if c.p.versions != nil {
@@ -129,9 +140,6 @@ func (c *conn) apiVersionsResponse(r *request, buf *wire.Buf) (*wire.Buf, error)
 		}
 	}
 	c.p.advertiseClientSASL(resp)
-	out := wire.AppendResponse(make([]byte, 0, len(buf.B)), r.hdr.Correlation, false, resp.AppendTo)
-	wire.Put(buf)
-	return &wire.Buf{B: out}, nil
 }
 
 // allowKey hides keys the upstream is not known to serve when the proxy is

@@ -63,6 +63,9 @@ type saslState struct {
 	// upAddr is the upstream's address: its host for mechanisms bound
 	// to it, and its back-off after a refusal.
 	upAddr string
+	// auth is who the proxy authenticated the upstream connection as,
+	// and renews the session as; nil: no SASL from the proxy.
+	auth *upauth.Authenticator
 	// v0Mech is the mechanism of a SaslHandshake v0 the client sent and
 	// whose raw tokens follow its response. Client reader only.
 	v0Mech string
@@ -72,8 +75,8 @@ type saslState struct {
 }
 
 // startSession records the proxy's session on a new upstream connection.
-func (c *conn) startSession(addr string, s upauth.Session) {
-	c.sasl.upAddr = addr
+func (c *conn) startSession(addr string, s upauth.Session, auth *upauth.Authenticator) {
+	c.sasl.upAddr, c.sasl.auth = addr, auth
 	c.sasl.reauthAt = s.ReauthAt
 }
 
@@ -150,7 +153,7 @@ func (c *conn) beforeSubmit() error {
 	}
 	ctx, cancel := context.WithTimeout(c.p.ctx, reauthTimeout)
 	defer cancel()
-	s, err := c.p.authenticate(ctx, c.up, c.sasl.upAddr)
+	s, err := c.p.authenticate(ctx, c.sasl.auth, c.up, c.sasl.upAddr)
 	if errors.Is(err, ErrUpstreamAuth) {
 		return fmt.Errorf("re-authentication: %w", err)
 	}

@@ -185,12 +185,14 @@ func plaintextOnTLS(h [5]byte) string {
 }
 
 // dialSecure makes an upstream connection ready for requests: TCP, then
-// TLS when configured, then SASL when the proxy authenticates. configured
+// TLS when configured, then SASL when the proxy authenticates, as the
+// identity ctx carries (withIdentity) or else in its own name. configured
 // says addr is one of the upstream addresses given to the proxy, which may
 // be verified by another name; addresses learned from metadata are
 // verified by their own host.
 func (p *Proxy) dialSecure(ctx context.Context, addr string, configured bool) (net.Conn, upauth.Session, error) {
-	if err := p.sec.gate.check(addr); err != nil {
+	auth := p.identity(ctx)
+	if err := p.sec.gate.check(gateKey(addr, auth, p.sec.auth)); err != nil {
 		return nil, upauth.Session{}, err
 	}
 	if timeout := p.current().DialTimeout; timeout > 0 {
@@ -226,11 +228,11 @@ func (p *Proxy) dialSecure(ctx context.Context, addr string, configured bool) (n
 		}
 		nc = tc
 	}
-	if p.sec.auth == nil {
+	if auth == nil {
 		p.dialFails.succeeded(p.log, addr)
 		return nc, upauth.Session{}, nil
 	}
-	sess, err := p.authenticate(ctx, nc, addr)
+	sess, err := p.authenticate(ctx, auth, nc, addr)
 	if err != nil {
 		nc.Close()
 		if !errors.Is(err, ErrUpstreamAuth) && p.ctx.Err() == nil {
@@ -245,22 +247,24 @@ func (p *Proxy) dialSecure(ctx context.Context, addr string, configured bool) (n
 	return nc, sess, nil
 }
 
-// authenticate runs the proxy's SASL exchange on nc, connected to addr,
-// records the outcome for that address's back-off and for readiness, and
-// logs a refusal (rate-limited) with the mechanism and user.
-func (p *Proxy) authenticate(ctx context.Context, nc net.Conn, addr string) (upauth.Session, error) {
+// authenticate runs a SASL exchange as auth on nc, connected to addr,
+// records the outcome for the back-off of that address and identity and
+// for readiness, and logs a refusal (rate-limited) with the mechanism and
+// user.
+func (p *Proxy) authenticate(ctx context.Context, auth *upauth.Authenticator, nc net.Conn, addr string) (upauth.Session, error) {
 	host, _, _ := net.SplitHostPort(addr)
-	sess, err := p.sec.auth.Authenticate(ctx, nc, host)
+	sess, err := auth.Authenticate(ctx, nc, host)
+	key := gateKey(addr, auth, p.sec.auth)
 	switch {
 	case err == nil:
-		p.sec.gate.succeeded(addr)
-		p.metrics.SASLAuthentication(p.sec.auth.Mechanism(), metrics.ResultSuccess)
+		p.sec.gate.succeeded(key)
+		p.metrics.SASLAuthentication(auth.Mechanism(), metrics.ResultSuccess)
 	case errors.Is(err, upauth.ErrRefused), errors.Is(err, upauth.ErrNoSecret):
-		p.metrics.SASLAuthentication(p.sec.auth.Mechanism(), metrics.ResultFailure)
+		p.metrics.SASLAuthentication(auth.Mechanism(), metrics.ResultFailure)
 		p.metrics.UpstreamDialError(metrics.DialSASL)
-		wait := p.sec.gate.failed(addr, err)
+		wait := p.sec.gate.failed(key, err)
 		if skipped, ok := p.sec.failures.allow("sasl", time.Now()); ok {
-			p.log.Error("upstream authentication failed", "upstream", addr, "mechanism", p.sec.auth.Mechanism(), "user", p.sec.auth.User(),
+			p.log.Error("upstream authentication failed", "upstream", addr, "mechanism", auth.Mechanism(), "user", auth.User(),
 				"err", err, "retry_in", wait, "similar_failures_not_logged", skipped)
 		}
 		err = fmt.Errorf("%w: %v", ErrUpstreamAuth, err)

@@ -81,8 +81,11 @@ func (e *ClosedError) Unwrap() error { return e.Err }
 type Options struct {
 	Mechanism    string // PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER
 	Username     string // PLAIN and SCRAM
-	PasswordFile string // PLAIN and SCRAM; empty: config.EnvUpstreamSASLPassword
-	TokenFile    string // OAUTHBEARER
+	PasswordFile string // PLAIN and SCRAM; empty: PasswordEnv
+	// PasswordEnv names the environment variable holding the password
+	// when PasswordFile is empty; empty: config.EnvUpstreamSASLPassword.
+	PasswordEnv string
+	TokenFile   string // OAUTHBEARER
 	// Getenv reads the environment; nil means os.Getenv.
 	Getenv func(string) string
 }
@@ -155,8 +158,15 @@ func (a *Authenticator) password() (string, error) {
 	if a.o.PasswordFile != "" {
 		return readSecret(a.o.PasswordFile)
 	}
-	if p := a.o.Getenv(config.EnvUpstreamSASLPassword); p != "" {
+	env := a.o.PasswordEnv
+	if env == "" {
+		env = config.EnvUpstreamSASLPassword
+	}
+	if p := a.o.Getenv(env); p != "" {
 		return p, nil
+	}
+	if a.o.PasswordEnv != "" {
+		return "", fmt.Errorf("%w: $%s is not set", ErrNoSecret, env)
 	}
 	return "", fmt.Errorf("%w: set upstream-sasl-password-file or %s", ErrNoSecret, config.EnvUpstreamSASLPassword)
 }
