@@ -106,7 +106,7 @@ func (c *conn) lateConnect(r *request) error {
 	if !c.p.lateUpstream() || c.upDialled {
 		return nil
 	}
-	principal := c.principal()
+	principal, named := c.principal(), []any{}
 	if principal == "" && c.p.clientSASL() {
 		if r.hdr.Key != keyApiVersions {
 			return nil // clientauth passes nothing else before authentication
@@ -117,12 +117,13 @@ func (c *conn) lateConnect(r *request) error {
 		// No SASL at the proxy and no client certificate: Kafka's
 		// name for such a client.
 		principal = "User:" + anonymous
+		named = []any{"principal", principal}
 	}
 	auth, err := c.p.upstreamAs(principal)
 	if err != nil {
 		if skipped, ok := c.p.sec.failures.allow("upstream-identity", time.Now()); ok {
 			c.p.log.Warn("client refused: its principal has no upstream credentials in --upstream-principal-credentials and the proxy has none of its own (--upstream-sasl-mechanism)",
-				append(c.who(), "principal", principal, "similar_not_logged", skipped)...)
+				append(append(c.who(), named...), "similar_not_logged", skipped)...)
 		}
 		c.finishInFlight()
 		return fmt.Errorf("%w: %s: %w", ErrClientAuth, principal, errNoIdentity)

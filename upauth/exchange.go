@@ -60,7 +60,7 @@ func (a *Authenticator) refused(format string, args ...any) error {
 // that says what to check.
 func (a *Authenticator) failed(step string, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
-		return &ClosedError{Mechanism: a.o.Mechanism, User: a.o.Username, Step: step, Err: err}
+		return &ClosedError{Mechanism: a.o.Mechanism, User: a.o.Username, Step: step, Err: err, Source: a.o.Source}
 	}
 	return fmt.Errorf("%s: %w", step, err)
 }

@@ -128,7 +128,7 @@ func parsePrincipals(name string, data []byte, getenv func(string) string) (map[
 		if _, dup := out[principal]; dup {
 			return nil, fail(k, "principal %s is mapped twice", principal)
 		}
-		a, err := parseEntry(v, getenv, func(n *yaml.Node, format string, args ...any) error {
+		a, err := parseEntry(v, getenv, name+" entry "+principal, func(n *yaml.Node, format string, args ...any) error {
 			return fail(n, "%s: %s", principal, fmt.Sprintf(format, args...))
 		})
 		if err != nil {
@@ -139,7 +139,7 @@ func parsePrincipals(name string, data []byte, getenv func(string) string) (map[
 	return out, nil
 }
 
-func parseEntry(v *yaml.Node, getenv func(string) string, fail func(*yaml.Node, string, ...any) error) (*Authenticator, error) {
+func parseEntry(v *yaml.Node, getenv func(string) string, source string, fail func(*yaml.Node, string, ...any) error) (*Authenticator, error) {
 	if v.Kind != yaml.MappingNode {
 		return nil, fail(v, "want a mapping with mechanism, username and passwordFile, passwordEnv or tokenFile")
 	}
@@ -161,7 +161,7 @@ func parseEntry(v *yaml.Node, getenv func(string) string, fail func(*yaml.Node, 
 		f[k.Value] = val.Value
 	}
 	o := Options{Mechanism: f["mechanism"], Username: f["username"], PasswordFile: f["passwordFile"],
-		PasswordEnv: f["passwordEnv"], TokenFile: f["tokenFile"], Getenv: getenv}
+		PasswordEnv: f["passwordEnv"], TokenFile: f["tokenFile"], Getenv: getenv, Source: source}
 	oauth := o.Mechanism == config.MechanismOAuthBearer
 	switch {
 	case !slices.Contains(mechanisms, o.Mechanism):

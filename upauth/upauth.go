@@ -48,6 +48,9 @@ type ClosedError struct {
 	User      string // empty for OAUTHBEARER
 	Step      string // SaslHandshake or SaslAuthenticate
 	Err       error  // what reading or writing the connection returned
+	// Source is where the credentials were configured when not by the
+	// --upstream-sasl-* flags (Options.Source).
+	Source string
 }
 
 func (e *ClosedError) Error() string {
@@ -64,6 +67,8 @@ func (e *ClosedError) Error() string {
 	}
 	fmt.Fprintf(&b, " (%s: %v)", e.Step, e.Err)
 	switch {
+	case e.Source != "":
+		b.WriteString(": usually a wrong password or user, a mechanism the broker's listener does not enable, or an invalid token; check " + e.Source)
 	case e.Step == "SaslHandshake":
 		b.WriteString(": usually a listener without SASL or without this mechanism; check --upstream-sasl-mechanism and the --upstream address")
 	case e.Mechanism == config.MechanismOAuthBearer:
@@ -88,6 +93,9 @@ type Options struct {
 	TokenFile   string // OAUTHBEARER
 	// Getenv reads the environment; nil means os.Getenv.
 	Getenv func(string) string
+	// Source says where the credentials are configured, for errors that
+	// tell what to check; empty: the --upstream-sasl-* flags.
+	Source string
 }
 
 // FromConfig returns the options the configuration asks for, and false when
