@@ -56,6 +56,17 @@ func TestClientAuthValidate(t *testing.T) {
 		{"lifetime alone", func(c *Config) { c.ClientSessionLifetime = time.Minute }, "client-session-lifetime"},
 		{"plain flag alone", func(c *Config) { c.ClientSASLPlainWithoutTLS = true }, "client-sasl-plain-without-tls"},
 		{"mapping without ca", func(c *Config) { c.TLSPrincipalMappingRules = "DEFAULT" }, "tls-principal-mapping-rules"},
+		{"upstream principals", func(c *Config) {
+			c.ClientSASLMechanisms, c.ClientCredentials, c.UpstreamPrincipalCredentials = []string{"SCRAM-SHA-256"}, creds, creds
+		}, ""},
+		{"upstream principals without client auth", func(c *Config) { c.UpstreamPrincipalCredentials = creds }, "upstream-principal-credentials"},
+		{"upstream principals missing", func(c *Config) {
+			c.ClientSASLMechanisms, c.ClientCredentials, c.UpstreamPrincipalCredentials = []string{"SCRAM-SHA-256"}, creds, "/nonexistent/p.yaml"
+		}, "upstream-principal-credentials"},
+		{"upstream principals single", func(c *Config) {
+			c.ClientSASLMechanisms, c.ClientCredentials, c.UpstreamPrincipalCredentials = []string{"SCRAM-SHA-256"}, creds, creds
+			c.Topology = TopologySingle
+		}, "upstream-principal-credentials"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()
