@@ -147,6 +147,9 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	for _, o := range opts {
 		o(p)
 	}
+	if p.identities != nil && cfg.Topology == config.TopologySingle {
+		return nil, &config.FieldError{Field: "--upstream-principal-credentials", Reason: "is not available with --topology single yet: use ports or sni"}
+	}
 	p.metrics.SetGaugeSource(p.gauges)
 	p.metrics.SetQuotaSource(p.quotaStats)
 	if cfg.Verify {
@@ -224,7 +227,7 @@ func (p *Proxy) Discover(ctx context.Context) error {
 	}
 	cfg := p.current()
 	brokers, err := fetchBrokers(ctx, cfg.Upstreams, cfg.DialTimeout, p.dialDiscovery)
-	if p.lateUpstream() {
+	if p.earlyVersions() {
 		if err := p.learnVersions(ctx, ""); err != nil {
 			p.log.Warn("the upstream's API versions are not known yet; the first client to ask will wait for them", "err", err)
 		}

@@ -84,6 +84,12 @@ func gateKey(addr string, auth, own *upauth.Authenticator) string {
 // parts need one, through its own path.
 func (p *Proxy) lateUpstream() bool { return p.clientAuth != nil && p.single == nil }
 
+// earlyVersions reports whether clients may ask for the API versions
+// before their upstream is dialled: when they authenticate with SASL at
+// the proxy (a client certificate names the client before its first
+// request).
+func (p *Proxy) earlyVersions() bool { return p.lateUpstream() && p.clientSASL() }
+
 // upstreamAs returns who principal reaches the upstream as (nil: no
 // SASL), or errNoIdentity.
 func (p *Proxy) upstreamAs(principal string) (*upauth.Authenticator, error) {
@@ -125,7 +131,6 @@ func (c *conn) lateConnect(r *request) error {
 			c.p.log.Warn("client refused: its principal has no upstream credentials in --upstream-principal-credentials and the proxy has none of its own (--upstream-sasl-mechanism)",
 				append(append(c.who(), named...), "similar_not_logged", skipped)...)
 		}
-		c.finishInFlight()
 		return fmt.Errorf("%w: %s: %w", ErrClientAuth, principal, errNoIdentity)
 	}
 	c.upDialled = true
@@ -231,7 +236,7 @@ func (p *Proxy) learnVersions(ctx context.Context, addr string) error {
 // keepVersions records an ApiVersions answer of the upstream at addr
 // before it is clamped for the client.
 func (p *Proxy) keepVersions(addr string, resp *kmsg.ApiVersionsResponse) {
-	if !p.lateUpstream() || resp.ErrorCode == kerr.UnsupportedVersion.Code {
+	if !p.earlyVersions() || resp.ErrorCode == kerr.UnsupportedVersion.Code {
 		return
 	}
 	kept := *resp

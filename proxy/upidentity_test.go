@@ -259,3 +259,19 @@ func TestUpstreamPrincipalNoDialBeforeAuthentication(t *testing.T) {
 		t.Fatalf("the broker accepted %d connections for one authenticated client, want 1", n)
 	}
 }
+
+// TestUpstreamPrincipalSingleRefused: the single topology dials per broker
+// on a path of its own that does not take a principal's credentials yet,
+// so a proxy in it refuses the mapping rather than ignore it.
+func TestUpstreamPrincipalSingleRefused(t *testing.T) {
+	cfg := config.Default()
+	cfg.Listen, cfg.Upstreams, cfg.Topology = "127.0.0.1:0", []string{"127.0.0.1:1"}, config.TopologySingle
+	p, err := proxy.New(cfg, nil, proxy.WithClientAuth(authGate(t, nil, 0, true)), proxy.WithUpstreamIdentities(principalsFile(t, false, "")))
+	if err == nil {
+		p.Close()
+		t.Fatal("the single topology took an upstream principal mapping")
+	}
+	if !strings.Contains(err.Error(), "--upstream-principal-credentials is not available with --topology single") {
+		t.Fatalf("error %v does not name the setting and the topology", err)
+	}
+}
