@@ -107,8 +107,14 @@ func principalsFile(t *testing.T, withBob bool, passB string) *upauth.Principals
 // of kc, mapping principals by ids, in topology; the options are what a
 // kgo client needs to reach it.
 func principalProxy(t *testing.T, kc *kfake.Cluster, topology config.Topology, ids *upauth.Principals) (*testProxy, []kgo.Opt) {
+	return principalProxyLife(t, kc, topology, ids, 0)
+}
+
+// principalProxyLife is principalProxy whose client sessions last life
+// (0: no end).
+func principalProxyLife(t *testing.T, kc *kfake.Cluster, topology config.Topology, ids *upauth.Principals, life time.Duration) (*testProxy, []kgo.Opt) {
 	t.Helper()
-	opts := []proxy.Option{proxy.WithClientAuth(authGate(t, nil, 0, true)), proxy.WithUpstreamIdentities(ids)}
+	opts := []proxy.Option{proxy.WithClientAuth(authGate(t, nil, life, true)), proxy.WithUpstreamIdentities(ids)}
 	var p *testProxy
 	var clientOpts []kgo.Opt
 	if topology == config.TopologySNI {
@@ -207,10 +213,12 @@ func TestUpstreamPrincipalUnmapped(t *testing.T) {
 // TestUpstreamPrincipalNoDialBeforeAuthentication: a client that has not
 // authenticated costs the broker no connection, though its ApiVersions is
 // answered with the broker's versions; once it authenticates, its
-// connection is dialled.
+// connection is dialled, and a re-authentication as the same principal
+// dials nothing more, while one as another principal is refused and the
+// connection closed, as Kafka does.
 func TestUpstreamPrincipalNoDialBeforeAuthentication(t *testing.T) {
 	kc, accepts := aclCluster(t)
-	p, _ := principalProxy(t, kc, config.TopologyPorts, principalsFile(t, true, upPassB))
+	p, _ := principalProxyLife(t, kc, config.TopologyPorts, principalsFile(t, true, upPassB), time.Minute)
 	before := accepts.Load()
 
 	c := dialAuth(t, p.Addr())
@@ -258,6 +266,37 @@ func TestUpstreamPrincipalNoDialBeforeAuthentication(t *testing.T) {
 	if n := accepts.Load() - before; n != 1 {
 		t.Fatalf("the broker accepted %d connections for one authenticated client, want 1", n)
 	}
+
+	// A re-authentication as the same principal (KIP-368) keeps the
+	// upstream connection; one as another principal closes the client's.
+	time.Sleep(1100 * time.Millisecond) // Kafka's least time between two
+	ok.scramLogin(scram.Auth{User: "alice", Pass: authUsers["alice"]}.AsSha256Mechanism())
+	if mresp := ok.do(md).(*kmsg.MetadataResponse); len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("metadata of ta after re-authenticating: %+v", mresp.Topics)
+	}
+	if n := accepts.Load() - before; n != 1 {
+		t.Fatalf("the broker accepted %d connections after a re-authentication, want still 1", n)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	hs = kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, "SCRAM-SHA-256"
+	ok.do(hs)
+	mech := scram.Auth{User: "bob", Pass: authUsers["bob"]}.AsSha256Mechanism()
+	sess, first, err := mech.Authenticate(context.Background(), "proxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = kmsg.NewPtrSASLAuthenticateRequest()
+	a.Version, a.SASLAuthBytes = 2, first
+	r := ok.do(a).(*kmsg.SASLAuthenticateResponse)
+	if _, final, err := sess.Challenge(r.SASLAuthBytes); err == nil {
+		a = kmsg.NewPtrSASLAuthenticateRequest()
+		a.Version, a.SASLAuthBytes = 2, final
+		if r := ok.do(a).(*kmsg.SASLAuthenticateResponse); r.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+			t.Errorf("re-authentication as bob: error %d, want SASL_AUTHENTICATION_FAILED", r.ErrorCode)
+		}
+	}
+	ok.waitClosed()
 }
 
 // TestUpstreamPrincipalSingleRefused: the single topology dials per broker
