@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/quotaprobe"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/proxy"
 	"github.com/inorder-proxy/inorder/quota"
@@ -29,34 +30,6 @@ import (
 // its quota before it is throttled at all).
 var quotaWindow = quota.Window{Samples: 11, Size: 200 * time.Millisecond}
 
-// throttleHook counts the responses a kgo client saw throttle_time_ms
-// set on and, when wire is set, adds to it the bytes of the client's
-// Produce requests (key 0) or Fetch responses (key 1) less their length
-// prefix: the bytes its quota counts.
-type throttleHook struct {
-	n    atomic.Int64
-	key  int16
-	wire *acked
-}
-
-func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
-	if d > 0 {
-		h.n.Add(1)
-	}
-}
-
-func (h *throttleHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, n int, _, _ time.Duration, err error) {
-	if h.wire != nil && key == h.key && key == 0 && err == nil {
-		h.wire.add(n - 4)
-	}
-}
-
-func (h *throttleHook) OnBrokerRead(_ kgo.BrokerMetadata, key int16, n int, _, _ time.Duration, err error) {
-	if h.wire != nil && key == h.key && key == 1 && err == nil {
-		h.wire.add(n - 4)
-	}
-}
-
 func parseQuotas(t *testing.T, doc string) *quota.Config {
 	t.Helper()
 	q, err := quota.Parse([]byte(doc))
@@ -64,48 +37,6 @@ func parseQuotas(t *testing.T, doc string) *quota.Config {
 		t.Fatal(err)
 	}
 	return q
-}
-
-// acked sums, by the time of their acknowledgement, the bytes of records
-// a window of a run delivered.
-type acked struct {
-	mu       sync.Mutex
-	from, to time.Time
-	bytes    int64
-}
-
-func (a *acked) add(n int) {
-	now := time.Now()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !now.Before(a.from) && now.Before(a.to) {
-		a.bytes += int64(n)
-	}
-}
-
-func (a *acked) rate() float64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return float64(a.bytes) / a.to.Sub(a.from).Seconds()
-}
-
-// produceAt produces records of size bytes to topic at about rate bytes a
-// second until ctx ends, adding each acknowledged record to a, if any.
-func produceAt(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, size int, rate float64, a *acked) {
-	start := time.Now()
-	var sent float64
-	val := randomValue(size)
-	for ctx.Err() == nil {
-		for sent < rate*time.Since(start).Seconds() && ctx.Err() == nil {
-			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: val}, func(r *kgo.Record, err error) {
-				if err == nil && a != nil {
-					a.add(len(r.Value))
-				}
-			})
-			sent += float64(size)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // randomValue is a record value of n bytes that no compression shrinks,
@@ -134,7 +65,7 @@ func testQuotaProduceHeldToRate(t *testing.T, mode config.Ordering) {
 	m := metrics.New()
 	p := startProxy(t, mode, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow), proxy.WithMetrics(m))
 
-	client := func(id string, h *throttleHook) *kgo.Client {
+	client := func(id string, h *quotaprobe.Hook) *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID(id), kgo.WithHooks(h),
 			kgo.ProducerBatchMaxBytes(64<<10), kgo.MaxBufferedRecords(16), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
 		if err != nil {
@@ -144,10 +75,10 @@ func testQuotaProduceHeldToRate(t *testing.T, mode config.Ordering) {
 		return cl
 	}
 	start := time.Now()
-	held := &acked{from: start.Add(3 * time.Second), to: start.Add(8 * time.Second)}
-	wire := &acked{from: held.from, to: held.to}
-	other := &acked{from: start, to: start.Add(8 * time.Second)}
-	slowHook, freeHook := &throttleHook{key: 0, wire: wire}, &throttleHook{}
+	held := quotaprobe.NewSpan(start.Add(3*time.Second), start.Add(8*time.Second))
+	wire := quotaprobe.NewSpan(held.From, held.To)
+	other := quotaprobe.NewSpan(start, start.Add(8*time.Second))
+	slowHook, freeHook := &quotaprobe.Hook{Key: quotaprobe.Produce, Wire: wire}, &quotaprobe.Hook{}
 	slow, free := client("slow", slowHook), client("free", freeHook)
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(8*time.Second))
 	defer cancel()
@@ -157,29 +88,30 @@ func testQuotaProduceHeldToRate(t *testing.T, mode config.Ordering) {
 	// measured once or twice as it happens to fall.
 	warm, warmStop := context.WithDeadline(ctx, start.Add(2500*time.Millisecond))
 	defer warmStop()
+	val := randomValue(16 << 10)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		produceAt(warm, t, slow, "q", 16<<10, rate, nil)
-		produceAt(ctx, t, slow, "q", 16<<10, 3*rate, held)
+		quotaprobe.ProduceAt(warm, slow, "q", val, rate)
+		quotaprobe.ProduceAt(ctx, slow, "q", val, 3*rate, held)
 	}()
-	go func() { defer wg.Done(); produceAt(ctx, t, free, "free", 16<<10, rate/2, other) }()
+	go func() { defer wg.Done(); quotaprobe.ProduceAt(ctx, free, "free", val, rate/2, other) }()
 	wg.Wait()
 
-	got := wire.rate()
+	got := wire.Rate()
 	t.Logf("held to %.0f B/s of requests (quota %d B/s, %.3f of it; records %.3f); %d throttled responses; the other client sent %.0f B/s",
-		got, rate, got/rate, held.rate()/rate, slowHook.n.Load(), other.rate())
+		got, rate, got/rate, held.Rate()/rate, slowHook.Throttled(), other.Rate())
 	if got < 0.9*rate || got > 1.1*rate {
 		t.Errorf("producer held to %.0f B/s; want %d ±10%%", got, rate)
 	}
-	if slowHook.n.Load() == 0 {
+	if slowHook.Throttled() == 0 {
 		t.Error("no produce response carried throttle_time_ms")
 	}
-	if n := freeHook.n.Load(); n != 0 {
+	if n := freeHook.Throttled(); n != 0 {
 		t.Errorf("the client with no quota saw %d throttled responses", n)
 	}
-	if o := other.rate(); o < 0.8*rate/2 {
+	if o := other.Rate(); o < 0.8*rate/2 {
 		t.Errorf("the client with no quota sent %.0f B/s of its %d", o, rate/2)
 	}
 	// Counted under the configured entity only: the other client's
@@ -188,8 +120,8 @@ func testQuotaProduceHeldToRate(t *testing.T, mode config.Ordering) {
 		t.Errorf("%s{kind=produce,entity=clients/slow} = %v; want > 0", metrics.NameQuotaThrottle, s)
 	}
 	b := counter(t, m, metrics.NameQuotaBytes, "kind", "produce", "entity", "clients/slow")
-	if b < float64(held.bytes) {
-		t.Errorf("%s{kind=produce,entity=clients/slow} = %v; want at least the %d bytes acknowledged in the window", metrics.NameQuotaBytes, b, held.bytes)
+	if b < float64(held.Bytes()) {
+		t.Errorf("%s{kind=produce,entity=clients/slow} = %v; want at least the %d bytes acknowledged in the window", metrics.NameQuotaBytes, b, held.Bytes())
 	}
 	fams, _ := m.Registry().Gather()
 	for _, f := range fams {
@@ -226,7 +158,7 @@ func TestQuotaFetchHeldToRate(t *testing.T) {
 
 	q := parseQuotas(t, "- client-id: slow\n  consumer_byte_rate: 1048576\n")
 	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow))
-	consumer := func(id string, h *throttleHook) *kgo.Client {
+	consumer := func(id string, h *quotaprobe.Hook) *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID(id), kgo.WithHooks(h),
 			kgo.ConsumeTopics("c"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.FetchMaxBytes(16<<10), kgo.FetchMaxPartitionBytes(16<<10))
@@ -237,9 +169,9 @@ func TestQuotaFetchHeldToRate(t *testing.T) {
 		return cl
 	}
 	start := time.Now()
-	held := &acked{from: start.Add(3 * time.Second), to: start.Add(8 * time.Second)}
-	wire := &acked{from: held.from, to: held.to}
-	slowHook, freeHook := &throttleHook{key: 1, wire: wire}, &throttleHook{}
+	held := quotaprobe.NewSpan(start.Add(3*time.Second), start.Add(8*time.Second))
+	wire := quotaprobe.NewSpan(held.From, held.To)
+	slowHook, freeHook := &quotaprobe.Hook{Key: quotaprobe.Fetch, Wire: wire}, &quotaprobe.Hook{}
 	slow, free := consumer("slow", slowHook), consumer("free", freeHook)
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(8*time.Second))
 	defer cancel()
@@ -261,22 +193,22 @@ func TestQuotaFetchHeldToRate(t *testing.T) {
 			}
 			next = r.Offset + 1
 			read += int64(len(r.Value))
-			held.add(len(r.Value))
+			held.Add(len(r.Value))
 		})
 		if due := start.Add(time.Duration(float64(read) / rate * float64(time.Second))); due.Before(warmTo) {
 			time.Sleep(time.Until(due))
 		}
 	}
-	got := wire.rate()
+	got := wire.Rate()
 	t.Logf("held to %.0f B/s of responses (quota %d B/s, %.3f of it; records %.3f); %d throttled responses; the other client read %d B",
-		got, rate, got/rate, held.rate()/rate, slowHook.n.Load(), freeRead.Load())
+		got, rate, got/rate, held.Rate()/rate, slowHook.Throttled(), freeRead.Load())
 	if got < 0.9*rate || got > 1.1*rate {
 		t.Errorf("consumer held to %.0f B/s; want %d ±10%%", got, rate)
 	}
-	if slowHook.n.Load() == 0 {
+	if slowHook.Throttled() == 0 {
 		t.Error("no fetch response carried throttle_time_ms")
 	}
-	if n := freeHook.n.Load(); n != 0 {
+	if n := freeHook.Throttled(); n != 0 {
 		t.Errorf("the client with no quota saw %d throttled responses", n)
 	}
 	if r := freeRead.Load(); r != total {
@@ -339,7 +271,7 @@ func TestQuotaConnectionsPerIP(t *testing.T) {
 func TestQuotaReloadAppliesToOpenConnections(t *testing.T) {
 	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "q"))
 	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), nil, proxy.WithQuotaWindow(quotaWindow))
-	var h throttleHook
+	var h quotaprobe.Hook
 	var dials atomic.Int64
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID("slow"), kgo.WithHooks(&h),
 		kgo.ProducerBatchMaxBytes(64<<10), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
@@ -360,7 +292,7 @@ func TestQuotaReloadAppliesToOpenConnections(t *testing.T) {
 		}
 	}
 	produce(64)
-	if n := h.n.Load(); n != 0 {
+	if n := h.Throttled(); n != 0 {
 		t.Fatalf("%d throttled responses with no quota", n)
 	}
 	before := dials.Load()
@@ -375,7 +307,7 @@ func TestQuotaReloadAppliesToOpenConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(64)
-	if h.n.Load() == 0 {
+	if h.Throttled() == 0 {
 		t.Error("no throttled response after the quota was reloaded")
 	}
 	if d := dials.Load(); d != before {

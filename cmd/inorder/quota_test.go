@@ -8,13 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/internal/quotaprobe"
 )
 
 // The load of TestQuotaHeldOverThirtySeconds: a producer and a consumer
@@ -72,55 +73,6 @@ func TestQuotaHeldOverThirtySeconds(t *testing.T) {
 	})
 }
 
-// counted sums the bytes counted between from and to.
-type counted struct {
-	mu       sync.Mutex
-	from, to time.Time
-	bytes    int64
-}
-
-func (c *counted) add(n int) {
-	now := time.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !now.Before(c.from) && now.Before(c.to) {
-		c.bytes += int64(n)
-	}
-}
-
-func (c *counted) rate() float64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return float64(c.bytes) / c.to.Sub(c.from).Seconds()
-}
-
-// throttles counts the responses a client saw throttle_time_ms set on,
-// and, when wire is set, the bytes of its Produce requests (key 0) or
-// Fetch responses (key 1) less their length prefix: what its quota counts.
-type throttles struct {
-	n    atomic.Int64
-	key  int16
-	wire *counted
-}
-
-func (h *throttles) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
-	if d > 0 {
-		h.n.Add(1)
-	}
-}
-
-func (h *throttles) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, n int, _, _ time.Duration, err error) {
-	if h.wire != nil && key == h.key && key == 0 && err == nil {
-		h.wire.add(n - 4)
-	}
-}
-
-func (h *throttles) OnBrokerRead(_ kgo.BrokerMetadata, key int16, n int, _, _ time.Duration, err error) {
-	if h.wire != nil && key == h.key && key == 1 && err == nil {
-		h.wire.add(n - 4)
-	}
-}
-
 // quotaLoad runs the load of TestQuotaHeldOverThirtySeconds through the
 // binary in front of upstream; topics are named with suffix, and created
 // when it is not empty.
@@ -145,18 +97,18 @@ func quotaLoad(t *testing.T, upstream, suffix string) {
 	// three seconds to connect and reach their pace.
 	start := time.Now()
 	baseFrom, baseTo := start.Add(3*time.Second), start.Add(quotaBaseline)
-	freeBase, twinBase := &counted{from: baseFrom, to: baseTo}, &counted{from: baseFrom, to: baseTo}
+	freeBase, twinBase := quotaprobe.NewSpan(baseFrom, baseTo), quotaprobe.NewSpan(baseFrom, baseTo)
 	warmTo := baseTo.Add(quotaWarm)
 	measureFrom := warmTo.Add(quotaSettle)
 	measureTo := measureFrom.Add(quotaMeasure)
-	window := func() *counted { return &counted{from: measureFrom, to: measureTo} }
+	window := func() *quotaprobe.Span { return quotaprobe.NewSpan(measureFrom, measureTo) }
 	// The quotas count bytes on the wire; the records delivered are
 	// fewer: a Fetch response from Kafka may end in a part of a batch,
 	// which the client drops and fetches again whole.
 	freeHeld, prodHeld, consHeld := window(), window(), window()
 	prodWire, consWire := window(), window()
 
-	client := func(id string, h *throttles, opts ...kgo.Opt) *kgo.Client {
+	client := func(id string, h *quotaprobe.Hook, opts ...kgo.Opt) *kgo.Client {
 		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID(id), kgo.WithHooks(h)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
@@ -166,25 +118,27 @@ func quotaLoad(t *testing.T, upstream, suffix string) {
 	}
 	producerOpts := []kgo.Opt{kgo.ProducerBatchMaxBytes(quotaBatch), kgo.MaxBufferedRecords(16),
 		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression())}
-	var freeHook, twinHook throttles
-	prodHook, consHook := &throttles{key: 0, wire: prodWire}, &throttles{key: 1, wire: consWire}
+	var freeHook, twinHook quotaprobe.Hook
+	prodHook, consHook := &quotaprobe.Hook{Key: quotaprobe.Produce, Wire: prodWire}, &quotaprobe.Hook{Key: quotaprobe.Fetch, Wire: consWire}
 	free := client("quota-free", &freeHook, producerOpts...)
 	twin := client("quota-free-twin", &twinHook, producerOpts...)
 	prod := client("quota-producer", prodHook, producerOpts...)
 	cons := client("quota-consumer", consHook, kgo.ConsumeTopics(topicC), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxBytes(64<<10), kgo.FetchMaxPartitionBytes(64<<10))
 
+	val := make([]byte, quotaValue)
+	rand.Read(val) // incompressible: the bytes counted are the bytes sent
 	freeCtx, freeStop := context.WithDeadline(ctx, measureTo)
 	defer freeStop()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		offerAt(freeCtx, free, topicFree, quotaFreeRate, freeBase, freeHeld)
+		quotaprobe.ProduceAt(freeCtx, free, topicFree, val, quotaFreeRate, freeBase, freeHeld)
 	}()
 	twinCtx, twinStop := context.WithDeadline(ctx, baseTo)
 	defer twinStop()
-	offerAt(twinCtx, twin, topicFree, quotaFreeRate, twinBase)
+	quotaprobe.ProduceAt(twinCtx, twin, topicFree, val, quotaFreeRate, twinBase)
 
 	quotaCtx, quotaStop := context.WithDeadline(ctx, measureTo)
 	defer quotaStop()
@@ -197,8 +151,8 @@ func quotaLoad(t *testing.T, upstream, suffix string) {
 	defer warmStop()
 	go func() {
 		defer wg.Done()
-		offerAt(warmCtx, prod, topicP, quotaRate)
-		offerAt(quotaCtx, prod, topicP, 3*quotaRate, prodHeld)
+		quotaprobe.ProduceAt(warmCtx, prod, topicP, val, quotaRate)
+		quotaprobe.ProduceAt(quotaCtx, prod, topicP, val, 3*quotaRate, prodHeld)
 	}()
 	go func() {
 		defer wg.Done()
@@ -211,7 +165,7 @@ func quotaLoad(t *testing.T, upstream, suffix string) {
 				}
 				next = r.Offset + 1
 				read += int64(len(r.Value))
-				consHeld.add(len(r.Value))
+				consHeld.Add(len(r.Value))
 			})
 			if due := warm.Add(time.Duration(float64(read) / quotaRate * float64(time.Second))); due.Before(warmTo) {
 				time.Sleep(time.Until(due))
@@ -220,24 +174,24 @@ func quotaLoad(t *testing.T, upstream, suffix string) {
 	}()
 	wg.Wait()
 
-	ratio := func(c *counted) float64 { return c.rate() / quotaRate }
+	ratio := func(s *quotaprobe.Span) float64 { return s.Rate() / quotaRate }
 	t.Logf("producer held to %.0f B/s of requests, %.3f of its quota (records: %.3f); %d throttled responses",
-		prodWire.rate(), ratio(prodWire), ratio(prodHeld), prodHook.n.Load())
+		prodWire.Rate(), ratio(prodWire), ratio(prodHeld), prodHook.Throttled())
 	t.Logf("consumer held to %.0f B/s of responses, %.3f of its quota (records: %.3f); %d throttled responses",
-		consWire.rate(), ratio(consWire), ratio(consHeld), consHook.n.Load())
+		consWire.Rate(), ratio(consWire), ratio(consHeld), consHook.Throttled())
 	for _, c := range []struct {
 		name string
-		hook *throttles
+		hook *quotaprobe.Hook
 	}{{"producer", prodHook}, {"consumer", consHook}} {
-		if r := ratio(c.hook.wire); r < 0.9 || r > 1.1 {
+		if r := ratio(c.hook.Wire); r < 0.9 || r > 1.1 {
 			t.Errorf("%s held to %.3f of its quota over %v; want within 10%%", c.name, r, quotaMeasure)
 		}
-		if c.hook.n.Load() == 0 {
+		if c.hook.Throttled() == 0 {
 			t.Errorf("no %s response carried throttle_time_ms", c.name)
 		}
 	}
 
-	a, b, held := freeBase.rate(), twinBase.rate(), freeHeld.rate()
+	a, b, held := freeBase.Rate(), twinBase.Rate(), freeHeld.Rate()
 	gap := math.Abs(a-b) / ((a + b) / 2)
 	moved := math.Abs(held-a) / a
 	t.Logf("client with no quota: %.0f B/s beside its twin (%.0f B/s, a gap of %.4f), %.0f B/s beside the quotas (%.4f from before)",
@@ -248,30 +202,8 @@ func quotaLoad(t *testing.T, upstream, suffix string) {
 	if moved > gap+grain {
 		t.Errorf("the client with no quota went from %.0f B/s to %.0f B/s beside the quotas, %.4f; want within the twins' gap %.4f (+%.4f)", a, held, moved, gap, grain)
 	}
-	if n := freeHook.n.Load() + twinHook.n.Load(); n != 0 {
+	if n := freeHook.Throttled() + twinHook.Throttled(); n != 0 {
 		t.Errorf("the clients with no quota saw %d throttled responses", n)
-	}
-}
-
-// offerAt produces records of quotaValue bytes to topic at about rate
-// bytes a second until ctx ends, adding each acknowledged record to cs.
-func offerAt(ctx context.Context, cl *kgo.Client, topic string, rate float64, cs ...*counted) {
-	val := make([]byte, quotaValue)
-	rand.Read(val) // incompressible: the bytes counted are the bytes sent
-	start := time.Now()
-	var sent float64
-	for ctx.Err() == nil {
-		for sent < rate*time.Since(start).Seconds() && ctx.Err() == nil {
-			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: val}, func(r *kgo.Record, err error) {
-				if err == nil {
-					for _, c := range cs {
-						c.add(len(r.Value))
-					}
-				}
-			})
-			sent += quotaValue
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
