@@ -262,11 +262,14 @@ sni_client() {
 # with an ACL file (--acl-file) that allows the one principal the column's
 # clients authenticate as, and super users that do not include it: a pass
 # shows the proxy established that identity, not merely let the client in.
-# The CA, certificates, password, credentials file, JWKS and token are made
-# for the run in compat/results/<column>/.
+# The CA, certificates, passwords, credentials file, JWKS and tokens are
+# made for the run in compat/results/<column>/, for that principal and for
+# a second one (compat-other) that the ACL does not name, which must be
+# denied (client_auth_denial_check).
 OAUTH_ISSUER=https://issuer.compat.test
 OAUTH_AUDIENCE=inorder-compat
 client_auth_principal() { echo "compat-${1#client-}"; } # COLUMN -> user name
+CLIENT_AUTH_OTHER=compat-other
 client_auth_port() {
   case "$1" in client-scram) echo 26100 ;; client-plain) echo 26200 ;; client-oauth) echo 26300 ;; client-mtls) echo 26400 ;; esac
 }
@@ -282,22 +285,22 @@ make_client_auth() { # COLUMN
     openssl req -newkey rsa:2048 -nodes -keyout proxy.key -subj "/CN=localhost" -out proxy.csr 2>/dev/null
     printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >proxy.ext
     openssl x509 -req -in proxy.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile proxy.ext -out proxy.crt 2>/dev/null
-    if [ "$b" = client-mtls ]; then
-      # subject CN=Compat-MTLS,O=Inorder Compat; the mapping rule makes it User:compat-mtls
-      openssl req -newkey rsa:2048 -nodes -keyout client.key -subj "/O=Inorder Compat/CN=Compat-MTLS" -out client.csr 2>/dev/null
-      printf 'extendedKeyUsage=clientAuth\n' >client.ext
-      openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile client.ext -out client.crt 2>/dev/null
-    fi
+    for u in "$user" "$CLIENT_AUTH_OTHER"; do
+      case "$b" in
+        client-mtls)
+          # subject CN=Compat-MTLS,O=Inorder Compat; the mapping rule makes it User:compat-mtls
+          openssl req -newkey rsa:2048 -nodes -keyout "$u.key" -subj "/O=Inorder Compat/CN=${u^}" -out "$u.csr" 2>/dev/null
+          printf 'extendedKeyUsage=clientAuth\n' >client.ext
+          openssl x509 -req -in "$u.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile client.ext -out "$u.crt" 2>/dev/null ;;
+        client-scram|client-plain)
+          (umask 077 && openssl rand -hex 16 >"$u.password")
+          "$BIN/inorder" credentials add --file credentials.yaml --user "$u" \
+            --mechanism SCRAM-SHA-256 --mechanism SCRAM-SHA-512 --password-file "$u.password" >/dev/null ;;
+      esac
+    done
     chmod 600 ./*.key
     rm -f ./*.csr ./*.ext ca.srl
-    case "$b" in
-      client-scram|client-plain)
-        (umask 077 && openssl rand -hex 16 >client.password)
-        "$BIN/inorder" credentials add --file credentials.yaml --user "$user" \
-          --mechanism SCRAM-SHA-256 --mechanism SCRAM-SHA-512 --password-file client.password >/dev/null ;;
-      client-oauth)
-        "$BIN/compat-go" mint-jwt "$d" "$OAUTH_ISSUER" "$OAUTH_AUDIENCE" "$user" ;;
-    esac
+    [ "$b" != client-oauth ] || "$BIN/compat-go" mint-jwt "$d" "$OAUTH_ISSUER" "$OAUTH_AUDIENCE" "$user" "$CLIENT_AUTH_OTHER"
     {
       echo "acls:"
       for r in TOPIC:'"*"' GROUP:'"*"' TRANSACTIONAL_ID:'"*"' CLUSTER:kafka-cluster; do
@@ -306,27 +309,46 @@ make_client_auth() { # COLUMN
     } >acl.yaml
   )
 }
-# client_auth_env CLIENT COLUMN -> SECENV, AUTH_MECH (the mechanism the proxy must count)
+# client_auth_env CLIENT COLUMN [USER] -> SECENV, AUTH_MECH (the mechanism the proxy must count)
 client_auth_env() {
-  local d="$RESULTS/$2" user
-  user="$(client_auth_principal "$2")"
+  local d="$RESULTS/$2" user=${3:-}
+  [ -n "$user" ] || user="$(client_auth_principal "$2")"
   case "$2" in
     client-scram)
       # both SCRAM mechanisms, as in the secure columns
       case "$1" in java|kgo|kafkago|kafkapython) AUTH_MECH=SCRAM-SHA-512 ;; *) AUTH_MECH=SCRAM-SHA-256 ;; esac
-      SECENV=(COMPAT_SASL_MECHANISM=$AUTH_MECH COMPAT_SASL_USERNAME="$user" COMPAT_SASL_PASSWORD="$(cat "$d/client.password")") ;;
+      SECENV=(COMPAT_SASL_MECHANISM=$AUTH_MECH COMPAT_SASL_USERNAME="$user" COMPAT_SASL_PASSWORD="$(cat "$d/$user.password")") ;;
     client-plain)
       AUTH_MECH=PLAIN
-      SECENV=(COMPAT_TLS_CA="$d/ca.crt" COMPAT_SASL_MECHANISM=PLAIN COMPAT_SASL_USERNAME="$user" COMPAT_SASL_PASSWORD="$(cat "$d/client.password")") ;;
+      SECENV=(COMPAT_TLS_CA="$d/ca.crt" COMPAT_SASL_MECHANISM=PLAIN COMPAT_SASL_USERNAME="$user" COMPAT_SASL_PASSWORD="$(cat "$d/$user.password")") ;;
     client-oauth)
       AUTH_MECH=OAUTHBEARER
-      SECENV=(COMPAT_TLS_CA="$d/ca.crt" COMPAT_SASL_MECHANISM=OAUTHBEARER COMPAT_OAUTH_TOKEN_FILE="$d/token") ;;
+      SECENV=(COMPAT_TLS_CA="$d/ca.crt" COMPAT_SASL_MECHANISM=OAUTHBEARER COMPAT_OAUTH_TOKEN_FILE="$d/token-$user") ;;
     client-mtls)
       AUTH_MECH=""
-      SECENV=(COMPAT_TLS_CA="$d/ca.crt" COMPAT_TLS_CERT="$d/client.crt" COMPAT_TLS_KEY="$d/client.key") ;;
+      SECENV=(COMPAT_TLS_CA="$d/ca.crt" COMPAT_TLS_CERT="$d/$user.crt" COMPAT_TLS_KEY="$d/$user.key") ;;
   esac
   # the legacy flow (SaslHandshake v0, raw tokens) from the clients that can send it
   case "$2,$1" in client-scram,kafkapython|client-scram,sarama|client-plain,kafkapython|client-plain,sarama) SECENV+=(COMPAT_SASL_HANDSHAKE=v0) ;; esac
+}
+# The ACL is in force: franz-go, authenticated as the principal the ACL
+# does not name, must be refused creating a topic (a further check).
+client_auth_denial_check() { # COLUMN
+  local out rc
+  client_auth_env kgo "$1" "$CLIENT_AUTH_OTHER"
+  out="$(env "${SECENV[@]}" timeout 60 "$BIN/compat-go" create-topics "$BOOT" "m$RUN_ID-denied:1" 2>&1)"; rc=$?
+  out="$(echo "$out" | tail -n 1)"
+  # its connections' close lines (naming it) come before the first row's
+  for _ in 1 2 3 4 5 6 7 8 9 10; do grep -q "principal=User:$CLIENT_AUTH_OTHER\b" "$PROXYLOG" && break; sleep 0.2; done
+  if ! grep -q "principal=User:$CLIENT_AUTH_OTHER\b" "$PROXYLOG"; then
+    EXTRA+=("$1, franz-go as User:$CLIENT_AUTH_OTHER: **FAIL**: the proxy log never names that principal")
+    EXTRA_FAILS=$((EXTRA_FAILS + 1))
+  elif [ $rc != 0 ] && [[ "$out" == *AUTHORIZATION_FAILED* ]]; then
+    EXTRA+=("$1, franz-go as User:$CLIENT_AUTH_OTHER (authenticated, not in the ACL): refused as it must be ($out)")
+  else
+    EXTRA+=("$1, franz-go as User:$CLIENT_AUTH_OTHER (authenticated, not in the ACL): **FAIL**: want a refusal with *_AUTHORIZATION_FAILED, got exit $rc: $out")
+    EXTRA_FAILS=$((EXTRA_FAILS + 1))
+  fi
 }
 # What the proxy says about a row's clients: the admin endpoint's
 # authentication counters and the principals its (debug) log names.
@@ -555,11 +577,27 @@ attempt() { # CLIENT BACKEND LOG -> rc
   fi
   return $rc
 }
+# unsupported CLIENT BACKEND: why the client cannot run in that column at
+# all (its cell says so and the row does not count as run); false otherwise.
+unsupported() {
+  case "$2,$1" in
+    client-scram,kcat) echo "kcat's librdkafka (2.0.2, Debian) sends a SCRAM client-final-message with an invalid nonce (fixed in librdkafka 2.6.1, confluentinc/librdkafka#4895), which the proxy refuses as Kafka 4.x does; confluent-kafka's librdkafka 2.16 passes this column, and kcat's PLAIN is tested in client-plain" ;;
+    client-oauth,kcat) echo "kcat passes librdkafka no token callback, and Debian's librdkafka 2.0.2 is built without OIDC (libcurl), so its only OAUTHBEARER token is the unsecured one (alg none), which the proxy refuses as it must; confluent-kafka's librdkafka 2.16 (oauth_cb) passes this column" ;;
+    *) return 1 ;;
+  esac
+}
 ATTEMPTS=0
+NOT_SUPPORTED=0
 run_row() { # CLIENT BACKEND
-  local c=$1 b=$2 logf t0 rc res first=""
+  local c=$1 b=$2 logf t0 rc res first="" why
   logf="$RESULTS/$b-$c.log"
   t0=$SECONDS
+  if why="$(unsupported "$c" "$b")"; then
+    CELL[$c,$b]="not supported by the client"; DETAIL[$c,$b]="not run: $why"; SECS[$c,$b]=0
+    NOT_SUPPORTED=$((NOT_SUPPORTED + 1))
+    log "row $c x $b: not supported by the client"
+    return
+  fi
   log "row $c x $b"
   attempt "$c" "$b" "$logf"; rc=$?
   res="$(grep '^RESULT ' "$logf" | tail -n1)"
@@ -636,7 +674,7 @@ write_matrix() {
     echo "# Client compatibility matrix"
     echo
     echo "Generated by \`compat/run-matrix.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC') at commit \`$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)\`$(git -C "$ROOT" diff --quiet HEAD -- proxy cmd wire rewrite ordering 2>/dev/null || echo ' (with local changes)'). Do not edit by hand."
-    echo "Workload and checks: see compat/README.md. Cells: **pass**; **pass, with limitations** (a step the client cannot do as specified; see notes); **FAIL** (see notes)."
+    echo "Workload and checks: see compat/README.md. Cells: **pass**; **pass, with limitations** (a step the client cannot do as specified; see notes); **not supported by the client** (the client cannot authenticate that way at all; not run, see notes); **FAIL** (see notes)."
     echo
     printf '| client |'; for b in $BACKENDS; do printf ' %s |' "$(backend_title "$b")"; done; echo
     printf '|---|'; for b in $BACKENDS; do printf -- '---|'; done; echo
@@ -727,6 +765,7 @@ for b in $BACKENDS; do
   fi
   TIMINGS+=("start $b: $((SECONDS - tb)) s")
   B_CUR=$b
+  case "$b" in client-*) client_auth_denial_check "$b" ;; esac
   for c in $CLIENTS; do
     if [ $((SECONDS - T0)) -ge "$BUDGET" ]; then
       CELL[$c,$b]="FAIL: not run, matrix time budget (${BUDGET} s) spent"; SECS[$c,$b]=0; FAILS=$((FAILS + 1))
@@ -769,7 +808,7 @@ if [ $EXTRA_FAILS -gt 0 ] && [ $FAILS -eq 0 ]; then
 fi
 if [ $FAILS -gt 0 ]; then
   log "$FAILS row(s) failed"
-  echo "matrix: $(( $(echo $CLIENTS | wc -w) * $(echo $BACKENDS | wc -w) - FAILS )) passed, $FAILS failed"
+  echo "matrix: $(( $(echo $CLIENTS | wc -w) * $(echo $BACKENDS | wc -w) - FAILS - NOT_SUPPORTED )) passed, $FAILS failed$([ $NOT_SUPPORTED = 0 ] || echo ", $NOT_SUPPORTED not supported by the client")"
   exit 1
 fi
-echo "matrix: $(( $(echo $CLIENTS | wc -w) * $(echo $BACKENDS | wc -w) )) passed, 0 failed"
+echo "matrix: $(( $(echo $CLIENTS | wc -w) * $(echo $BACKENDS | wc -w) - NOT_SUPPORTED )) passed, 0 failed$([ $NOT_SUPPORTED = 0 ] || echo ", $NOT_SUPPORTED not supported by the client")"

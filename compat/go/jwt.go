@@ -15,10 +15,11 @@ import (
 )
 
 // mintJWT makes what the proxy's OAUTHBEARER needs for a run: a fresh RSA
-// key, its JWKS (dir/jwks.json, for --client-oauth-jwks) and a token signed
-// with it (dir/token, mode 0600) carrying iss, aud, sub, iat and exp, as an
-// identity provider would issue it. The private key is not kept.
-func mintJWT(dir, issuer, audience, subject string, lifetime time.Duration) error {
+// key, its JWKS (dir/jwks.json, for --client-oauth-jwks) and, per subject,
+// a token signed with it (dir/token-SUBJECT, mode 0600) carrying iss, aud,
+// sub, iat and exp, as an identity provider would issue it. The private
+// key is not kept.
+func mintJWT(dir, issuer, audience string, subjects []string, lifetime time.Duration) error {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return err
@@ -36,22 +37,27 @@ func mintJWT(dir, issuer, audience, subject string, lifetime time.Duration) erro
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	claims, err := json.Marshal(map[string]any{
-		"iss": issuer, "aud": audience, "sub": subject, "scope": "kafka",
-		"iat": now.Unix(), "exp": now.Add(lifetime).Unix(),
-	})
-	if err != nil {
-		return err
-	}
-	signing := b64(header) + "." + b64(claims)
-	sum := sha256.Sum256([]byte(signing))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
-	if err != nil {
-		return err
-	}
 	if err := os.WriteFile(filepath.Join(dir, "jwks.json"), jwks, 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "token"), []byte(signing+"."+b64(sig)), 0o600)
+	now := time.Now()
+	for _, subject := range subjects {
+		claims, err := json.Marshal(map[string]any{
+			"iss": issuer, "aud": audience, "sub": subject, "scope": "kafka",
+			"iat": now.Unix(), "exp": now.Add(lifetime).Unix(),
+		})
+		if err != nil {
+			return err
+		}
+		signing := b64(header) + "." + b64(claims)
+		sum := sha256.Sum256([]byte(signing))
+		sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "token-"+subject), []byte(signing+"."+b64(sig)), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }

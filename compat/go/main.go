@@ -3,7 +3,7 @@
 //	compat-go kgo|sarama|kafkago BOOTSTRAP TOPIC_PREFIX [EXPECT]
 //	compat-go create-topics BOOTSTRAP NAME:PARTITIONS...
 //	compat-go move-leaders BOOTSTRAP TOPIC
-//	compat-go mint-jwt DIR ISSUER AUDIENCE SUBJECT   (a JWKS and a signed token: jwt.go)
+//	compat-go mint-jwt DIR ISSUER AUDIENCE SUBJECT...   (a JWKS and signed tokens: jwt.go)
 //
 // EXPECT is a comma-separated list of host:port or host:lo-hi that every
 // broker address the client learns must fall in ("-" or absent: no check).
@@ -80,9 +80,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: compat-go kgo|sarama|kafkago BOOTSTRAP TOPIC_PREFIX [EXPECT]")
 		os.Exit(2)
 	}
-	if os.Args[1] == "mint-jwt" && len(os.Args) == 6 {
+	if os.Args[1] == "mint-jwt" && len(os.Args) >= 6 {
 		// valid for longer than a whole matrix run
-		if err := mintJWT(os.Args[2], os.Args[3], os.Args[4], os.Args[5], 4*time.Hour); err != nil {
+		if err := mintJWT(os.Args[2], os.Args[3], os.Args[4], os.Args[5:], 4*time.Hour); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
