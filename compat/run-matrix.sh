@@ -200,20 +200,26 @@ start_kafka() { # MODE: one Kafka at a time (two clusters would share 2 cores)
 # pointed at them the way it allows (sni_client).
 SNI_DIR="$RESULTS/sni"
 SNI_DOMAIN=kafka.test
-make_sni_names() { # NODE_IDS...
-  local n
-  rm -rf "$SNI_DIR" && mkdir -p "$SNI_DIR" && chmod 700 "$SNI_DIR"
+# make_proxy_cert DIR CA_NAME CN SAN: DIR afresh (mode 700) with a CA
+# (ca.crt, ca.key) and the proxy's certificate it signs (proxy.crt,
+# proxy.key) for the names in SAN (openssl's subjectAltName syntax).
+make_proxy_cert() {
+  rm -rf "$1" && mkdir -p "$1" && chmod 700 "$1"
   (
-    cd "$SNI_DIR" || exit 1
+    cd "$1" || exit 1
     set -e
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -subj "/CN=inorder compat sni CA" -days 2 -out ca.crt \
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -subj "/CN=$2" -days 2 -out ca.crt \
       -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -keyout proxy.key -subj "/CN=*.$SNI_DOMAIN" -out proxy.csr 2>/dev/null
-    printf 'subjectAltName=DNS:*.%s\nextendedKeyUsage=serverAuth\n' "$SNI_DOMAIN" >proxy.ext
+    openssl req -newkey rsa:2048 -nodes -keyout proxy.key -subj "/CN=$3" -out proxy.csr 2>/dev/null
+    printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$4" >proxy.ext
     openssl x509 -req -in proxy.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile proxy.ext -out proxy.crt 2>/dev/null
     chmod 600 proxy.key ca.key
     rm -f proxy.csr proxy.ext ca.srl
-  ) || return 1
+  )
+}
+make_sni_names() { # NODE_IDS...
+  local n
+  make_proxy_cert "$SNI_DIR" "inorder compat sni CA" "*.$SNI_DOMAIN" "DNS:*.$SNI_DOMAIN" || return 1
   {
     printf '127.0.0.1 bootstrap.%s' "$SNI_DOMAIN"
     for n in "$@"; do printf ' broker-%s.%s' "$n" "$SNI_DOMAIN"; done
@@ -276,15 +282,10 @@ client_auth_port() {
 make_client_auth() { # COLUMN
   local b=$1 d="$RESULTS/$1" user
   user="$(client_auth_principal "$b")"
-  rm -rf "$d" && mkdir -p "$d" && chmod 700 "$d"
+  make_proxy_cert "$d" "inorder compat $b CA" localhost "IP:127.0.0.1,DNS:localhost" || return 1
   (
     cd "$d" || exit 1
     set -e
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -subj "/CN=inorder compat $b CA" -days 2 -out ca.crt \
-      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -keyout proxy.key -subj "/CN=localhost" -out proxy.csr 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >proxy.ext
-    openssl x509 -req -in proxy.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile proxy.ext -out proxy.crt 2>/dev/null
     for u in "$user" "$CLIENT_AUTH_OTHER"; do
       case "$b" in
         client-mtls)
@@ -299,7 +300,7 @@ make_client_auth() { # COLUMN
       esac
     done
     chmod 600 ./*.key
-    rm -f ./*.csr ./*.ext ca.srl
+    rm -f ./*.csr client.ext ca.srl
     [ "$b" != client-oauth ] || "$BIN/compat-go" mint-jwt "$d" "$OAUTH_ISSUER" "$OAUTH_AUDIENCE" "$user" "$CLIENT_AUTH_OTHER"
     {
       echo "acls:"
@@ -328,6 +329,8 @@ client_auth_env() {
       AUTH_MECH=""
       SECENV=(COMPAT_TLS_CA="$d/ca.crt" COMPAT_TLS_CERT="$d/$user.crt" COMPAT_TLS_KEY="$d/$user.key") ;;
   esac
+  [ "$2,$1" != client-oauth,kafkago ] ||
+    SECNOTE="oauth: kafka-go has no OAUTHBEARER; the workload implements it as a kafka-go sasl.Mechanism (RFC 7628's initial response with the token)"
   # the legacy flow (SaslHandshake v0, raw tokens) from the clients that can send it
   case "$2,$1" in client-scram,kafkapython|client-scram,sarama|client-plain,kafkapython|client-plain,sarama) SECENV+=(COMPAT_SASL_HANDSHAKE=v0) ;; esac
 }
