@@ -66,7 +66,7 @@ while getopts "c:b:m:ph" o; do
     b) BACKENDS="${OPTARG//,/ }" ;;
     m) KAFKA_MODE="$OPTARG" ;;
     p) PUBLISH=1 ;;
-    *) sed -n "2,36p" "$0"; exit 2 ;;
+    *) sed -n "2,39p" "$0"; exit 2 ;;
   esac
 done
 CLIENTS="${CLIENTS//,/ }"; BACKENDS="${BACKENDS//,/ }"
