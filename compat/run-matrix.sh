@@ -341,8 +341,15 @@ client_auth_denial_check() { # COLUMN
   client_auth_env kgo "$1" "$CLIENT_AUTH_OTHER"
   out="$(env "${SECENV[@]}" timeout 60 "$BIN/compat-go" create-topics "$BOOT" "m$RUN_ID-denied:1" 2>&1)"; rc=$?
   out="$(echo "$out" | tail -n 1)"
-  # its connections' close lines (naming it) come before the first row's
-  for _ in 1 2 3 4 5 6 7 8 9 10; do grep -q "principal=User:$CLIENT_AUTH_OTHER\b" "$PROXYLOG" && break; sleep 0.2; done
+  # its connections' close lines (naming it) must come before the first
+  # row's: wait until they stop coming (the proxy logs each as it sees the
+  # connection end, milliseconds after the process exits)
+  local n last=-1
+  for _ in $(seq 25); do
+    n=$(grep -c "principal=User:$CLIENT_AUTH_OTHER\b" "$PROXYLOG")
+    [ "$n" -gt 0 ] && [ "$n" = "$last" ] && break
+    last=$n; sleep 0.2
+  done
   if ! grep -q "principal=User:$CLIENT_AUTH_OTHER\b" "$PROXYLOG"; then
     EXTRA+=("$1, franz-go as User:$CLIENT_AUTH_OTHER: **FAIL**: the proxy log never names that principal")
     EXTRA_FAILS=$((EXTRA_FAILS + 1))
