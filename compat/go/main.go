@@ -3,11 +3,13 @@
 //	compat-go kgo|sarama|kafkago BOOTSTRAP TOPIC_PREFIX [EXPECT]
 //	compat-go create-topics BOOTSTRAP NAME:PARTITIONS...
 //	compat-go move-leaders BOOTSTRAP TOPIC
+//	compat-go mint-jwt DIR ISSUER AUDIENCE SUBJECT...   (a JWKS and signed tokens: jwt.go)
 //
 // EXPECT is a comma-separated list of host:port or host:lo-hi that every
 // broker address the client learns must fall in ("-" or absent: no check).
 // COMPAT_RF sets the replication factor of the created topics (default 1);
-// COMPAT_TLS_CA and COMPAT_SASL_* the security settings (security.go).
+// COMPAT_TLS_*, COMPAT_SASL_* and COMPAT_OAUTH_TOKEN_FILE the security
+// settings (security.go).
 package main
 
 import (
@@ -77,6 +79,14 @@ func main() {
 	if len(os.Args) < 4 {
 		fmt.Fprintln(os.Stderr, "usage: compat-go kgo|sarama|kafkago BOOTSTRAP TOPIC_PREFIX [EXPECT]")
 		os.Exit(2)
+	}
+	if os.Args[1] == "mint-jwt" && len(os.Args) >= 6 {
+		// valid for longer than a whole matrix run
+		if err := mintJWT(os.Args[2], os.Args[3], os.Args[4], os.Args[5:], 4*time.Hour); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
 	}
 	name, bootstrap, prefix := os.Args[1], strings.Split(os.Args[2], ","), os.Args[3]
 	if err := loadSecurity(); err != nil {

@@ -14,6 +14,7 @@ import (
 	kafkaplain "github.com/segmentio/kafka-go/sasl/plain"
 	kafkascram "github.com/segmentio/kafka-go/sasl/scram"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	xdgscram "github.com/xdg-go/scram"
@@ -24,9 +25,12 @@ import (
 // matrix reads):
 //
 //	COMPAT_TLS_CA          PEM CA file: connect with TLS, verifying the server with it
-//	COMPAT_SASL_MECHANISM  PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512: authenticate
+//	COMPAT_TLS_CERT        PEM client certificate presented in the TLS handshake
+//	COMPAT_TLS_KEY         its PEM private key (mutual TLS)
+//	COMPAT_SASL_MECHANISM  PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER: authenticate
 //	COMPAT_SASL_USERNAME   the user
 //	COMPAT_SASL_PASSWORD   its password
+//	COMPAT_OAUTH_TOKEN_FILE OAUTHBEARER: the file holding the bearer token (a JWT)
 //	COMPAT_SASL_HANDSHAKE  v0: sarama uses the legacy SaslHandshake v0 flow
 //	COMPAT_HOSTS_FILE      a hosts file (/etc/hosts format): franz-go resolves
 //	                       the names in it there, through its Dialer, and
@@ -42,6 +46,10 @@ type security struct {
 	// handshakeV0 asks for SaslHandshake v0 and raw tokens (sarama only:
 	// franz-go and kafka-go always use SaslAuthenticate).
 	handshakeV0 bool
+	// token is OAUTHBEARER's bearer token.
+	token string
+	// certSubject names the client certificate, for the START line.
+	certSubject string
 	// hosts maps names to addresses for franz-go's dialer; nil: the
 	// system resolver.
 	hosts map[string]string
@@ -61,7 +69,29 @@ func loadSecurity() error {
 		}
 		sec.tls = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
+	if cert, key := os.Getenv("COMPAT_TLS_CERT"), os.Getenv("COMPAT_TLS_KEY"); cert != "" || key != "" {
+		if sec.tls == nil {
+			return fmt.Errorf("COMPAT_TLS_CERT needs COMPAT_TLS_CA")
+		}
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return fmt.Errorf("COMPAT_TLS_CERT, COMPAT_TLS_KEY: %w", err)
+		}
+		leaf, err := x509.ParseCertificate(pair.Certificate[0])
+		if err != nil {
+			return fmt.Errorf("COMPAT_TLS_CERT: %w", err)
+		}
+		sec.tls.Certificates = []tls.Certificate{pair}
+		sec.certSubject = leaf.Subject.String()
+	}
 	sec.mechanism = strings.ToUpper(os.Getenv("COMPAT_SASL_MECHANISM"))
+	if sec.mechanism == "OAUTHBEARER" {
+		tok, err := os.ReadFile(os.Getenv("COMPAT_OAUTH_TOKEN_FILE"))
+		if err != nil {
+			return fmt.Errorf("COMPAT_OAUTH_TOKEN_FILE: %w", err)
+		}
+		sec.token = strings.TrimSpace(string(tok))
+	}
 	sec.user, sec.pass = os.Getenv("COMPAT_SASL_USERNAME"), os.Getenv("COMPAT_SASL_PASSWORD")
 	sec.handshakeV0 = os.Getenv("COMPAT_SASL_HANDSHAKE") == "v0"
 	if f := os.Getenv("COMPAT_HOSTS_FILE"); f != "" {
@@ -72,9 +102,9 @@ func loadSecurity() error {
 		sec.hosts = hosts
 	}
 	switch sec.mechanism {
-	case "", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+	case "", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER":
 	default:
-		return fmt.Errorf("COMPAT_SASL_MECHANISM %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", sec.mechanism)
+		return fmt.Errorf("COMPAT_SASL_MECHANISM %q: want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER", sec.mechanism)
 	}
 	return nil
 }
@@ -85,7 +115,14 @@ func (s security) describe() string {
 	if s.tls != nil {
 		d = "tls"
 	}
-	if s.mechanism != "" {
+	if s.certSubject != "" {
+		d += ",client certificate " + s.certSubject
+	}
+	switch s.mechanism {
+	case "":
+	case "OAUTHBEARER":
+		d += "+OAUTHBEARER(token from COMPAT_OAUTH_TOKEN_FILE)"
+	default:
 		d += "+" + s.mechanism + "(" + s.user + ")"
 	}
 	if s.handshakeV0 {
@@ -185,6 +222,8 @@ func (s security) kgoOpts() []kgo.Opt {
 		opts = append(opts, kgo.SASL(scram.Auth{User: s.user, Pass: s.pass}.AsSha256Mechanism()))
 	case "SCRAM-SHA-512":
 		opts = append(opts, kgo.SASL(scram.Auth{User: s.user, Pass: s.pass}.AsSha512Mechanism()))
+	case "OAUTHBEARER":
+		opts = append(opts, kgo.SASL(oauth.Auth{Token: s.token}.AsMechanism()))
 	}
 	return opts
 }
@@ -210,6 +249,9 @@ func (s security) sarama(c *sarama.Config) {
 	}
 	c.Net.SASL.User, c.Net.SASL.Password = s.user, s.pass
 	c.Net.SASL.Mechanism = sarama.SASLMechanism(s.mechanism)
+	if s.mechanism == "OAUTHBEARER" {
+		c.Net.SASL.TokenProvider = saramaToken(s.token)
+	}
 	switch s.mechanism {
 	case "SCRAM-SHA-256":
 		c.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &xdgSCRAM{hash: xdgscram.SHA256} }
@@ -236,6 +278,24 @@ func (x *xdgSCRAM) Begin(user, pass, authzID string) error {
 func (x *xdgSCRAM) Step(challenge string) (string, error) { return x.conv.Step(challenge) }
 func (x *xdgSCRAM) Done() bool                            { return x.conv.Done() }
 
+// saramaToken is sarama's AccessTokenProvider for a fixed token.
+type saramaToken string
+
+func (t saramaToken) Token() (*sarama.AccessToken, error) {
+	return &sarama.AccessToken{Token: string(t)}, nil
+}
+
+// kafkaGoOAuth is OAUTHBEARER for kafka-go, which has no implementation of
+// it: the initial response of RFC 7628 (a GS2 header, the token, no
+// extensions); the server's empty answer ends the exchange.
+type kafkaGoOAuth string
+
+func (kafkaGoOAuth) Name() string { return "OAUTHBEARER" }
+func (t kafkaGoOAuth) Start(context.Context) (kafkasasl.StateMachine, []byte, error) {
+	return t, []byte("n,,\x01auth=Bearer " + string(t) + "\x01\x01"), nil
+}
+func (kafkaGoOAuth) Next(context.Context, []byte) (bool, []byte, error) { return true, nil, nil }
+
 // kafkaGo is kafka-go's SASL mechanism for the settings (nil: none).
 func (s security) kafkaGo() (kafkasasl.Mechanism, error) {
 	switch s.mechanism {
@@ -245,6 +305,8 @@ func (s security) kafkaGo() (kafkasasl.Mechanism, error) {
 		return kafkascram.Mechanism(kafkascram.SHA256, s.user, s.pass)
 	case "SCRAM-SHA-512":
 		return kafkascram.Mechanism(kafkascram.SHA512, s.user, s.pass)
+	case "OAUTHBEARER":
+		return kafkaGoOAuth(s.token), nil
 	}
 	return nil, nil
 }

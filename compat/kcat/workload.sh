@@ -17,8 +17,9 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; if [ -n "${COMPAT_KEEP:-}" ]; then echo "INFO work files kept in $W"; else rm -rf "$W"; fi; }
 trap cleanup EXIT
 FAILED=(); LIMITS=(); START=$SECONDS
-# Security settings (COMPAT_TLS_CA, COMPAT_SASL_MECHANISM, COMPAT_SASL_USERNAME,
-# COMPAT_SASL_PASSWORD; the same variables every workload reads) go to
+# Security settings (COMPAT_TLS_CA, COMPAT_TLS_CERT, COMPAT_TLS_KEY,
+# COMPAT_SASL_MECHANISM, COMPAT_SASL_USERNAME, COMPAT_SASL_PASSWORD; the
+# same variables every workload reads) go to
 # librdkafka through a config file (-F), so the password is not on a command line.
 SEC=()
 if [ -n "${COMPAT_TLS_CA:-}${COMPAT_SASL_MECHANISM:-}" ]; then
@@ -26,12 +27,13 @@ if [ -n "${COMPAT_TLS_CA:-}${COMPAT_SASL_MECHANISM:-}" ]; then
   (umask 077
    echo "security.protocol=$proto"
    [ -z "${COMPAT_TLS_CA:-}" ] || echo "ssl.ca.location=$COMPAT_TLS_CA"
+   [ -z "${COMPAT_TLS_CERT:-}" ] || printf 'ssl.certificate.location=%s\nssl.key.location=%s\n' "$COMPAT_TLS_CERT" "$COMPAT_TLS_KEY"
    [ -z "${COMPAT_SASL_MECHANISM:-}" ] || printf 'sasl.mechanisms=%s\nsasl.username=%s\nsasl.password=%s\n' \
      "$COMPAT_SASL_MECHANISM" "${COMPAT_SASL_USERNAME:-}" "${COMPAT_SASL_PASSWORD:-}"
   ) >"$W/security.conf"
   SEC=(-F "$W/security.conf")
 fi
-SECDESC="${proto:-PLAINTEXT}${COMPAT_SASL_MECHANISM:++$COMPAT_SASL_MECHANISM(${COMPAT_SASL_USERNAME:-})}"
+SECDESC="${proto:-PLAINTEXT}${COMPAT_TLS_CERT:+,client certificate $COMPAT_TLS_CERT}${COMPAT_SASL_MECHANISM:++$COMPAT_SASL_MECHANISM(${COMPAT_SASL_USERNAME:-})}"
 K() { timeout "${KT:-60}" kcat -b "$BOOT" -X client.id=inorder-compat-kcat "${SEC[@]}" -m 15 "$@"; }
 now() { date +%s.%N; }
 step_ok() { awk -v n="$1" -v a="$2" -v b="$(now)" 'BEGIN{printf "STEP %s ok (%.3fs)\n", n, b-a}'; }

@@ -93,13 +93,22 @@ function checkAddrs (expect, addrs) {
 const withTimeout = (p, ms, what) => Promise.race([p, sleep(ms).then(() => { throw new Error(`${what}: step timeout ${ms / 1000}s`) })])
 
 // The run's security settings, from the environment every workload of the
-// matrix reads: COMPAT_TLS_CA (PEM CA file: TLS), COMPAT_SASL_MECHANISM (PLAIN,
-// SCRAM-SHA-256, SCRAM-SHA-512), COMPAT_SASL_USERNAME, COMPAT_SASL_PASSWORD.
-// Nothing set: plaintext without authentication.
+// matrix reads: COMPAT_TLS_CA (PEM CA file: TLS), COMPAT_TLS_CERT and
+// COMPAT_TLS_KEY (PEM client certificate and key: mutual TLS),
+// COMPAT_SASL_MECHANISM (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER),
+// COMPAT_SASL_USERNAME, COMPAT_SASL_PASSWORD, COMPAT_OAUTH_TOKEN_FILE (the
+// bearer token). Nothing set: plaintext without authentication.
 function security () {
   const c = {}
   if (process.env.COMPAT_TLS_CA) c.ssl = { ca: [fs.readFileSync(process.env.COMPAT_TLS_CA, 'utf8')] }
-  if (process.env.COMPAT_SASL_MECHANISM) {
+  if (process.env.COMPAT_TLS_CERT) {
+    c.ssl.cert = fs.readFileSync(process.env.COMPAT_TLS_CERT, 'utf8')
+    c.ssl.key = fs.readFileSync(process.env.COMPAT_TLS_KEY, 'utf8')
+  }
+  if (process.env.COMPAT_SASL_MECHANISM === 'OAUTHBEARER') {
+    const token = fs.readFileSync(process.env.COMPAT_OAUTH_TOKEN_FILE, 'utf8').trim()
+    c.sasl = { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: token }) }
+  } else if (process.env.COMPAT_SASL_MECHANISM) {
     c.sasl = {
       mechanism: process.env.COMPAT_SASL_MECHANISM.toLowerCase(),
       username: process.env.COMPAT_SASL_USERNAME || '',
@@ -111,7 +120,9 @@ function security () {
 
 function describeSecurity () {
   const tlsOn = !!process.env.COMPAT_TLS_CA; const mech = process.env.COMPAT_SASL_MECHANISM
-  return (mech ? 'SASL_' : '') + (tlsOn ? 'SSL' : 'PLAINTEXT') + (mech ? `+${mech}(${process.env.COMPAT_SASL_USERNAME || ''})` : '')
+  const who = mech === 'OAUTHBEARER' ? `token from ${process.env.COMPAT_OAUTH_TOKEN_FILE}` : (process.env.COMPAT_SASL_USERNAME || '')
+  return (mech ? 'SASL_' : '') + (tlsOn ? 'SSL' : 'PLAINTEXT') +
+    (process.env.COMPAT_TLS_CERT ? `,client certificate ${process.env.COMPAT_TLS_CERT}` : '') + (mech ? `+${mech}(${who})` : '')
 }
 
 async function main () {

@@ -90,31 +90,51 @@ def group_flow(members, topic, want, produce):
 
 # ---------------------------------------------------------------- security
 # The run's security settings, from the environment every workload of the
-# matrix reads: COMPAT_TLS_CA (PEM CA file: TLS), COMPAT_SASL_MECHANISM (PLAIN,
-# SCRAM-SHA-256, SCRAM-SHA-512), COMPAT_SASL_USERNAME, COMPAT_SASL_PASSWORD;
-# COMPAT_SASL_HANDSHAKE=v0 makes kafka-python use the legacy SaslHandshake v0
-# flow. Nothing set: plaintext without authentication.
+# matrix reads: COMPAT_TLS_CA (PEM CA file: TLS), COMPAT_TLS_CERT and
+# COMPAT_TLS_KEY (PEM client certificate and key: mutual TLS),
+# COMPAT_SASL_MECHANISM (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER),
+# COMPAT_SASL_USERNAME, COMPAT_SASL_PASSWORD, COMPAT_OAUTH_TOKEN_FILE (the
+# bearer token, a JWT); COMPAT_SASL_HANDSHAKE=v0 makes kafka-python use the
+# legacy SaslHandshake v0 flow. Nothing set: plaintext without authentication.
 def security_protocol():
     tls, sasl = bool(os.environ.get("COMPAT_TLS_CA")), bool(os.environ.get("COMPAT_SASL_MECHANISM"))
     return {(False, False): "PLAINTEXT", (True, False): "SSL", (False, True): "SASL_PLAINTEXT", (True, True): "SASL_SSL"}[(tls, sasl)]
 
 
+def oauth_token():
+    """The bearer token and its expiry (the JWT's exp, seconds since the epoch)."""
+    import base64
+    with open(os.environ["COMPAT_OAUTH_TOKEN_FILE"]) as f:
+        token = f.read().strip()
+    payload = token.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return token, float(claims["exp"])
+
+
 def security_settings(names):
     """The settings under one library's names: (protocol, CA file,
-    mechanism, user, password)."""
-    protocol, ca, mechanism, user, password = names
+    certificate file, key file, mechanism, user, password)."""
+    protocol, ca, cert, key, mechanism, user, password = names
     c = {protocol: security_protocol()}
     if os.environ.get("COMPAT_TLS_CA"):
         c[ca] = os.environ["COMPAT_TLS_CA"]
+    if os.environ.get("COMPAT_TLS_CERT"):
+        c.update({cert: os.environ["COMPAT_TLS_CERT"], key: os.environ["COMPAT_TLS_KEY"]})
     if os.environ.get("COMPAT_SASL_MECHANISM"):
-        c.update({mechanism: os.environ["COMPAT_SASL_MECHANISM"],
-                  user: os.environ.get("COMPAT_SASL_USERNAME", ""),
-                  password: os.environ.get("COMPAT_SASL_PASSWORD", "")})
+        c[mechanism] = os.environ["COMPAT_SASL_MECHANISM"]
+        if os.environ["COMPAT_SASL_MECHANISM"] != "OAUTHBEARER":
+            c.update({user: os.environ.get("COMPAT_SASL_USERNAME", ""),
+                      password: os.environ.get("COMPAT_SASL_PASSWORD", "")})
     return c
 
 
 def librdkafka_security():
-    return security_settings(("security.protocol", "ssl.ca.location", "sasl.mechanisms", "sasl.username", "sasl.password"))
+    c = security_settings(("security.protocol", "ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
+                           "sasl.mechanisms", "sasl.username", "sasl.password"))
+    if c.get("sasl.mechanisms") == "OAUTHBEARER":
+        # librdkafka asks for a token (and refreshes it before expiry) through oauth_cb
+        c["oauth_cb"] = lambda _config: oauth_token()
+    return c
 
 
 # kafka-python picks the SaslHandshake version from the broker version it
@@ -125,9 +145,20 @@ KAFKAPYTHON_V0_API_VERSION = (0, 11)
 
 
 def kafkapython_security():
-    c = security_settings(("security_protocol", "ssl_cafile", "sasl_mechanism", "sasl_plain_username", "sasl_plain_password"))
+    c = security_settings(("security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile",
+                           "sasl_mechanism", "sasl_plain_username", "sasl_plain_password"))
     if os.environ.get("COMPAT_SASL_MECHANISM") and os.environ.get("COMPAT_SASL_HANDSHAKE") == "v0":
         c["api_version"] = KAFKAPYTHON_V0_API_VERSION
+    if c.get("sasl_mechanism") == "OAUTHBEARER":
+        try:
+            from kafka.net.sasl.oauth import AbstractTokenProvider
+        except ImportError:
+            from kafka.sasl.oauth import AbstractTokenProvider
+
+        class FileToken(AbstractTokenProvider):
+            def token(self):
+                return oauth_token()[0]
+        c["sasl_oauth_token_provider"] = FileToken()
     return c
 
 
@@ -155,7 +186,11 @@ class HandshakeVersions(logging.Handler):
 
 def describe_security(name):
     d = security_protocol()
-    if os.environ.get("COMPAT_SASL_MECHANISM"):
+    if os.environ.get("COMPAT_TLS_CERT"):
+        d += ",client certificate %s" % os.environ["COMPAT_TLS_CERT"]
+    if os.environ.get("COMPAT_SASL_MECHANISM") == "OAUTHBEARER":
+        d += "+OAUTHBEARER(token from %s)" % os.environ.get("COMPAT_OAUTH_TOKEN_FILE")
+    elif os.environ.get("COMPAT_SASL_MECHANISM"):
         d += "+%s(%s)" % (os.environ["COMPAT_SASL_MECHANISM"], os.environ.get("COMPAT_SASL_USERNAME", ""))
         if name == "kafkapython" and os.environ.get("COMPAT_SASL_HANDSHAKE") == "v0":
             d += ",SaslHandshake v0 (api_version=%s)" % ".".join(map(str, KAFKAPYTHON_V0_API_VERSION))

@@ -119,20 +119,42 @@ public final class Workload {
     }
 
     // The run's security settings, from the environment every workload of
-    // the matrix reads: COMPAT_TLS_CA (PEM CA file: TLS), COMPAT_SASL_MECHANISM
-    // (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), COMPAT_SASL_USERNAME,
-    // COMPAT_SASL_PASSWORD. Nothing set: plaintext without authentication.
+    // the matrix reads: COMPAT_TLS_CA (PEM CA file: TLS), COMPAT_TLS_CERT and
+    // COMPAT_TLS_KEY (PEM client certificate and key: mutual TLS),
+    // COMPAT_SASL_MECHANISM (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER),
+    // COMPAT_SASL_USERNAME, COMPAT_SASL_PASSWORD, COMPAT_OAUTH_TOKEN_FILE (the
+    // bearer token). Nothing set: plaintext without authentication.
     static Properties security() {
         Properties p = new Properties();
         String ca = System.getenv("COMPAT_TLS_CA");
         String mech = System.getenv("COMPAT_SASL_MECHANISM");
+        String cert = System.getenv("COMPAT_TLS_CERT");
         boolean tls = ca != null && !ca.isEmpty(), sasl = mech != null && !mech.isEmpty();
         p.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, (sasl ? (tls ? "SASL_SSL" : "SASL_PLAINTEXT") : (tls ? "SSL" : "PLAINTEXT")));
         if (tls) {
             p.put("ssl.truststore.type", "PEM");
             p.put("ssl.truststore.location", ca);
         }
-        if (sasl) {
+        if (cert != null && !cert.isEmpty()) {
+            // PEM keystore: the certificate chain and the (PKCS#8, unencrypted) key inline
+            try {
+                p.put("ssl.keystore.type", "PEM");
+                p.put("ssl.keystore.certificate.chain", new String(java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(cert))));
+                p.put("ssl.keystore.key", new String(java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(System.getenv("COMPAT_TLS_KEY")))));
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
+        if (sasl && mech.equals("OAUTHBEARER")) {
+            // Kafka's own login handler reads the token from a file: URL
+            // (which Kafka 4 only follows when the JVM allows it).
+            String url = "file:" + System.getenv("COMPAT_OAUTH_TOKEN_FILE");
+            System.setProperty("org.apache.kafka.sasl.oauthbearer.allowed.urls", url);
+            p.put("sasl.mechanism", mech);
+            p.put("sasl.login.callback.handler.class", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler");
+            p.put("sasl.oauthbearer.token.endpoint.url", url);
+            p.put("sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;");
+        } else if (sasl) {
             String module = mech.equals("PLAIN") ? "org.apache.kafka.common.security.plain.PlainLoginModule"
                     : "org.apache.kafka.common.security.scram.ScramLoginModule";
             p.put("sasl.mechanism", mech);
@@ -144,7 +166,10 @@ public final class Workload {
 
     static String describeSecurity() {
         Properties p = security();
-        return p.getProperty(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG) + (p.containsKey("sasl.mechanism") ? "+" + p.getProperty("sasl.mechanism") + "(" + System.getenv("COMPAT_SASL_USERNAME") + ")" : "");
+        String d = p.getProperty(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG);
+        if (p.containsKey("ssl.keystore.certificate.chain")) d += ",client certificate " + System.getenv("COMPAT_TLS_CERT");
+        if ("OAUTHBEARER".equals(p.getProperty("sasl.mechanism"))) return d + "+OAUTHBEARER(token from " + System.getenv("COMPAT_OAUTH_TOKEN_FILE") + ")";
+        return d + (p.containsKey("sasl.mechanism") ? "+" + p.getProperty("sasl.mechanism") + "(" + System.getenv("COMPAT_SASL_USERNAME") + ")" : "");
     }
 
     interface Step { void run() throws Exception; }
