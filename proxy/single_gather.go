@@ -148,9 +148,9 @@ func (s *singleConn) retryAtController(from int32, ref *partRef, resp kmsg.Respo
 	ctx, cancel := context.WithTimeout(p.ctx, probeTimeout+time.Duration(part.Timeout())*time.Millisecond)
 	defer cancel()
 	res := splitmerge.Result{Response: resp}
-	if err := s.v.refresh(ctx); err == nil {
-		if ctl := s.v.snap.Load().controller; ctl >= 0 && ctl != from {
-			again, err := s.v.cl.Broker(int(ctl)).Request(ctx, part)
+	if err := s.v.Refresh(ctx); err == nil {
+		if ctl := s.v.Controller(); ctl >= 0 && ctl != from {
+			again, err := s.v.Broker(ctl).Request(ctx, part)
 			switch {
 			case err != nil:
 				p.log.Debug("asking the controller again failed", "request", kmsg.NameForKey(ref.key), "node", ctl, "err", err)
@@ -371,7 +371,7 @@ func (s *singleConn) finish(st *splitState) {
 		s.endFetch(st)
 	}
 	s.learn(st)
-	resp, err := st.plan.Merge(st.results, s.v.self)
+	resp, err := st.plan.Merge(st.results, s.v.Self())
 	if err != nil {
 		st.releaseAll(c.p.budget)
 		if errors.Is(err, splitmerge.ErrCannotAnswer) {

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/splitmerge"
 )
 
@@ -17,21 +18,21 @@ func (s *singleConn) learn(st *splitState) {
 	plan := st.plan
 	class := splitmerge.ClassOf(plan.Key)
 	stale := false
-	var moves []leaderMove
+	var moves []single.LeaderMove
 	for i, res := range st.results {
 		if res.Err != nil {
 			switch class {
 			case splitmerge.ByLeader:
 				stale = true
 			case splitmerge.ByCoordinator:
-				splitmerge.Coordinators(plan.Parts[i].Request, s.v.coords.forget)
+				splitmerge.Coordinators(plan.Parts[i].Request, s.v.ForgetCoordinator)
 			}
 			continue
 		}
 		switch resp := res.Response.(type) {
 		case *kmsg.MetadataResponse:
 			req := st.req.(*kmsg.MetadataRequest)
-			s.v.applyMetadata(resp, req.Topics == nil || req.Version == 0 && len(req.Topics) == 0)
+			s.v.ApplyMetadata(resp, req.Topics == nil || req.Version == 0 && len(req.Topics) == 0)
 		case *kmsg.ProduceResponse:
 			for _, t := range resp.Topics {
 				for _, p := range t.Partitions {
@@ -70,17 +71,17 @@ func (s *singleConn) learn(st *splitState) {
 			}
 		}
 	}
-	s.v.setLeaders(moves)
+	s.v.SetLeaders(moves)
 	if stale {
-		s.v.stale()
+		s.v.Stale()
 	}
 }
 
 // moved adds the leader a KIP-951 answer names for a partition it
 // answered with an error.
-func moved(moves []leaderMove, topic string, id [16]byte, partition int32, code int16, leader int32) []leaderMove {
+func moved(moves []single.LeaderMove, topic string, id [16]byte, partition int32, code int16, leader int32) []single.LeaderMove {
 	if code != 0 && leader >= 0 {
-		return append(moves, leaderMove{topic, id, partition, leader})
+		return append(moves, single.LeaderMove{Topic: topic, ID: id, Partition: partition, Node: leader})
 	}
 	return moves
 }
@@ -134,7 +135,7 @@ func (s *singleConn) forgetCoordinators(part kmsg.Request, resp kmsg.Response) {
 	all := false
 	one := func(typ int8, key string, code int16) {
 		if notCoordinator(code) {
-			s.v.coords.forget(typ, key)
+			s.v.ForgetCoordinator(typ, key)
 		}
 	}
 	const g, t = splitmerge.CoordinatorGroup, splitmerge.CoordinatorTransaction
@@ -206,6 +207,6 @@ func (s *singleConn) forgetCoordinators(part kmsg.Request, resp kmsg.Response) {
 		}
 	}
 	if all {
-		splitmerge.Coordinators(part, s.v.coords.forget)
+		splitmerge.Coordinators(part, s.v.ForgetCoordinator)
 	}
 }
