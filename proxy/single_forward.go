@@ -9,6 +9,7 @@ import (
 
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/splitmerge"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -104,7 +105,7 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		st.txn = plan.TransactionalID
 	}
 	if r.hdr.Key == keyFetch {
-		fetchShare(plan, s.c.p.budget)
+		single.FetchShare(plan, s.c.p.budget)
 		s.startFetch(st)
 		return
 	}

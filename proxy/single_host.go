@@ -6,9 +6,9 @@ package proxy
 // proxy (singleHost). A client connection's upstream connections are in
 // single_conn.go, the life of a split request in single_forward.go and
 // single_gather.go, the Fetch rounds in single_fetch.go, what orders a
-// Fetch after the writes before it in single_fetchdeps.go, what a split
-// request costs in single_cost.go, and what answers teach the view in
-// single_learn.go. DESIGN.md, "The single endpoint", tells the whole.
+// Fetch after the writes before it in single_fetchdeps.go, and the memory
+// a split request and its merged answer reserve in single_cost.go.
+// DESIGN.md, "The single endpoint", tells the whole.
 
 import (
 	"net"

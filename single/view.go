@@ -3,8 +3,9 @@
 // --listen's address, and View is its view of the cluster that
 // splitmerge.Split reads, kept by the proxy's own client. The proxy gives
 // it what it needs through Host and Config, and never the reverse: this
-// package does not import proxy. A client connection's upstream
-// connections, the split, the gather and the Fetch rounds are in
+// package does not import proxy. What answers teach the view is in
+// learn.go, what a split request costs in cost.go. A client connection's
+// upstream connections, the split, the gather and the Fetch rounds are in
 // proxy/single_*.go. DESIGN.md, "The single endpoint", tells the whole.
 package single
 
@@ -259,14 +260,14 @@ func (v *View) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	v.ApplyMetadata(resp, true)
+	v.applyMetadata(resp, true)
 	v.host.Ready()
 	return nil
 }
 
-// ApplyMetadata makes what resp says the view; all says it answers a
+// applyMetadata makes what resp says the view; all says it answers a
 // request for every topic, so that topics it does not list are gone.
-func (v *View) ApplyMetadata(resp *kmsg.MetadataResponse, all bool) {
+func (v *View) applyMetadata(resp *kmsg.MetadataResponse, all bool) {
 	v.wmu.Lock()
 	defer v.wmu.Unlock()
 	old := v.snap.Load()
@@ -296,9 +297,9 @@ func (v *View) ApplyMetadata(resp *kmsg.MetadataResponse, all bool) {
 	v.snap.Store(&viewSnap{table: t, addrs: addrs, controller: controller})
 }
 
-// SetLeaders records the leaders KIP-951 answers named, before a refresh
+// setLeaders records the leaders KIP-951 answers named, before a refresh
 // confirms them.
-func (v *View) SetLeaders(moves []LeaderMove) {
+func (v *View) setLeaders(moves []leaderMove) {
 	if len(moves) == 0 {
 		return
 	}
@@ -307,17 +308,17 @@ func (v *View) SetLeaders(moves []LeaderMove) {
 	old := v.snap.Load()
 	t := old.table.Clone()
 	for _, m := range moves {
-		t.SetLeader(m.Topic, m.ID, m.Partition, m.Node)
+		t.SetLeader(m.topic, m.id, m.partition, m.node)
 	}
 	v.snap.Store(&viewSnap{table: t, addrs: old.addrs, controller: old.controller})
 }
 
-// LeaderMove is a partition's new leader as an answer named it.
-type LeaderMove struct {
-	Topic     string
-	ID        [16]byte
-	Partition int32
-	Node      int32
+// leaderMove is a partition's new leader as an answer named it.
+type leaderMove struct {
+	topic     string
+	id        [16]byte
+	partition int32
+	node      int32
 }
 
 // Split returns what a split reads now.
@@ -343,10 +344,6 @@ func (v *View) Broker(id int32) *kgo.Broker { return v.cl.Broker(int(id)) }
 func (v *View) MissingCoordinators(typ int8, keys []string) []string {
 	return v.coords.missing(typ, keys)
 }
-
-// ForgetCoordinator drops key, whose coordinator answered that it is not,
-// or failed.
-func (v *View) ForgetCoordinator(typ int8, key string) { v.coords.forget(typ, key) }
 
 // Address returns where node is, and whether the proxy may dial it.
 func (v *View) Address(node int32) (string, error) {
