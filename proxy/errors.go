@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/inorder-proxy/inorder/internal/proxyerr"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -19,14 +20,14 @@ var (
 	ErrNodePort = errors.New("cannot open node listener")
 	// ErrNotAllowed: the upstream advertised a node whose address is
 	// outside allow-upstream; the proxy neither dials it nor listens for it.
-	ErrNotAllowed = errors.New("upstream address not allowed")
+	ErrNotAllowed = proxyerr.NotAllowed
 
 	// ErrBadRequest closes a client that sent a frame the proxy cannot
 	// parse or must not forward.
 	ErrBadRequest = errors.New("bad request")
 	// ErrUpstreamFailed closes a client whose upstream connection failed:
 	// refused, reset, or closed.
-	ErrUpstreamFailed = errors.New("upstream failed")
+	ErrUpstreamFailed = proxyerr.UpstreamFailed
 	// ErrUpstreamProtocol closes a client whose upstream sent a response
 	// the proxy cannot match or parse.
 	ErrUpstreamProtocol = errors.New("upstream protocol violation")

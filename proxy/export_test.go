@@ -136,17 +136,6 @@ func CountSingleDials() (count func(addr string) int, restore func()) {
 		}
 }
 
-// SplitCost and DecodeAnswer let the cost estimate be checked against
-// what decoding, splitting and merging allocate.
-var (
-	SplitCost    = splitCost
-	DecodeAnswer = decodeAnswer
-)
-
-// EncodedSize is the size of a merged Fetch answer's frame, known before
-// it is encoded.
-var EncodedSize = encodedSize
-
 // StreamWork returns what streaming request bodies in none mode has cost
 // so far, over every connection: calls on the sockets that may each be a
 // system call, and partitions handed to the sequencer.

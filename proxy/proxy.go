@@ -19,6 +19,7 @@ import (
 	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/quota"
+	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/upauth"
 )
 
@@ -78,7 +79,7 @@ type Proxy struct {
 	verifier *Verifier    // nil without --verify
 	noSplice bool
 	metrics  *metrics.Metrics // nil records nothing
-	single   *singleView      // the single topology's view; nil in the others
+	single   *single.View     // the single topology's view; nil in the others
 	// clientAuth authenticates clients at the proxy; nil: none.
 	clientAuth ClientAuth
 	// identities map principals to upstream credentials; nil: every
@@ -189,7 +190,10 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 			return nil, err
 		}
 		p.wg.Add(1)
-		go p.single.run()
+		go func() {
+			defer p.wg.Done()
+			p.single.Run(p.ctx)
+		}()
 	}
 	if r, ok := p.authz.(topicIDResolver); ok {
 		r.ResolveTopicIDsWith(p.listTopicIDs)
@@ -209,7 +213,7 @@ func (p *Proxy) Addr() string {
 		return net.JoinHostPort(n.Bootstrap, strconv.Itoa(int(p.nodes.advPort)))
 	}
 	if p.single != nil {
-		return p.single.addr()
+		return p.single.Addr()
 	}
 	_, port, _ := net.SplitHostPort(p.boot.Addr().String())
 	return net.JoinHostPort(p.advHost, port)
@@ -223,7 +227,7 @@ func (p *Proxy) Addr() string {
 // skipped.
 func (p *Proxy) Discover(ctx context.Context) error {
 	if p.single != nil {
-		return p.single.discover(ctx)
+		return p.single.Discover(ctx)
 	}
 	cfg := p.current()
 	brokers, err := fetchBrokers(ctx, cfg.Upstreams, cfg.DialTimeout, p.dialDiscovery)
@@ -485,22 +489,22 @@ func (p *Proxy) dialUpstream(ctx context.Context, addr string) (net.Conn, upauth
 // request: another address may well answer.
 //
 // In the single topology a broker the last dial to failed is not dialled
-// (singleView.shunned), so that a coordinator lookup on a client
+// (single.View.Shunned), so that a coordinator lookup on a client
 // connection's path does not wait out a dial to it, and a failed dial
 // marks the broker down.
 func (p *Proxy) dialDiscovery(ctx context.Context, network, addr string) (net.Conn, error) {
 	node, known := int32(-1), false
 	if p.single != nil {
-		node, known = p.single.nodeAt(addr)
-		if known && p.single.shunned(node) {
+		node, known = p.single.NodeAt(addr)
+		if known && p.single.Shunned(node) {
 			return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("node %d at %s: %w", node, addr, errBrokerDown)}
 		}
 	}
 	nc, _, err := p.dialSecure(ctx, addr, slices.Contains(p.current().Upstreams, addr))
 	if err != nil && known && p.ctx.Err() == nil && !errors.Is(err, context.Canceled) {
-		p.single.dialFailed(node)
+		p.single.DialFailed(node)
 	} else if err == nil && known {
-		p.single.dialed(node)
+		p.single.Dialed(node)
 	}
 	if _, ok := errors.AsType[*upauth.ClosedError](err); ok {
 		// kgo takes a dial error that wraps io.EOF for a TLS mismatch

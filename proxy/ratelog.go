@@ -1,37 +1,17 @@
 package proxy
 
 import (
-	"sync"
 	"time"
+
+	"github.com/inorder-proxy/inorder/internal/ratelog"
 )
 
-// rateLogEvery is how often one kind of repeated failure may be logged; a
-// scanner or a misconfigured client fleet must not flood the log.
-const rateLogEvery = 10 * time.Second
-
-// rateLog lets one log line per kind through every rateLogEvery and counts
-// the ones it held back. Kinds are a small fixed set of reasons, never a
-// client's address, so its maps stay small. The zero value is ready.
-type rateLog struct {
-	mu      sync.Mutex
-	next    map[string]time.Time
-	skipped map[string]int
-}
+// rateLog is ratelog.Log under the name the proxy's files use; the single
+// topology's view, in a package of its own, holds one too.
+type rateLog struct{ l ratelog.Log }
 
 // allow reports whether a line of this kind may be logged now, and how many
 // were held back since the last one.
 func (r *rateLog) allow(kind string, now time.Time) (skipped int, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.next == nil {
-		r.next, r.skipped = make(map[string]time.Time), make(map[string]int)
-	}
-	if now.Before(r.next[kind]) {
-		r.skipped[kind]++
-		return 0, false
-	}
-	r.next[kind] = now.Add(rateLogEvery)
-	skipped = r.skipped[kind]
-	delete(r.skipped, kind)
-	return skipped, true
+	return r.l.Allow(kind, now)
 }

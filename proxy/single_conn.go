@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/upauth"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -38,7 +39,7 @@ import (
 // none of them held.
 type singleConn struct {
 	c *conn
-	v *singleView
+	v *single.View
 
 	// ctx ends the dials in progress when the connection dies.
 	ctx    context.Context
@@ -128,7 +129,7 @@ var (
 	errBrokerDown = errors.New("broker down: the last dial to it failed")
 )
 
-func newSingleConn(c *conn, v *singleView) *singleConn {
+func newSingleConn(c *conn, v *single.View) *singleConn {
 	s := &singleConn{c: c, v: v, ups: make(map[upKey]*upstream), open: make(map[*upstream]bool), txns: make(map[string]int),
 		waits: make(map[*time.Timer]bool)}
 	s.ctx, s.cancel = context.WithCancel(c.p.ctx)
@@ -157,7 +158,7 @@ func (s *singleConn) upstream(node int32, fetch bool) (*upstream, error) {
 		return u, nil
 	}
 	if u != nil {
-		addr, err := s.v.address(node)
+		addr, err := s.v.Address(node)
 		switch {
 		case err != nil:
 			return nil, err
@@ -190,12 +191,12 @@ func (s *singleConn) idleClosed(u *upstream) bool {
 // dial starts a connection to key's broker once allow-upstream allows
 // its address and the broker is not down, and returns it being dialled.
 func (s *singleConn) dial(key upKey) (*upstream, error) {
-	addr, err := s.v.address(key.node)
+	addr, err := s.v.Address(key.node)
 	if err != nil {
-		s.v.stale()
+		s.v.Stale()
 		return nil, err
 	}
-	if s.v.isDown(key.node) {
+	if s.v.IsDown(key.node) {
 		return nil, fmt.Errorf("%w: node %d at %s: %w", ErrUpstreamFailed, key.node, addr, errBrokerDown)
 	}
 	u := &upstream{s: s, key: key, addr: addr, dialing: true, pending: make(map[int32]*partRef)}
@@ -224,13 +225,13 @@ func (u *upstream) connect() {
 	nc, sess, err := p.dialSecure(s.ctx, u.addr, slices.Contains(p.current().Upstreams, u.addr))
 	if err != nil {
 		if s.ctx.Err() == nil {
-			s.v.dialFailed(u.key.node)
-			s.v.stale()
+			s.v.DialFailed(u.key.node)
+			s.v.Stale()
 		}
 		u.dialFailed(fmt.Errorf("%w: node %d at %s: %w", ErrUpstreamFailed, u.key.node, u.addr, err))
 		return
 	}
-	s.v.dialed(u.key.node)
+	s.v.Dialed(u.key.node)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -469,7 +470,7 @@ func (s *singleConn) fail(u *upstream, err error) {
 	}
 	if len(refs) > 0 {
 		s.c.p.log.Debug("upstream connection failed", "client", s.c.client.RemoteAddr().String(), "node", u.key.node, "in_flight", len(refs), "err", err)
-		s.v.stale()
+		s.v.Stale()
 	}
 	for _, ref := range refs {
 		s.partFailed(ref, err)

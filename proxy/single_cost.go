@@ -7,68 +7,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
-	"github.com/inorder-proxy/inorder/internal/budget"
-	"github.com/inorder-proxy/inorder/splitmerge"
+	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
-// What a request costs in the single topology beyond its frame, reserved in
-// the memory budget before kmsg decodes it: the decoded request, its parts
-// (split copies every entry into the part that carries it), the parts'
-// answers decoded, and the merged response before it is encoded. None of
-// it aliases the frames the budget already counts but byte fields (records),
-// so it grows with the entries a request names, not with its bytes: a
-// Produce v9 of 1,000,000 partitions is a 6 MB frame and about 600 MB of
-// structs. The frames of the parts and of their answers are charged as
-// they are encoded and read, and the merged response's frame at its exact
-// size when it is encoded (finish).
-//
-// The constants are measured (TestSplitCostCoversWhatSplitAllocates checks
-// them against the allocations of decode, split, answers and merge for
-// several shapes, with a margin for slices grown by appending): per
-// Produce partition 440-550 bytes, per topic about 500 more, and per byte
-// of any other request up to about 30 (a Fetch entry of 33 bytes decodes,
-// splits and is answered into about 900 bytes of structs; a ListOffsets
-// or DeleteRecords entry of 13-17 bytes decodes and splits into about
-// 300).
-const (
-	splitCostBase         = 8 << 10
-	splitCostPerPartition = 768
-	splitCostPerTopic     = 768
-	splitCostPerByte      = 48
-	// A topic name is copied by the decode, the parts share it, and the
-	// answers and the merged response copy it again.
-	splitCostPerNameByte = 4
-)
-
-// splitCost returns what a request of key and version, whose body is body,
-// costs beyond its frame once decoded, split, answered and merged. A
-// Produce is counted by its partitions and topics, which its scanner finds
-// without decoding it (its records alias the frame and cost nothing more);
-// any other request, and a Produce the scanner cannot read, by its bytes.
-func splitCost(key, version int16, body []byte) int64 {
-	if key == keyProduce {
-		var s wire.ProduceScan
-		if s.Reset(body, version) == nil {
-			var parts, topics, names int64
-			var last wire.Partition
-			for p, ok := s.Next(); ok; p, ok = s.Next() {
-				parts++
-				if topics == 0 || p.TopicID != last.TopicID || string(p.Topic) != string(last.Topic) {
-					topics++
-					names += int64(len(p.Topic))
-					last = p
-				}
-			}
-			if s.Err() == nil {
-				return splitCostBase + parts*splitCostPerPartition + topics*splitCostPerTopic + names*splitCostPerNameByte
-			}
-		}
-	}
-	return splitCostBase + int64(len(body))*splitCostPerByte
-}
-
-// reserveSplit reserves what r costs once decoded (splitCost) before it is
+// reserveSplit reserves what r costs once decoded (single.SplitCost) before it is
 // decoded, and gives it to r's split state, which holds it until the
 // request is answered. A cost that the budget could never hold beside the
 // frame ends the connection at once, naming the setting to raise, rather
@@ -76,7 +19,7 @@ func splitCost(key, version int16, body []byte) int64 {
 func (s *singleConn) reserveSplit(r *request) error {
 	c := s.c
 	b := c.p.budget
-	cost := splitCost(r.hdr.Key, r.hdr.Version, r.frame.B[r.hdr.Body:])
+	cost := single.SplitCost(r.hdr.Key, r.hdr.Version, r.frame.B[r.hdr.Body:])
 	acct := c.account(int(cost))
 	most := b.Max(acct.bulk)
 	if frame := c.account(len(r.frame.B)); frame.bulk == acct.bulk {
@@ -95,40 +38,6 @@ func (s *singleConn) reserveSplit(r *request) error {
 	return nil
 }
 
-// fetchShareOf is the fraction of the budget a Fetch's parts may ask for
-// together: a merged answer is held beside its parts' answers, twice its
-// size, and other connections' answers need room too.
-const fetchShareOf = 4
-
-// fetchShare lowers the maximum bytes each part of a Fetch asks for, so
-// that their answers together ask for at most what the client asked for,
-// and at most 1/fetchShareOf of the budget: the merged answer is then no
-// larger than the client asked for (clients refuse answers far above it:
-// franz-go reads 100 MiB at most), and fits beside its parts however much
-// the client asked for. A broker still answers the first record batch of
-// a part whatever its size (KIP-74), so a consumer always makes progress;
-// it reads in more fetches what it asked to read in one, as from a broker
-// with a smaller fetch.max.bytes.
-func fetchShare(plan *splitmerge.Plan, b *budget.Budget) {
-	if len(plan.Parts) == 0 {
-		return
-	}
-	for i := range plan.Parts {
-		fr, ok := plan.Parts[i].Request.(*kmsg.FetchRequest)
-		if !ok {
-			continue
-		}
-		// Every part carries the client's maximum.
-		total := int64(fr.MaxBytes)
-		if b != nil {
-			total = min(total, b.Limit()/fetchShareOf)
-		}
-		if share := total / int64(len(plan.Parts)); int64(fr.MaxBytes) > share {
-			fr.MaxBytes = int32(max(share, 1))
-		}
-	}
-}
-
 // roughSize writes n rounded up to a whole KiB, or MiB from 1 MiB on: a
 // size a person reads in a log line.
 func roughSize(n int64) string {
@@ -144,7 +53,7 @@ func roughSize(n int64) string {
 //
 // A merged Fetch answer copies the records its parts' answers hold, so
 // for a moment it is held twice. Its size is known before it is encoded
-// (encodedSize), and its frame is reserved and made at that size, not
+// (single.EncodedSize), and its frame is reserved and made at that size, not
 // rounded up to a pool's class; when that does not fit beside the parts'
 // answers, the answers are first moved to frames of their own size
 // (compact). A merged answer that could never fit beside them ends the
@@ -158,7 +67,7 @@ func (s *singleConn) encode(st *splitState, resp kmsg.Response) (*wire.Buf, char
 	acct := c.upAccount(0)
 	b := c.p.budget
 	if fr, ok := resp.(*kmsg.FetchResponse); ok {
-		size := encodedSize(fr, r.hdr.Correlation, flexible)
+		size := single.EncodedSize(fr, r.hdr.Correlation, flexible)
 		held := size
 		if size <= exactBufFrom {
 			held = wire.Cap(size)
@@ -226,56 +135,6 @@ func exactBuf(n int) *wire.Buf {
 	b := wire.Get(n)
 	b.B = b.B[:0]
 	return b
-}
-
-// encodedSize returns the size of fr's frame as wire.AppendResponse
-// encodes it, without copying its records: the response is encoded with
-// no records (each a null), and each record set's length added back with
-// its length prefix's.
-func encodedSize(fr *kmsg.FetchResponse, correlation int32, flexible bool) int {
-	var saved [][]byte
-	add := 0
-	compact := fr.Version >= 12
-	for i := range fr.Topics {
-		t := &fr.Topics[i]
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			saved = append(saved, p.RecordBatches)
-			if p.RecordBatches != nil {
-				n := len(p.RecordBatches)
-				if compact {
-					// A null is a uvarint 0; n bytes a uvarint n+1.
-					add += uvarintLen(uint64(n)+1) - 1 + n
-				} else {
-					// An int32 either way.
-					add += n
-				}
-				p.RecordBatches = nil
-			}
-		}
-	}
-	scratch := wire.Get(4 << 10)
-	scratch.B = wire.AppendResponse(scratch.B[:0], correlation, flexible, fr.AppendTo)
-	size := len(scratch.B) + add
-	wire.Put(scratch)
-	k := 0
-	for i := range fr.Topics {
-		t := &fr.Topics[i]
-		for j := range t.Partitions {
-			t.Partitions[j].RecordBatches = saved[k]
-			k++
-		}
-	}
-	return size
-}
-
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
 }
 
 // compact moves each part's answer whose frame is much larger than the

@@ -346,7 +346,7 @@ func (u *upstream) noteFetchLocked(ref *partRef, resp *kmsg.FetchResponse) {
 // it was answered. The caller holds s.mu.
 func (u *upstream) synthLocked(q *kmsg.FetchRequest) (*kmsg.FetchResponse, bool) {
 	s := u.s
-	table := s.v.snap.Load().table
+	table := s.v.Table()
 	out := kmsg.NewPtrFetchResponse()
 	out.Version = q.Version
 	for i := range q.Topics {

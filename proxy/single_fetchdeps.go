@@ -123,7 +123,7 @@ func (s *singleConn) awaitWrites(q *kmsg.FetchRequest) {
 	if s.writesOut == 0 && s.commitsOut == 0 {
 		return
 	}
-	table := s.v.snap.Load().table
+	table := s.v.Table()
 	offsets := fetchesOffsets(table, q)
 	if s.writesOut == 0 && !offsets {
 		return
@@ -264,7 +264,7 @@ func (s *singleConn) leftLocked(ref *partRef) {
 	case order == orderCommit:
 		s.offsetsStamp = s.tick
 	default:
-		table := s.v.snap.Load().table
+		table := s.v.Table()
 		eachWritten(ref.st.plan.Parts[ref.i].Request, func(topic string, id [16]byte, partition int32) {
 			eachKey(table, topic, id, partition, s.stampLocked)
 		})
@@ -306,7 +306,7 @@ func (s *singleConn) freshLocked(sent uint64, q *kmsg.FetchRequest) bool {
 	if s.stampAll <= sent && len(s.stamps) == 0 && s.offsetsStamp <= sent {
 		return true
 	}
-	table := s.v.snap.Load().table
+	table := s.v.Table()
 	for i := range q.Topics {
 		t := &q.Topics[i]
 		for j := range t.Partitions {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/splitmerge"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -65,23 +66,23 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		c.p.log.Debug("coordinator lookup failed", "request", kmsg.NameForKey(r.hdr.Key), "err", err)
 	}
 	var err error
-	if len(s.v.view().Brokers()) == 0 {
+	if len(s.v.Split().Brokers()) == 0 {
 		// Nothing is known of the cluster yet (the start-up discovery
 		// failed, or has not run): ask now, once for this request.
 		ctx, cancel := context.WithTimeout(c.p.ctx, probeTimeout)
-		err = s.v.refresh(ctx)
+		err = s.v.Refresh(ctx)
 		cancel()
 	}
 	var plan *splitmerge.Plan
 	if err == nil {
-		plan, err = splitmerge.Split(st.req, s.v.view())
+		plan, err = splitmerge.Split(st.req, s.v.Split())
 	}
 	if err != nil {
 		c.die(fmt.Errorf("%w: %s: %v", ErrUpstreamFailed, kmsg.NameForKey(r.hdr.Key), err))
 		return
 	}
 	if plan.Stale {
-		s.v.stale()
+		s.v.Stale()
 	}
 	st.plan = plan
 	n := len(plan.Parts)
@@ -104,7 +105,7 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		st.txn = plan.TransactionalID
 	}
 	if r.hdr.Key == keyFetch {
-		fetchShare(plan, s.c.p.budget)
+		single.FetchShare(plan, s.c.p.budget)
 		s.startFetch(st)
 		return
 	}
@@ -215,7 +216,7 @@ func (s *singleConn) dropRecords(st *splitState) {
 // already, else the view's choice, passing over brokers a dial just
 // failed to.
 func (s *singleConn) anyNode(node int32, key int16) int32 {
-	if ctl := s.v.snap.Load().controller; ctl >= 0 && controllerBound(key) && !s.v.isDown(ctl) {
+	if ctl := s.v.Controller(); ctl >= 0 && controllerBound(key) && !s.v.IsDown(ctl) {
 		return ctl
 	}
 	s.mu.Lock()
@@ -229,11 +230,11 @@ func (s *singleConn) anyNode(node int32, key int16) int32 {
 	if best >= 0 {
 		return best
 	}
-	if !s.v.isDown(node) {
+	if !s.v.IsDown(node) {
 		return node
 	}
-	for _, b := range s.v.view().Brokers() {
-		if !s.v.isDown(b) {
+	for _, b := range s.v.Split().Brokers() {
+		if !s.v.IsDown(b) {
 			return b
 		}
 	}
@@ -244,7 +245,7 @@ func (s *singleConn) anyNode(node int32, key int16) int32 {
 // answers, which failed on failed: as anyNode does, failed and the
 // brokers that are down passed over. It reports false when there is none.
 func (s *singleConn) otherNode(failed int32, key int16) (int32, bool) {
-	if ctl := s.v.snap.Load().controller; ctl >= 0 && ctl != failed && controllerBound(key) && !s.v.isDown(ctl) {
+	if ctl := s.v.Controller(); ctl >= 0 && ctl != failed && controllerBound(key) && !s.v.IsDown(ctl) {
 		return ctl, true
 	}
 	s.mu.Lock()
@@ -258,8 +259,8 @@ func (s *singleConn) otherNode(failed int32, key int16) (int32, bool) {
 	if best >= 0 {
 		return best, true
 	}
-	for _, b := range s.v.view().Brokers() {
-		if b != failed && !s.v.isDown(b) {
+	for _, b := range s.v.Split().Brokers() {
+		if b != failed && !s.v.IsDown(b) {
 			return b, true
 		}
 	}
@@ -289,9 +290,9 @@ func (s *singleConn) findCoordinators(req kmsg.Request) error {
 	})
 	var errs []error
 	for typ, ks := range keys {
-		if missing := s.v.coords.missing(int8(typ), ks); len(missing) > 0 {
+		if missing := s.v.MissingCoordinators(int8(typ), ks); len(missing) > 0 {
 			ctx, cancel := context.WithTimeout(s.c.p.ctx, probeTimeout)
-			errs = append(errs, s.v.lookup(ctx, int8(typ), missing))
+			errs = append(errs, s.v.Lookup(ctx, int8(typ), missing))
 			cancel()
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/rewrite"
+	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/splitmerge"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -91,7 +92,7 @@ func (st *splitState) releaseAll(b *budget.Budget) {
 // more is dropped, after the view learned from it.
 func (s *singleConn) answered(u *upstream, ref *partRef, buf *wire.Buf, ch charge) error {
 	p := s.c.p
-	resp, err := decodeAnswer(ref.key, ref.version, buf.B)
+	resp, err := single.DecodeAnswer(ref.key, ref.version, buf.B)
 	if err != nil {
 		wire.Put(buf)
 		ch.release(p.budget)
@@ -148,9 +149,9 @@ func (s *singleConn) retryAtController(from int32, ref *partRef, resp kmsg.Respo
 	ctx, cancel := context.WithTimeout(p.ctx, probeTimeout+time.Duration(part.Timeout())*time.Millisecond)
 	defer cancel()
 	res := splitmerge.Result{Response: resp}
-	if err := s.v.refresh(ctx); err == nil {
-		if ctl := s.v.snap.Load().controller; ctl >= 0 && ctl != from {
-			again, err := s.v.cl.Broker(int(ctl)).Request(ctx, part)
+	if err := s.v.Refresh(ctx); err == nil {
+		if ctl := s.v.Controller(); ctl >= 0 && ctl != from {
+			again, err := s.v.Broker(ctl).Request(ctx, part)
 			switch {
 			case err != nil:
 				p.log.Debug("asking the controller again failed", "request", kmsg.NameForKey(ref.key), "node", ctl, "err", err)
@@ -340,27 +341,6 @@ func (s *singleConn) act(st *splitState, act int) {
 	}
 }
 
-// decodeAnswer decodes a part's answer frame at the part's version. A
-// broker that does not know the ApiVersions version asked answers with a
-// v0 body and UNSUPPORTED_VERSION; that body is read at v0 and given the
-// version asked, which merge reads.
-func decodeAnswer(key, version int16, frame []byte) (kmsg.Response, error) {
-	off, err := wire.ResponseBody(frame, wire.RequestHeader{Key: key, Version: version}.ResponseFlexible())
-	if err != nil {
-		return nil, err
-	}
-	resp := kmsg.ResponseForKey(key)
-	resp.SetVersion(version)
-	if key == keyApiVersions && len(frame) >= off+2 && int16(frame[off])<<8|int16(frame[off+1]) == kerr.UnsupportedVersion.Code {
-		resp.SetVersion(0)
-	}
-	if err := resp.ReadFrom(frame[off:]); err != nil {
-		return nil, fmt.Errorf("%s v%d answer: %v", kmsg.NameForKey(key), version, err)
-	}
-	resp.SetVersion(version)
-	return resp, nil
-}
-
 // finish merges the answers of a whole request into the client's response
 // and completes the request: delivery is the other topologies', in order.
 // The merged response is encoded within the memory budget (encode), and
@@ -370,8 +350,8 @@ func (s *singleConn) finish(st *splitState) {
 	if st.fetch != nil {
 		s.endFetch(st)
 	}
-	s.learn(st)
-	resp, err := st.plan.Merge(st.results, s.v.self)
+	s.v.Learn(st.req, st.plan, st.results)
+	resp, err := st.plan.Merge(st.results, s.v.Self())
 	if err != nil {
 		st.releaseAll(c.p.budget)
 		if errors.Is(err, splitmerge.ErrCannotAnswer) {

@@ -1,4 +1,4 @@
-package proxy
+package single
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -7,31 +7,31 @@ import (
 	"github.com/inorder-proxy/inorder/splitmerge"
 )
 
-// learn feeds the view what a whole request's answers teach, before Merge
-// takes them apart: a client's Metadata answer is the cluster as its
+// Learn feeds the view what the answers to a whole request teach (req,
+// split by plan, answered part by part in results), before Merge takes
+// them apart: a client's Metadata answer is the cluster as its
 // broker saw it; a partition answered as moved, unknown or fenced, or a
 // part that failed, makes the view stale (and a KIP-951 leader is taken
 // at once); a coordinator that says it is not one, or whose part failed,
 // is forgotten, so that the next request for its key looks it up again.
-func (s *singleConn) learn(st *splitState) {
-	plan := st.plan
+func (v *View) Learn(req kmsg.Request, plan *splitmerge.Plan, results []splitmerge.Result) {
 	class := splitmerge.ClassOf(plan.Key)
 	stale := false
 	var moves []leaderMove
-	for i, res := range st.results {
+	for i, res := range results {
 		if res.Err != nil {
 			switch class {
 			case splitmerge.ByLeader:
 				stale = true
 			case splitmerge.ByCoordinator:
-				splitmerge.Coordinators(plan.Parts[i].Request, s.v.coords.forget)
+				splitmerge.Coordinators(plan.Parts[i].Request, v.coords.forget)
 			}
 			continue
 		}
 		switch resp := res.Response.(type) {
 		case *kmsg.MetadataResponse:
-			req := st.req.(*kmsg.MetadataRequest)
-			s.v.applyMetadata(resp, req.Topics == nil || req.Version == 0 && len(req.Topics) == 0)
+			q := req.(*kmsg.MetadataRequest)
+			v.applyMetadata(resp, q.Topics == nil || q.Version == 0 && len(q.Topics) == 0)
 		case *kmsg.ProduceResponse:
 			for _, t := range resp.Topics {
 				for _, p := range t.Partitions {
@@ -66,13 +66,13 @@ func (s *singleConn) learn(st *splitState) {
 			stale = stale || anyCode(resp.Topics, func(t *kmsg.CreatePartitionsResponseTopic) []int16 { return []int16{t.ErrorCode} }, notController)
 		default:
 			if class == splitmerge.ByCoordinator {
-				s.forgetCoordinators(plan.Parts[i].Request, res.Response)
+				v.forgetCoordinators(plan.Parts[i].Request, res.Response)
 			}
 		}
 	}
-	s.v.setLeaders(moves)
+	v.setLeaders(moves)
 	if stale {
-		s.v.stale()
+		v.Stale()
 	}
 }
 
@@ -130,11 +130,11 @@ func notCoordinator(code int16) bool {
 // forgetCoordinators forgets the coordinators that resp, the answer to a
 // part sent to them, says are not: a key of a batched answer when its
 // entry says so, every key of the part when the answer as a whole does.
-func (s *singleConn) forgetCoordinators(part kmsg.Request, resp kmsg.Response) {
+func (v *View) forgetCoordinators(part kmsg.Request, resp kmsg.Response) {
 	all := false
 	one := func(typ int8, key string, code int16) {
 		if notCoordinator(code) {
-			s.v.coords.forget(typ, key)
+			v.coords.forget(typ, key)
 		}
 	}
 	const g, t = splitmerge.CoordinatorGroup, splitmerge.CoordinatorTransaction
@@ -206,6 +206,6 @@ func (s *singleConn) forgetCoordinators(part kmsg.Request, resp kmsg.Response) {
 		}
 	}
 	if all {
-		splitmerge.Coordinators(part, s.v.coords.forget)
+		splitmerge.Coordinators(part, v.coords.forget)
 	}
 }

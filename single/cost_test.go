@@ -1,4 +1,4 @@
-package proxy_test
+package single_test
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/inorder-proxy/inorder/proxy"
+	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/splitmerge"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -152,7 +152,7 @@ func TestSplitCostCoversWhatSplitAllocates(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
-			est := uint64(proxy.SplitCost(key, version, body))
+			est := uint64(single.SplitCost(key, version, body))
 			if answerPart(req) == nil {
 				if cost > est/2 {
 					t.Errorf("%s (%d bytes): decode and split allocate %d, more than half the estimate %d", name, len(body), cost, est)
@@ -167,7 +167,7 @@ func TestSplitCostCoversWhatSplitAllocates(t *testing.T) {
 			cost += allocated(func() {
 				results := make([]splitmerge.Result, len(plan.Parts))
 				for i := range frames {
-					resp, err := proxy.DecodeAnswer(key, version, frames[i])
+					resp, err := single.DecodeAnswer(key, version, frames[i])
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -207,7 +207,7 @@ func TestMergedFetchSizeIsExact(t *testing.T) {
 		}
 		flexible := v >= 12
 		want := len(wire.AppendResponse(nil, 7, flexible, resp.AppendTo))
-		if got := proxy.EncodedSize(resp, 7, flexible); got != want {
+		if got := single.EncodedSize(resp, 7, flexible); got != want {
 			t.Errorf("v%d: sized at %d, encodes to %d", v, got, want)
 		}
 		if again := len(wire.AppendResponse(nil, 7, flexible, resp.AppendTo)); again != want {

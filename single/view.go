@@ -1,19 +1,19 @@
-package proxy
-
-// The single topology (config.TopologySingle): the proxy is the cluster's
-// only broker, at --listen's address. What every connection shares lives
-// here: Self, the one broker clients see, and the view of the cluster that
-// splitmerge.Split reads, kept by the proxy's own client. A client
-// connection's upstream connections are in single_conn.go, the life of a
-// split request in single_forward.go and single_gather.go, the Fetch
-// rounds in single_fetch.go, what orders a Fetch after the writes before
-// it in single_fetchdeps.go, and what answers teach the view in
-// single_learn.go. DESIGN.md, "The single endpoint", tells the whole.
+// Package single holds what the single topology (config.TopologySingle)
+// shares between connections: the proxy is the cluster's only broker, at
+// --listen's address, and View is its view of the cluster that
+// splitmerge.Split reads, kept by the proxy's own client. The proxy gives
+// it what it needs through Host and Config, and never the reverse: this
+// package does not import proxy. What answers teach the view is in
+// learn.go, what a split request costs in cost.go. A client connection's
+// upstream connections, the split, the gather and the Fetch rounds are in
+// proxy/single_*.go. DESIGN.md, "The single endpoint", tells the whole.
+package single
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -24,8 +24,36 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/inorder-proxy/inorder/internal/proxyerr"
+	"github.com/inorder-proxy/inorder/internal/ratelog"
 	"github.com/inorder-proxy/inorder/splitmerge"
 )
+
+// Host is what the proxy gives the view: the settings that change on a
+// reload, and where the outcome of a refresh goes.
+type Host interface {
+	// Upstreams returns the seed addresses in force.
+	Upstreams() []string
+	// Allowed reports whether allow-upstream lets the proxy dial host.
+	Allowed(host string) bool
+	// Health records the outcome of a refresh, the upstream's health.
+	Health(err error)
+	// Ready is called once a refresh has filled the view.
+	Ready()
+}
+
+// Config is what the view is built with.
+type Config struct {
+	Self        splitmerge.Self // the one broker clients see
+	Seeds       []string        // the upstreams the proxy's own client starts from
+	DialTimeout time.Duration   // zero: kgo's
+	// Dial dials a broker for the proxy's own client (TLS and the
+	// proxy's SASL included).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Timeout bounds each refresh run does.
+	Timeout time.Duration
+	Log     *slog.Logger
+}
 
 // viewEvery is how often the view is refreshed with no reason to: what a
 // client's own metadata.max.age.ms does for it.
@@ -55,16 +83,18 @@ const (
 	maxDownFor = 8 * time.Second
 )
 
-// singleView is the proxy's view of the cluster in the single topology.
+// View is the proxy's view of the cluster in the single topology.
 // Leaders and brokers come from Metadata, asked for every topic by the
 // proxy's own client (at start, every viewEvery and when an answer says
 // the view is stale) and learned from the Metadata answers clients get;
 // coordinators are looked up with FindCoordinator when a request needs
 // one the cache lacks.
-type singleView struct {
-	p    *Proxy
-	self splitmerge.Self
-	cl   *kgo.Client // the proxy's own: Metadata and FindCoordinator
+type View struct {
+	host    Host
+	log     *slog.Logger
+	timeout time.Duration
+	self    splitmerge.Self
+	cl      *kgo.Client // the proxy's own: Metadata and FindCoordinator
 
 	// snap is read by every split and replaced whole: a split reads a
 	// table nobody changes. wmu makes the writers one at a time.
@@ -75,7 +105,7 @@ type singleView struct {
 	refreshMu sync.Mutex
 	last      time.Time
 	kick      chan struct{} // a refresh is wanted; capacity one, so asks coalesce
-	failures  rateLog
+	failures  ratelog.Log
 
 	coords coordCache
 
@@ -99,28 +129,27 @@ type viewSnap struct {
 	controller int32
 }
 
-func newSingleView(p *Proxy) (*singleView, error) {
-	port := p.boot.Addr().(*net.TCPAddr).Port
-	if p.cfg.AdvertisedPort != 0 {
-		port = p.cfg.AdvertisedPort
-	}
+// NewView returns the view, empty until Discover or Run fills it.
+func NewView(host Host, cfg Config) (*View, error) {
 	// Its connections close after viewIdle unused, so that an idle
 	// proxy holds none between refreshes.
-	opts := []kgo.Opt{kgo.SeedBrokers(p.cfg.Upstreams...), kgo.RequestRetries(2), kgo.Dialer(p.dialDiscovery), kgo.ConnIdleTimeout(viewIdle),
+	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Seeds...), kgo.RequestRetries(2), kgo.Dialer(cfg.Dial), kgo.ConnIdleTimeout(viewIdle),
 		kgo.RetryBackoffFn(viewRetryBackoff)}
-	if p.cfg.DialTimeout > 0 {
-		opts = append(opts, kgo.DialTimeout(p.cfg.DialTimeout))
+	if cfg.DialTimeout > 0 {
+		opts = append(opts, kgo.DialTimeout(cfg.DialTimeout))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("the proxy's client for --topology single: %w", err)
 	}
-	v := &singleView{
-		p:    p,
-		self: splitmerge.Self{NodeID: selfNodeID, Host: p.advHost, Port: int32(port)},
-		cl:   cl,
-		kick: make(chan struct{}, 1),
-		down: make(map[int32]downState),
+	v := &View{
+		host:    host,
+		log:     cfg.Log,
+		timeout: cfg.Timeout,
+		self:    cfg.Self,
+		cl:      cl,
+		kick:    make(chan struct{}, 1),
+		down:    make(map[int32]downState),
 	}
 	v.snap.Store(&viewSnap{table: new(splitmerge.Table), addrs: map[int32]string{}, controller: -1})
 	return v, nil
@@ -128,7 +157,7 @@ func newSingleView(p *Proxy) (*singleView, error) {
 
 // viewRetryBackoff is the proxy's own client's wait before trying a
 // request again. A coordinator lookup runs on a client connection's
-// path, and a broker that is down is refused at once (dialDiscovery), so
+// path, and a broker that is down is refused at once (Shunned), so
 // the first retry, which kgo sends to the next broker, goes at once
 // rather than after kgo's default 250 ms.
 func viewRetryBackoff(tries int) time.Duration {
@@ -138,25 +167,25 @@ func viewRetryBackoff(tries int) time.Duration {
 	return min(100*time.Millisecond<<(tries-2), time.Second)
 }
 
-// selfNodeID is the node id of the one broker clients see.
-const selfNodeID = 0
+// SelfNodeID is the node id of the one broker clients see.
+const SelfNodeID = 0
 
-// addr is the address clients reach the single endpoint at.
-func (v *singleView) addr() string {
+// Addr is the address clients reach the single endpoint at.
+func (v *View) Addr() string {
 	return net.JoinHostPort(v.self.Host, strconv.Itoa(int(v.self.Port)))
 }
 
 // Advertised implements rewrite.Addresser: the single endpoint stands for
 // every broker, so each broker's listeners name its address.
-func (v *singleView) Advertised(id int32) (string, int32, bool) {
+func (v *View) Advertised(id int32) (string, int32, bool) {
 	return v.self.Host, v.self.Port, id >= 0
 }
 
 // Upstream implements rewrite.Addresser: whether host:port is a seed or
 // the address the view has for a broker.
-func (v *singleView) Upstream(host string, port int32) bool {
+func (v *View) Upstream(host string, port int32) bool {
 	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
-	for _, u := range v.p.current().Upstreams {
+	for _, u := range v.host.Upstreams() {
 		if strings.EqualFold(u, addr) {
 			return true
 		}
@@ -169,16 +198,15 @@ func (v *singleView) Upstream(host string, port int32) bool {
 	return false
 }
 
-// run refreshes the view every viewEvery and when asked, until the proxy
-// closes; it closes the proxy's client on its way out.
-func (v *singleView) run() {
-	defer v.p.wg.Done()
+// Run refreshes the view every viewEvery and when asked, until ctx (the
+// proxy's) ends; it closes the proxy's client on its way out.
+func (v *View) Run(ctx context.Context) {
 	defer v.cl.Close()
 	t := time.NewTicker(viewEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-v.p.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-v.kick:
@@ -188,34 +216,34 @@ func (v *singleView) run() {
 		v.refreshMu.Unlock()
 		if wait > 0 {
 			select {
-			case <-v.p.ctx.Done():
+			case <-ctx.Done():
 				return
 			case <-time.After(wait):
 			}
 		}
-		ctx, cancel := context.WithTimeout(v.p.ctx, probeTimeout)
-		err := v.refresh(ctx)
+		rctx, cancel := context.WithTimeout(ctx, v.timeout)
+		err := v.Refresh(rctx)
 		cancel()
-		if err != nil && v.p.ctx.Err() == nil {
-			if skipped, ok := v.failures.allow("refresh", time.Now()); ok {
-				v.p.log.Warn("the single endpoint's view of the cluster could not be refreshed", "err", err, "similar_not_logged", skipped)
+		if err != nil && ctx.Err() == nil {
+			if skipped, ok := v.failures.Allow("refresh", time.Now()); ok {
+				v.log.Warn("the single endpoint's view of the cluster could not be refreshed", "err", err, "similar_not_logged", skipped)
 			}
 		}
 	}
 }
 
-// stale asks for a refresh; asks coalesce.
-func (v *singleView) stale() {
+// Stale asks for a refresh; asks coalesce.
+func (v *View) Stale() {
 	select {
 	case v.kick <- struct{}{}:
 	default:
 	}
 }
 
-// refresh asks the upstream for every topic and makes the answer the
+// Refresh asks the upstream for every topic and makes the answer the
 // view. Its outcome is the upstream's health, as a discovery's is in the
 // other topologies.
-func (v *singleView) refresh(ctx context.Context) error {
+func (v *View) Refresh(ctx context.Context) error {
 	v.refreshMu.Lock()
 	defer v.refreshMu.Unlock()
 	v.last = time.Now()
@@ -226,20 +254,20 @@ func (v *singleView) refresh(ctx context.Context) error {
 		err = errors.New("the upstream's metadata names no broker")
 	}
 	if err != nil {
-		err = fmt.Errorf("%w: metadata: %v", ErrUpstreamFailed, err)
+		err = fmt.Errorf("%w: metadata: %v", proxyerr.UpstreamFailed, err)
 	}
-	v.p.health.record(err)
+	v.host.Health(err)
 	if err != nil {
 		return err
 	}
 	v.applyMetadata(resp, true)
-	v.p.noteReady()
+	v.host.Ready()
 	return nil
 }
 
 // applyMetadata makes what resp says the view; all says it answers a
 // request for every topic, so that topics it does not list are gone.
-func (v *singleView) applyMetadata(resp *kmsg.MetadataResponse, all bool) {
+func (v *View) applyMetadata(resp *kmsg.MetadataResponse, all bool) {
 	v.wmu.Lock()
 	defer v.wmu.Unlock()
 	old := v.snap.Load()
@@ -251,8 +279,8 @@ func (v *singleView) applyMetadata(resp *kmsg.MetadataResponse, all bool) {
 	addrs := make(map[int32]string, len(resp.Brokers))
 	for _, b := range resp.Brokers {
 		addrs[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-		if old.addrs[b.NodeID] != addrs[b.NodeID] && !v.p.nodes.allow.allows(b.Host) {
-			v.p.log.Warn("broker outside allow-upstream; its partitions are unreachable through the single endpoint", "node", b.NodeID, "upstream", addrs[b.NodeID])
+		if old.addrs[b.NodeID] != addrs[b.NodeID] && !v.host.Allowed(b.Host) {
+			v.log.Warn("broker outside allow-upstream; its partitions are unreachable through the single endpoint", "node", b.NodeID, "upstream", addrs[b.NodeID])
 		}
 	}
 	// Metadata v0 carries no controller (kmsg reads it as -1): an answer
@@ -271,7 +299,7 @@ func (v *singleView) applyMetadata(resp *kmsg.MetadataResponse, all bool) {
 
 // setLeaders records the leaders KIP-951 answers named, before a refresh
 // confirms them.
-func (v *singleView) setLeaders(moves []leaderMove) {
+func (v *View) setLeaders(moves []leaderMove) {
 	if len(moves) == 0 {
 		return
 	}
@@ -293,27 +321,46 @@ type leaderMove struct {
 	node      int32
 }
 
-// view returns what a split reads now.
-func (v *singleView) view() splitView {
-	return splitView{snap: v.snap.Load(), coords: &v.coords}
+// Split returns what a split reads now.
+func (v *View) Split() SplitView {
+	return SplitView{snap: v.snap.Load(), coords: &v.coords}
 }
 
-// address returns where node is, and whether the proxy may dial it.
-func (v *singleView) address(node int32) (string, error) {
+// Table returns the table the view holds now; nobody changes it.
+func (v *View) Table() *splitmerge.Table { return v.snap.Load().table }
+
+// Controller returns the broker the view names as the controller; -1:
+// none.
+func (v *View) Controller() int32 { return v.snap.Load().controller }
+
+// Self returns the one broker clients see.
+func (v *View) Self() splitmerge.Self { return v.self }
+
+// Broker returns the proxy's own client's connection to broker id.
+func (v *View) Broker(id int32) *kgo.Broker { return v.cl.Broker(int(id)) }
+
+// MissingCoordinators returns the keys of typ among keys the view has no
+// coordinator for, each once.
+func (v *View) MissingCoordinators(typ int8, keys []string) []string {
+	return v.coords.missing(typ, keys)
+}
+
+// Address returns where node is, and whether the proxy may dial it.
+func (v *View) Address(node int32) (string, error) {
 	addr, ok := v.snap.Load().addrs[node]
 	if !ok {
-		return "", fmt.Errorf("%w: node %d is not in the upstream's metadata", ErrUpstreamFailed, node)
+		return "", fmt.Errorf("%w: node %d is not in the upstream's metadata", proxyerr.UpstreamFailed, node)
 	}
 	host, _, _ := net.SplitHostPort(addr)
-	if !v.p.nodes.allow.allows(host) {
-		return "", fmt.Errorf("%w: node %d at %s", ErrNotAllowed, node, addr)
+	if !v.host.Allowed(host) {
+		return "", fmt.Errorf("%w: node %d at %s", proxyerr.NotAllowed, node, addr)
 	}
 	return addr, nil
 }
 
-// dialFailed marks node down: no connection is dialled to it, and its
+// DialFailed marks node down: no connection is dialled to it, and its
 // parts are answered with their retriable error, until its backoff ends.
-func (v *singleView) dialFailed(node int32) {
+func (v *View) DialFailed(node int32) {
 	v.downMu.Lock()
 	defer v.downMu.Unlock()
 	d := v.down[node]
@@ -321,21 +368,21 @@ func (v *singleView) dialFailed(node int32) {
 	v.down[node] = downState{until: time.Now().Add(wait), fails: d.fails + 1}
 }
 
-// dialed records that a dial to node succeeded: its backoff starts over.
-func (v *singleView) dialed(node int32) {
+// Dialed records that a dial to node succeeded: its backoff starts over.
+func (v *View) Dialed(node int32) {
 	v.downMu.Lock()
 	defer v.downMu.Unlock()
 	delete(v.down, node)
 }
 
-// shunned reports whether the proxy's own client should not dial node:
+// Shunned reports whether the proxy's own client should not dial node:
 // the last dial to it failed, and not to every broker. Its lookups run
 // on client connections' paths, where a dial would hold every request
 // behind it, so it leaves a broker that failed to the client
 // connections' dials, which run on their own goroutines and end this
 // when one succeeds; when every broker failed it dials them, as nothing
 // else would bring the view back.
-func (v *singleView) shunned(node int32) bool {
+func (v *View) Shunned(node int32) bool {
 	v.downMu.Lock()
 	defer v.downMu.Unlock()
 	if v.down[node].fails == 0 {
@@ -349,8 +396,8 @@ func (v *singleView) shunned(node int32) bool {
 	return false
 }
 
-// nodeAt returns the broker at addr, as the upstream advertises it.
-func (v *singleView) nodeAt(addr string) (int32, bool) {
+// NodeAt returns the broker at addr, as the upstream advertises it.
+func (v *View) NodeAt(addr string) (int32, bool) {
 	for n, a := range v.snap.Load().addrs {
 		if a == addr {
 			return n, true
@@ -359,20 +406,20 @@ func (v *singleView) nodeAt(addr string) (int32, bool) {
 	return -1, false
 }
 
-// isDown reports whether node is down: the last dial to it failed, and
+// IsDown reports whether node is down: the last dial to it failed, and
 // its backoff has not ended.
-func (v *singleView) isDown(node int32) bool {
+func (v *View) IsDown(node int32) bool {
 	v.downMu.Lock()
 	defer v.downMu.Unlock()
 	d, ok := v.down[node]
 	return ok && time.Now().Before(d.until)
 }
 
-// lookup asks the upstream for the coordinators of keys of type typ and
+// Lookup asks the upstream for the coordinators of keys of type typ and
 // remembers those it names. A key it has no coordinator for stays
 // unknown: the plan answers it COORDINATOR_NOT_AVAILABLE and the client
 // asks again.
-func (v *singleView) lookup(ctx context.Context, typ int8, keys []string) error {
+func (v *View) Lookup(ctx context.Context, typ int8, keys []string) error {
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorType = typ
 	req.CoordinatorKeys = keys
@@ -381,7 +428,7 @@ func (v *singleView) lookup(ctx context.Context, typ int8, keys []string) error 
 	}
 	resp, err := req.RequestWith(ctx, v.cl)
 	if err != nil {
-		return fmt.Errorf("%w: find coordinator: %v", ErrUpstreamFailed, err)
+		return fmt.Errorf("%w: find coordinator: %v", proxyerr.UpstreamFailed, err)
 	}
 	for _, c := range resp.Coordinators {
 		if c.ErrorCode == 0 && c.NodeID >= 0 {
@@ -391,27 +438,28 @@ func (v *singleView) lookup(ctx context.Context, typ int8, keys []string) error 
 	return nil
 }
 
-// discover fills the view at start; Discover in this topology.
-func (v *singleView) discover(ctx context.Context) error {
-	return v.refresh(ctx)
+// Discover fills the view at start; the proxy's Discover in this
+// topology.
+func (v *View) Discover(ctx context.Context) error {
+	return v.Refresh(ctx)
 }
 
-// splitView is the splitmerge.View of one split: a snapshot of the table
+// SplitView is the splitmerge.View of one split: a snapshot of the table
 // and the coordinators as they are.
-type splitView struct {
+type SplitView struct {
 	snap   *viewSnap
 	coords *coordCache
 }
 
-var _ splitmerge.View = splitView{}
+var _ splitmerge.View = SplitView{}
 
-func (s splitView) Leader(topic string, id [16]byte, partition int32) int32 {
+func (s SplitView) Leader(topic string, id [16]byte, partition int32) int32 {
 	return s.snap.table.Leader(topic, id, partition)
 }
 
-func (s splitView) Coordinator(typ int8, key string) int32 { return s.coords.get(typ, key) }
+func (s SplitView) Coordinator(typ int8, key string) int32 { return s.coords.get(typ, key) }
 
-func (s splitView) Brokers() []int32 { return s.snap.table.Brokers() }
+func (s SplitView) Brokers() []int32 { return s.snap.table.Brokers() }
 
 // coordCache holds the coordinators the proxy looked up, bounded by
 // maxCoordinators. The zero value is empty.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package single_test
+
+const raceEnabled = false
