@@ -23,6 +23,18 @@
 #   SIDECAR_MEMORY=32MiB                --max-memory of the proxies in the default-client-settings workload
 #   SINGLE_BENCH=1                      also measure --topology single against port per broker, three brokers
 #   SINGLE_DEFAULT_ROUNDS=3             rounds of its workload with the clients' default fetch settings
+#   SECURITY_BENCH=1                    also measure --acl-file, --audit-file and quotas against plain connection mode
+#   SECTIONS=all                        the sections to run, comma-separated (a run of some writes a report of those):
+#                                         produce        produce, none mode over 12 partitions (sticky, round-robin,
+#                                                        half rate), latency at half rate, 100,000-partition requests
+#                                         consume        consume, and at half the relay's rate
+#                                         single         the single endpoint against port per broker (SINGLE_BENCH)
+#                                         consumedefault the clients' default fetch settings through sidecar-sized proxies
+#                                         security       authorization, audit and quotas (SECURITY_BENCH)
+#                                         scale          idle connections and churn, and the in-process Go benchmark (SCALE_BENCH)
+#                                         hotpath        the packages' Go benchmarks
+#                                         tls            bench/tls.sh (TLS_BENCH)
+#                                       each section computes the rates it needs itself
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,6 +50,16 @@ GO=${GO:-go}
 # is killed too hard for its trap to run.
 LIFETIME=${LIFETIME:-20m}
 SIDECAR_MEMORY=${SIDECAR_MEMORY:-32MiB}
+SECTIONS=${SECTIONS:-all}
+ALL_SECTIONS=(produce consume single consumedefault security scale hotpath tls)
+for s in ${SECTIONS//,/ }; do
+	[ "$s" = all ] || [[ " ${ALL_SECTIONS[*]} " == *" $s "* ]] || {
+		echo "SECTIONS: unknown section $s (known: all ${ALL_SECTIONS[*]})" >&2
+		exit 2
+	}
+done
+# want SECTION reports whether SECTIONS selects SECTION.
+want() { [[ ",$SECTIONS," == *",all,"* || ",$SECTIONS," == *",$1,"* ]]; }
 # Flags every proxy of the next start_stack and start_capped gets.
 SERVE_ARGS=()
 
@@ -234,8 +256,18 @@ measure() {
 }
 EXTRA_PATHS=()
 
+# show FILE prints a table a section wrote, or says that it did not run.
+show() {
+	if [ -f "$1" ]; then
+		cat "$1"
+	else
+		echo "Not measured in this run (SECTIONS=$SECTIONS)."
+	fi
+}
+
 # cell FILE ROW COLUMN prints one cell of a Markdown table written by bench.
 cell() {
+	[ -f "$1" ] || return 0
 	awk -F' *\\| *' -v row="$2" -v col="$3" '
 		NR == 1 { for (i = 2; i < NF; i++) if ($i == col) c = i }
 		NR > 2 && $2 == row && c { print $c }' "$1"
@@ -244,6 +276,159 @@ cell() {
 # The twin joins the workloads whose connection-mode figures are targets.
 TWIN_PATH=(--compare "inorder-twin=127.0.0.1:$TWIN")
 
+# The security section: what authorization, the audit trail and quotas
+# cost over plain connection mode. Five proxies in connection mode in
+# front of one broker: inorder-connection as it is, its twin, and one
+# each with 1,000 ACLs, a per-request audit trail to a file, and quotas
+# far above the load. Every figure is divided by inorder-connection's in
+# the same round.
+ACL=$((PORT_BASE + 6))     # inorder --acl-file; node 0 on +1
+AUDIT=$((PORT_BASE + 8))   # inorder --audit-file --audit-data-path request; node 0 on +1
+QUOTA=$((PORT_BASE + 18))  # inorder --config with quotas; node 0 on +1
+SEC_ACLS=1000
+
+# write_acls FILE N writes N ACL bindings: those the bench client needs
+# (it is User:ANONYMOUS, since the proxy authenticates no one here) and,
+# for 125 services, the mix an operator keeps: Literal and Prefixed topic
+# names of many lengths, Literal and Prefixed groups, transactional ids,
+# some bound to a host, DENY among them, and rules for User:*. A decision
+# looks up each Prefixed length up to the topic name's length, under the
+# principal and User:*, so the prefixes' spread is what it pays for.
+write_acls() {
+	awk -v n="$2" 'BEGIN {
+		print "acls:"
+		# The bench client: it creates, describes, writes, reads and
+		# deletes its topics, inorder-bench-*; Write on a topic also
+		# covers its idempotent InitProducerId.
+		split("CREATE DESCRIBE WRITE READ DELETE", ops, " ")
+		for (i = 1; i <= 5; i++) {
+			printf "  - {principal: User:ANONYMOUS, resourceType: TOPIC, resourceName: inorder-bench-, patternType: PREFIXED, operation: %s}\n", ops[i]
+		}
+		# Other services have nothing on the bench topics but what
+		# User:* denies them from one host; the client is elsewhere.
+		print "  - {principal: \"User:*\", host: 10.20.0.1, resourceType: TOPIC, resourceName: inorder-bench-, patternType: PREFIXED, operation: ALL, permissionType: DENY}"
+		print "  - {principal: \"User:*\", resourceType: TOPIC, resourceName: _internal-, patternType: PREFIXED, operation: WRITE, permissionType: DENY}"
+		m = 7
+		split("orders payments inventory shipping billing users audit-log clicks search recs", dom, " ")
+		for (i = 0; m < n; i++) {
+			svc = "svc-" i
+			d = dom[i % 10 + 1]
+			line[0] = sprintf("{principal: User:%s, resourceType: TOPIC, resourceName: %s.%s.events, operation: WRITE}", svc, d, svc)
+			line[1] = sprintf("{principal: User:%s, resourceType: TOPIC, resourceName: %s.%s.events, operation: READ}", svc, d, svc)
+			line[2] = sprintf("{principal: User:%s, resourceType: TOPIC, resourceName: %s.%s, patternType: PREFIXED, operation: READ}", svc, d, substr("abcdefghijklmnopqrstuvwxyz", 1, i % 23 + 1))
+			line[3] = sprintf("{principal: User:%s, resourceType: TOPIC, resourceName: %s-, patternType: PREFIXED, operation: DESCRIBE}", svc, d)
+			line[4] = sprintf("{principal: User:%s, resourceType: GROUP, resourceName: %s-consumers, operation: READ}", svc, svc)
+			line[5] = sprintf("{principal: User:%s, resourceType: GROUP, resourceName: %s-, patternType: PREFIXED, operation: DESCRIBE}", svc, svc)
+			line[6] = sprintf("{principal: User:%s, host: 10.%d.%d.%d, resourceType: TOPIC, resourceName: %s.private, operation: ALL, permissionType: DENY}", svc, i % 250, i % 7, i % 200 + 1, d)
+			line[7] = sprintf("{principal: User:%s, resourceType: TRANSACTIONAL_ID, resourceName: %s-tx-, patternType: PREFIXED, operation: WRITE}", svc, svc)
+			for (k = 0; k < 8 && m < n; k++) {
+				print "  - " line[k]
+				m++
+			}
+		}
+	}' >"$1"
+}
+
+# serve_conn NAME PORT ARGS... starts inorder in connection mode in front
+# of the broker on DIRECT and sets SERVED_PID to its process.
+serve_conn() {
+	local name=$1 port=$2
+	shift 2
+	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$port" --upstream "127.0.0.1:$DIRECT" \
+		--upstream-ordering connection --shutdown-grace 1s "$@" >"$WORK/$name.log" 2>&1 &
+	PIDS+=($!)
+	SERVED_PID=$(child_of $!)
+}
+
+# start_security KIND starts the broker and the five proxies of the
+# security section.
+start_security() {
+	"$BIN" bench broker --kind "$1" --port "$DIRECT" --timeout "$LIFETIME" >"$WORK/direct.log" 2>&1 &
+	PIDS+=($!)
+	wait_port "$DIRECT"
+	serve_conn inorder-connection "$CONN" --log-level warn
+	SEC_CONN_PID=$SERVED_PID
+	serve_conn inorder-twin "$TWIN" --log-level warn
+	SEC_TWIN_PID=$SERVED_PID
+	# At info, the proxy logs every denial (at most one line in 10 s), and
+	# otherwise a line per connection closed: a denied request is seen.
+	serve_conn "inorder-acl-$1" "$ACL" --log-level info --acl-file "$WORK/acls.yaml"
+	SEC_ACL_PID=$SERVED_PID
+	serve_conn inorder-audit "$AUDIT" --log-level warn --audit-file "$WORK/audit-$1.jsonl" --audit-data-path request
+	SEC_AUDIT_PID=$SERVED_PID
+	serve_conn inorder-quota "$QUOTA" --log-level warn --config "$WORK/quotas.yaml"
+	SEC_QUOTA_PID=$SERVED_PID
+	local p
+	for p in "$CONN" "$TWIN" "$ACL" "$AUDIT" "$QUOTA"; do
+		wait_port "$p"
+	done
+}
+
+# measure_security NAME ARGS... runs one workload over the five proxies.
+measure_security() {
+	local name=$1
+	shift
+	log "workload $name: ${ROUNDS} rounds x 5 paths x ${DURATION}"
+	run "$BIN" bench -b "inorder-connection=127.0.0.1:$CONN" --compare "inorder-twin=127.0.0.1:$TWIN" \
+		--compare "inorder-acl=127.0.0.1:$ACL" --compare "inorder-audit=127.0.0.1:$AUDIT" --compare "inorder-quota=127.0.0.1:$QUOTA" \
+		--ratio-to inorder-connection,inorder-twin --cpu-pid "inorder-connection=$SEC_CONN_PID" --cpu-pid "inorder-twin=$SEC_TWIN_PID" \
+		--cpu-pid "inorder-acl=$SEC_ACL_PID" --cpu-pid "inorder-audit=$SEC_AUDIT_PID" --cpu-pid "inorder-quota=$SEC_QUOTA_PID" \
+		--rounds "$ROUNDS" --duration "$DURATION" --warmup "$WARMUP" --format markdown "$@" >"$WORK/$name.md" 2>"$WORK/$name.progress"
+}
+
+# security_denials KIND prints the denials the ACL proxy of KIND's stack
+# logged: a denied bench measures nothing, so any is a fault of the
+# generated file.
+security_denials() {
+	grep -h 'request denied by the ACL file' "$WORK/inorder-acl-$1.log" 2>/dev/null || true
+}
+
+security_section() {
+	write_acls "$WORK/acls.yaml" "$SEC_ACLS"
+	# Quotas of the default user (the client is User:ANONYMOUS), of the
+	# bench client's id under it (kgo's default client id) and of the
+	# default client id, each a hundred times what one path here moves,
+	# and connection caps far above the bench's connections.
+	cat >"$WORK/quotas.yaml" <<-EOF
+		quotas:
+		  - user: <default>
+		    producer_byte_rate: 10000000000
+		    consumer_byte_rate: 10000000000
+		    max_connections: 100000
+		  - user: <default>
+		    client-id: kgo
+		    producer_byte_rate: 10000000000
+		    consumer_byte_rate: 10000000000
+		  - client-id: <default>
+		    producer_byte_rate: 10000000000
+		    consumer_byte_rate: 10000000000
+		  - ip: <default>
+		    connection_creation_rate: 10000
+	EOF
+	start_security blackhole
+	measure_security sec-produce --partitions 1
+	measure_security sec-produce12 --partitions 12
+	cleanup
+	start_security synthetic
+	measure_security sec-consume --produce=false --consume --partitions 1
+	cleanup
+	SEC_DENIED=$(security_denials blackhole; security_denials synthetic)
+	if [ -n "$SEC_DENIED" ]; then
+		log "the ACL proxy denied requests of the bench: its figures measure a refusal"
+		printf '%s\n' "$SEC_DENIED" | head -5 >&2
+	fi
+	SEC_AUDITED=$(cat "$WORK"/audit-*.jsonl* 2>/dev/null | wc -l)
+	# What the proxy says it loaded, not what the script meant to write.
+	SEC_LOADED=$(sed -n 's/.*msg="enforcing ACLs".* bindings=\([0-9]*\).*/\1/p' "$WORK/inorder-acl-blackhole.log" | head -1)
+}
+
+# The rates a section finds for its own half-load workloads; empty where
+# it did not run.
+half= half12= cons_half= SEC_AUDITED= SEC_DENIED= SEC_LOADED=
+
+# The produce section: its latency and half-rate workloads take their
+# rates from its own saturating ones.
+if want produce; then
 start_stack blackhole
 EXTRA_PATHS=("${TWIN_PATH[@]}")
 measure produce --partitions 1
@@ -268,7 +453,9 @@ run "$BIN" bench wide -q -b "inorder-none=127.0.0.1:$NONE" --compare "inorder-co
 	--compare "relay=127.0.0.1:$RELAY" --compare "direct=127.0.0.1:$DIRECT" --cpu-pid "inorder-none=$PROXY_NONE_PID" \
 	--cpu-pid "inorder-connection=$PROXY_CONN_PID" --cpu-pid "relay=$RELAY_PID" --rounds 3 --format markdown >"$WORK/wide.md" 2>&1 || true
 cleanup
+fi
 
+if want consume; then
 start_stack synthetic
 start_capped
 EXTRA_PATHS=(--compare "inorder-fetch15=127.0.0.1:$CAPPED" "${TWIN_PATH[@]}")
@@ -279,6 +466,7 @@ measure consumehalf --produce=false --consume --partitions 1 --rate "$cons_half"
 EXTRA_PATHS=()
 PROXY_CAPPED_PID=
 cleanup
+fi
 
 # The single endpoint against port per broker, the same three brokers behind
 # both: produce over 12 partitions (4 led by each broker) of a blackhole
@@ -329,7 +517,7 @@ measure3() {
 		--cpu-pid "ports=$PROXY_PORTS3_PID" --rounds "$rounds" --duration "$DURATION" --warmup "$WARMUP" \
 		--topic "$TOPIC3" --create-topic=false --format markdown "$@" >"$WORK/$name.md" 2>"$WORK/$name.progress"
 }
-if [ "$SINGLE_BENCH" = 1 ]; then
+if want single && [ "$SINGLE_BENCH" = 1 ]; then
 	start_cluster3 blackhole
 	measure3 single-produce
 	cleanup
@@ -352,6 +540,7 @@ fi
 # Clients' default consumer settings (franz-go's and Java's: fetches of up
 # to 50 MiB, 1 MiB per partition) on 50 partitions, so that every response
 # reaches 50 MiB, through proxies sized as a sidecar.
+if want consumedefault; then
 SERVE_ARGS=(--max-memory "$SIDECAR_MEMORY")
 start_stack synthetic
 start_capped
@@ -362,21 +551,34 @@ EXTRA_PATHS=()
 PROXY_CAPPED_PID=
 SERVE_ARGS=()
 cleanup
+fi
+
+SECURITY_BENCH=${SECURITY_BENCH:-1}
+if want security && [ "$SECURITY_BENCH" = 1 ]; then
+	security_section
+fi
 
 # A fresh stack, so that the proxy's memory holds nothing from the
 # throughput runs.
+if want scale; then
 start_stack blackhole
 log "scale: $SCALE_CONNS idle connections, then churn"
 run "$BIN" bench conns -b "127.0.0.1:$CONN" --idle "$SCALE_CONNS" --pid "$PROXY_CONN_PID" --churn "$CHURN" >"$WORK/scale-inorder.txt" 2>&1 || true
 run "$BIN" bench conns -b "127.0.0.1:$RELAY" --idle "$RELAY_CONNS" --pid "$RELAY_PID" --churn "$CHURN" >"$WORK/scale-relay.txt" 2>&1 || true
 run "$BIN" bench conns -b "127.0.0.1:$DIRECT" --idle 0 --churn "$CHURN" >"$WORK/scale-direct.txt" 2>&1 || true
 cleanup
+fi
 
+# The packages' own benchmarks, those of a failed authentication and of a
+# denied request among them.
+HOTPATH_PKGS=(./wire ./ordering ./rewrite ./proxy ./authz ./clientauth)
+if want hotpath; then
 log "hot-path Go benchmarks"
-(cd "$ROOT" && run timeout 5m "$GO" test -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1s}" ./wire ./ordering ./rewrite ./proxy) \
+(cd "$ROOT" && run timeout 5m "$GO" test -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1s}" "${HOTPATH_PKGS[@]}") \
 	>"$WORK/hotpath.txt" 2>&1 || true
+fi
 
-if [ "$SCALE_BENCH" = 1 ]; then
+if want scale && [ "$SCALE_BENCH" = 1 ]; then
 	log "in-process scale benchmark with $GO_CONNS connections"
 	(cd "$ROOT" && INORDER_BENCH_CONNS=$GO_CONNS run timeout 10m "$GO" test -run '^$' -bench 'IdleConnections|Churn' \
 		-benchtime 1x ./bench/) >"$WORK/scale-go.txt" 2>&1 || true
@@ -387,13 +589,15 @@ cons_rel=$(cell "$WORK/consume.md" inorder-connection "consume ×relay")
 none_rel=$(cell "$WORK/none12.md" inorder-none "produce ×relay")
 lat_rel=$(cell "$WORK/latency.md" inorder-connection "Δp99 vs relay")
 latn_rel=$(cell "$WORK/latency.md" inorder-none "Δp99 vs relay")
-cpu_ratio() { awk -v a="$(cell "$1" "$2" "path CPU s/GB")" -v b="$(cell "$1" relay "path CPU s/GB")" 'BEGIN { if (a != "" && b + 0 > 0) printf "%.2f", a / b }'; }
-# cpu_rounds FILE ROW prints the per-round CPU ratios' median and
-# interquartile range, the noise to read the ratio of medians beside.
+# cpu_ratio FILE ROW [REF] prints ROW's CPU per GB over REF's (relay).
+cpu_ratio() { awk -v a="$(cell "$1" "$2" "path CPU s/GB")" -v b="$(cell "$1" "${3:-relay}" "path CPU s/GB")" 'BEGIN { if (a != "" && b + 0 > 0) printf "%.2f", a / b }'; }
+# cpu_rounds FILE ROW [REF] prints the per-round CPU ratios' (to REF,
+# relay) median and interquartile range, the noise to read the ratio of
+# medians beside.
 cpu_rounds() {
 	local m q
-	m=$(cell "$1" "$2" "CPU/GB ×relay")
-	q=$(cell "$1" "$2" "CPU/GB ×relay IQR")
+	m=$(cell "$1" "$2" "CPU/GB ×${3:-relay}")
+	q=$(cell "$1" "$2" "CPU/GB ×${3:-relay} IQR")
 	[ -n "$m" ] && printf ' (per round: median %.2f, IQR %s)' "$m" "$q"
 }
 prod_cpu=$(cpu_ratio "$WORK/produce.md" inorder-connection)
@@ -432,10 +636,36 @@ tw_def_cpu=$(cpu_ratio "$WORK/consumedefault.md" inorder-twin)
 def_rss=$(cell "$WORK/consumedefault.md" inorder-connection "path peak RSS MiB")
 defn_rss=$(cell "$WORK/consumedefault.md" inorder-none "path peak RSS MiB")
 tw_def_rss=$(cell "$WORK/consumedefault.md" inorder-twin "path peak RSS MiB")
-rss=$(sed -n 's/^idle: rss .* MiB before, \([0-9.]*\) MiB with.*/\1/p' "$WORK/scale-inorder.txt")
-rss_before=$(sed -n 's/^idle: rss \([0-9.]*\) MiB before.*/\1/p' "$WORK/scale-inorder.txt")
+rss=$(sed -n 's/^idle: rss .* MiB before, \([0-9.]*\) MiB with.*/\1/p' "$WORK/scale-inorder.txt" 2>/dev/null || true)
+rss_before=$(sed -n 's/^idle: rss \([0-9.]*\) MiB before.*/\1/p' "$WORK/scale-inorder.txt" 2>/dev/null || true)
 # Where fewer than 10,000 connections fit, scale the growth linearly.
 rss10k=$(awk -v a="$rss_before" -v b="$rss" -v n="$SCALE_CONNS" 'BEGIN { if (b != "") printf "%.1f", a + (b - a) * 10000 / n }')
+
+# The security section: each proxy's CPU per GB over inorder-connection's
+# in the same rounds. Its twin reading is the same figure over
+# inorder-twin's: the two differ by how far two identical baselines land
+# apart, the A/A gap bench/targets judges the goal against.
+# sec_row TEXT FILE PATH GOAL prints one target row of the section.
+sec_row() {
+	local v
+	v=$(cpu_ratio "$2" "$3" inorder-connection)
+	if [ "$3" = inorder-acl ] && [ -n "$SEC_DENIED" ]; then
+		v="denied requests of the bench: not measured"
+	elif [ -n "$v" ]; then
+		v="$v$(cpu_rounds "$2" "$3" inorder-connection)"
+	fi
+	printf '| %s | %s | %s | %s%s |\n' "$1" "$v" "$4" "$(cpu_ratio "$2" "$3" inorder-twin)" "$(cpu_rounds "$2" "$3" inorder-twin)"
+}
+sec_rows() {
+	local w f what
+	for w in "sec-produce:produce, 1 partition" "sec-produce12:produce, 12 partitions" "sec-consume:consume"; do
+		f="$WORK/${w%%:*}.md" what=${w#*:}
+		[ -f "$f" ] || continue
+		sec_row "$what, $SEC_ACLS ACLs (\`--acl-file\`), CPU per GB ×inorder-connection" "$f" inorder-acl "≤ 1.05"
+		sec_row "$what, per-request audit to a file (\`--audit-data-path request\`), CPU per GB ×inorder-connection" "$f" inorder-audit "≤ 1.10"
+		sec_row "$what, quotas not exceeded, CPU per GB ×inorder-connection" "$f" inorder-quota "≤ 1.03"
+	done
+}
 
 cat >"$WORK/targets.md" <<EOF
 | target | measured | goal | the twin, same rounds |
@@ -464,7 +694,13 @@ cat >"$WORK/targets.md" <<EOF
 | p99 at half the relay's saturating rate, connection mode, vs relay (the relay's own p99 spread over rounds: $relay_spread) | $lat_rel | ≤ +$tw_lat_spread (the twin's p99 spread) | $tw_lat_rel |
 | p99 at half the relay's saturating rate, none mode, vs relay | $latn_rel | ≤ +$tw_lat_spread (the twin's p99 spread) | |
 | RSS with $SCALE_CONNS idle connections (${rss_before:-?} MiB before), scaled to 10,000 | ${rss10k:-?} MiB (${rss:-?} MiB measured) | ≤ 150 MiB | |
+$(sec_rows)
 EOF
+if [ "$SECTIONS" != all ]; then
+	# Only the rows of the sections run: a row with no figure is of one
+	# left out.
+	awk -F'|' 'NR <= 2 || $3 ~ /[0-9]/' "$WORK/targets.md" >"$WORK/targets.sel" && mv "$WORK/targets.sel" "$WORK/targets.md"
+fi
 # bench/targets reads the table as it appears in a report.
 printf '## Targets\n\n' | cat - "$WORK/targets.md" >"$WORK/targets-report.md"
 (cd "$ROOT" && "$GO" run ./bench/targets "$WORK/targets-report.md") >"$WORK/goals.md" 2>&1 || true
@@ -491,7 +727,7 @@ Written by \`bench/run.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'). Run it on your 
 | Go | $("$GO" version | cut -d' ' -f3-) |
 | commit | $COMMIT |
 | load average (1, 5, 15 min) | $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end |
-| settings | ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP CONNS=$CONNS, open files $FDS |
+| settings | ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP CONNS=$CONNS SECTIONS=$SECTIONS, open files $FDS |
 
 Client (\`inorder bench\`, franz-go), broker (kfake in its own process) and
 proxy share the same cores. The paths are: **direct** to the broker; **relay**,
@@ -548,7 +784,7 @@ $(cat "$WORK/goals.md")
 Blackhole broker (records discarded). Latencies are at saturation, so they
 measure the client's buffer, not the path.
 
-$(cat "$WORK/produce.md")
+$(show "$WORK/produce.md")
 
 ## Consume: 1 MiB fetches of 1 KiB random records
 
@@ -561,7 +797,7 @@ its body: partition headers read (or peeked at) as they pass, records
 spliced, the tag section that may hold KIP-951 endpoints rewritten in its
 length at the end.
 
-$(cat "$WORK/consume.md")
+$(show "$WORK/consume.md")
 
 ## Consume with default client settings: fetches of up to 50 MiB, 1 MiB per partition
 
@@ -572,27 +808,27 @@ sidecar would be, with \`--max-memory $SIDECAR_MEMORY\`; the same
 synthetic-fetch broker. **path peak RSS MiB** is the highest resident
 memory of each process, sampled every 50 ms through every round.
 
-$(cat "$WORK/consumedefault.md")
+$(show "$WORK/consumedefault.md")
 
 ## Consume at half the relay's rate ($cons_half records/s)
 
 The same, every path polling at most $cons_half records a second, so
 that each carries the same load.
 
-$(cat "$WORK/consumehalf.md")
+$(show "$WORK/consumehalf.md")
 
 ## Produce spread over 12 partitions
 
 As the first table, with the topic's 12 partitions filled by kgo's default
 sticky partitioner; this is the workload none mode can overlap.
 
-$(cat "$WORK/none12.md")
+$(show "$WORK/none12.md")
 
 ## Produce over 12 partitions at half the relay's rate ($half12 records/s)
 
 The same, every path carrying the same load.
 
-$(cat "$WORK/none12half.md")
+$(show "$WORK/none12half.md")
 
 ## Produce over 12 partitions, round-robin
 
@@ -601,7 +837,7 @@ partition, so every produce request touches all 12 and, in none mode, no two
 writes can overlap; each waits for the one before it to be acknowledged,
 one round trip per request.
 
-$(cat "$WORK/none12rr.md")
+$(show "$WORK/none12rr.md")
 
 ## Produce of 100,000 partitions a request, pipelined
 
@@ -612,14 +848,53 @@ time the path's process spent. Few bytes name many partitions, so the
 work of a path that handles every partition shows here: none mode must find
 each one, connection mode only forwards.
 
-$(cat "$WORK/wide.md")
+$(show "$WORK/wide.md")
 
 ## Produce latency at half the relay's saturating rate ($half records/s)
 
-$(cat "$WORK/latency.md")
+$(show "$WORK/latency.md")
 
 EOF
-	if [ "$SINGLE_BENCH" = 1 ]; then
+	if [ -f "$WORK/sec-produce.md" ] || [ -f "$WORK/sec-consume.md" ]; then
+		cat <<EOF
+
+## Authorization, audit and quotas
+
+Five proxies in connection mode in front of one broker (blackhole for
+produce, synthetic-fetch for consume), every one in the same rounds:
+**inorder-connection** as above; **inorder-twin**, the same again, the
+A/A gap of the targets; **inorder-acl** with \`--acl-file\` of $SEC_ACLS
+bindings (${SEC_LOADED:-?} loaded, as the proxy logged): the bench client's,
+User:ANONYMOUS's, beside those of 125 services (Literal and Prefixed
+topics and groups, transactional ids, hosts, DENY rules, User:* rules),
+none of which denied a request of the
+bench$( [ -n "$SEC_DENIED" ] && echo ' — **except in this run: it denied some, and its figures are not targets**'); with
+an ACL file, the proxy reads every Produce whole to decide it, where
+without one it splices the records of a large one;
+**inorder-audit** with \`--audit-file\` and \`--audit-data-path request\`, an
+event for every Produce and Fetch (${SEC_AUDITED:-0} lines written in this run);
+**inorder-quota** with a \`--config\` of \`quotas:\` (producer and consumer byte
+rates of the default user, of the bench client's id under it and of the
+default client id, connection caps) a hundred times above the load. The
+ratios are to inorder-connection and to inorder-twin, in the same round;
+in the targets, the twin's column gives each figure over inorder-twin, so
+that the goal is judged against how far the figure moves with which of
+two identical baselines it is divided by.
+
+Produce, 1 KiB random records, 1 partition:
+
+$(show "$WORK/sec-produce.md")
+
+Produce over 12 partitions:
+
+$(show "$WORK/sec-produce12.md")
+
+Consume, 1 MiB fetches:
+
+$(show "$WORK/sec-consume.md")
+EOF
+	fi
+	if want single && [ "$SINGLE_BENCH" = 1 ]; then
 		cat <<EOF
 
 ## Single endpoint against port per broker (three brokers)
@@ -635,11 +910,11 @@ to ports and to direct; path CPU is the proxy process's.
 
 Produce, 1 KiB random records over the 12 partitions, blackhole brokers:
 
-$(cat "$WORK/single-produce.md")
+$(show "$WORK/single-produce.md")
 
 Consume, 1 MiB fetches of the 12 partitions, synthetic brokers:
 
-$(cat "$WORK/single-consume.md")
+$(show "$WORK/single-consume.md")
 
 Consume with the clients' default settings (fetches of up to 50 MiB, 1 MiB
 per partition) from a topic of 50 partitions, so that a fetch through the
@@ -648,10 +923,11 @@ proxy run as a sidecar would be, with \`--max-memory $SIDECAR_MEMORY\`;
 synthetic brokers, $SINGLE_DEFAULT_ROUNDS rounds. **path peak RSS MiB** is the proxy's highest resident
 memory, sampled every 50 ms through every round:
 
-$(cat "$WORK/single-consumedefault.md")
+$(show "$WORK/single-consumedefault.md")
 EOF
 	fi
-	cat <<EOF
+	if [ -f "$WORK/scale-inorder.txt" ]; then
+		cat <<EOF
 
 ## Connections
 
@@ -663,21 +939,22 @@ exchange and closed, 4 at a time, for $CHURN.
 inorder (connection mode):
 
 \`\`\`
-$(cat "$WORK/scale-inorder.txt")
+$(show "$WORK/scale-inorder.txt")
 \`\`\`
 
 relay ($RELAY_CONNS connections: splicing, it holds six descriptors per connection):
 
 \`\`\`
-$(cat "$WORK/scale-relay.txt")
+$(show "$WORK/scale-relay.txt")
 \`\`\`
 
 direct:
 
 \`\`\`
-$(cat "$WORK/scale-direct.txt")
+$(show "$WORK/scale-direct.txt")
 \`\`\`
 EOF
+	fi
 	if [ -f "$WORK/scale-go.txt" ]; then
 		cat <<EOF
 
@@ -690,25 +967,31 @@ $(grep -E '^(Benchmark|ok|FAIL|---)' "$WORK/scale-go.txt" || tail -5 "$WORK/scal
 \`\`\`
 EOF
 	fi
-	cat <<EOF
+	if [ -f "$WORK/hotpath.txt" ]; then
+		cat <<EOF
 
 ## Hot path
 
-The packages' own Go benchmarks (\`go test -bench . -benchmem ./wire ./ordering
-./rewrite ./proxy\`). In BenchmarkForwardProduce, B/op and allocs/op count the
+The packages' own Go benchmarks (\`go test -bench . -benchmem ${HOTPATH_PKGS[*]}\`).
+In BenchmarkForwardProduce, B/op and allocs/op count the
 whole process, kfake included: the proxy's share per request is the
-difference to its direct case.
+difference to its direct case. BenchmarkFailedSCRAM and BenchmarkFailedPLAIN
+are the proxy's side of a refused SASL exchange, from the SaslHandshake to
+the refusal; the 100 ms before the connection closes is a timer, not CPU.
+BenchmarkDeniedProduce decides a Produce to a topic $SEC_ACLS ACLs deny
+and builds its answer.
 
 \`\`\`
 $(grep -E '^(Benchmark|ok|FAIL|---)' "$WORK/hotpath.txt" || tail -5 "$WORK/hotpath.txt")
 \`\`\`
 EOF
+	fi
 	if [ -n "$notes" ]; then
 		printf '\n%s\n' "$notes"
 	fi
 } >"$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
-if [ "${TLS_BENCH:-1}" = 1 ]; then
+if want tls && [ "${TLS_BENCH:-1}" = 1 ]; then
 	log "measuring TLS (bench/tls.sh)"
 	{ printf '\n<!-- written by bench/tls.sh -->\n\n'; INORDER_BIN=$BIN ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP GO=$GO bash "$ROOT/bench/tls.sh"; } >>"$OUT"
 fi
