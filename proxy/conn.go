@@ -12,9 +12,11 @@ package proxy
 //   - The upstream reader (readUpstream) runs while a forwarded request
 //     awaits its response. It is the only goroutine that reads the upstream
 //     socket; it completes requests and delivers responses.
-//   - A flusher (flushAsync) writes requests that a completion released, in
-//     None mode only, so that the upstream reader never blocks on an
-//     upstream write.
+//   - In None mode the upstream reader writes the requests a completion
+//     released itself, each write made once without waiting for room
+//     (flushReleased), so that it never blocks on an upstream write; a
+//     flusher goroutine (finishFlush, or flushAsync where the socket is
+//     not TCP) finishes what the socket did not take.
 //   - The Proxy calls die (Close) and drain (Shutdown) from its own
 //     goroutine, and its watches (watchUpstreams, watchClients) call die
 //     for an upstream that closed while idle, a client that stopped
@@ -136,6 +138,8 @@ type conn struct {
 	flushBufs   net.Buffers
 	flushW      net.Buffers // what WriteTo consumes, so flushBufs keeps its array
 	toUp        *moreWriter // a spliced request's head, with MSG_MORE
+	tryUp       *tryWriter  // the upstream reader's writes (flushReleased)
+	tryMade     bool        // tryUp is made, or cannot be (not a TCP socket)
 
 	wg       sync.WaitGroup // upstream reader and flushers
 	dead     atomic.Bool

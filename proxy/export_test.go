@@ -142,3 +142,7 @@ func CountSingleDials() (count func(addr string) int, restore func()) {
 func (p *Proxy) StreamWork() (calls, extends int64) {
 	return p.streamWork.calls.Load(), p.streamWork.extends.Load()
 }
+
+// FlushHandOffs returns how many goroutines were started, over every
+// connection, to write upstream requests that a response released.
+func (p *Proxy) FlushHandOffs() int64 { return p.flushHandOffs.Load() }

@@ -58,7 +58,7 @@ func (c *conn) submit(r *request) (stranded bool) {
 	c.mu.Unlock()
 	spliced := false
 	if flush {
-		spliced = c.flush(true)
+		spliced = c.flush(true, false)
 	}
 	if local {
 		if err := c.deliver(); err != nil {
@@ -107,11 +107,17 @@ func (c *conn) dispatchLocked() (local bool) {
 // flush writes the upstream queue until it is empty, or, unless byReader,
 // until a request whose body must be spliced from the client socket is at
 // its head: that one is left for the client reader. The caller has set
-// c.flushing; flush clears it. It reports whether it moved a body from the
-// client socket. Request frames are taken from the queue under the lock
-// and owned by flush from then on, since a fast upstream may answer and
-// release a request before its write call returns.
-func (c *conn) flush(byReader bool) (spliced bool) {
+// c.flushing; flush clears it, or hands it to the goroutine it starts. It
+// reports whether it moved a body from the client socket. Request frames
+// are taken from the queue under the lock and owned by flush from then on,
+// since a fast upstream may answer and release a request before its write
+// call returns.
+//
+// With try (the upstream reader, which must not wait for the upstream),
+// each write is made once without waiting for room; when the socket does
+// not take all of it, a goroutine finishes the write and the flush
+// (finishFlush).
+func (c *conn) flush(byReader, try bool) (spliced bool) {
 	if c.one != nil {
 		c.one.flush()
 		return false
@@ -121,11 +127,7 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 	c.mu.Unlock()
 	// The scratch goes back with the flushing flag, under the lock, so
 	// the next flusher never shares it.
-	done := func() {
-		c.flushing = false
-		c.flushFrames, c.flushBufs = frames[:0], bufs[:0]
-		c.cond.Broadcast()
-	}
+	done := func() { c.flushDoneLocked(frames, bufs) }
 	for {
 		c.mu.Lock()
 		if c.dead.Load() || c.writeErr != nil || len(c.outq) == 0 {
@@ -203,10 +205,21 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 
 		var err error
 		rest := stream
-		if scanBody {
+		switch {
+		case try && stream == 0:
+			var left net.Buffers
+			left, err = c.tryUp.write(bufs)
+			if err == nil && left != nil {
+				c.p.flushHandOffs.Add(1)
+				c.wg.Add(1)
+				go c.finishFlush(&flushTail{frames: frames, bufs: bufs, left: left,
+					charged: charged, held: held, writes: writes, now: now})
+				return false
+			}
+		case scanBody:
 			// The body follows at once, scanned.
 			err = c.writeUpBefore(bufs)
-		} else {
+		default:
 			bufs, rest, err = c.writeHead(bufs, stream)
 		}
 		clear(bufs)
@@ -228,19 +241,7 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 				c.p.metrics.Stream(kind)
 			}
 		}
-		if err == nil {
-			c.forwardWritten(writes, now)
-		}
-		for _, f := range frames {
-			wire.Put(f)
-		}
-		clear(frames)
-		charged[0].release(c.p.budget)
-		charged[1].release(c.p.budget)
-		c.mu.Lock()
-		c.seq.Free(held)
-		c.cond.Broadcast()
-		c.mu.Unlock()
+		c.written(frames, &charged, held, writes, now, err)
 		if err != nil {
 			c.mu.Lock()
 			done()
@@ -259,6 +260,64 @@ func (c *conn) flush(byReader bool) (spliced bool) {
 			return false
 		}
 	}
+}
+
+// flushDoneLocked ends a flush: the flushing flag goes, and the scratch
+// goes back with it, so the next flusher never shares it.
+func (c *conn) flushDoneLocked(frames []*wire.Buf, bufs net.Buffers) {
+	c.flushing = false
+	c.flushFrames, c.flushBufs = frames[:0], bufs[:0]
+	c.cond.Broadcast()
+}
+
+// written settles what one write upstream took from the queue: its
+// frames go back to their pool, their charges to the budget, and what they
+// held to the sequencer.
+func (c *conn) written(frames []*wire.Buf, charged *[2]charge, held, writes int, now time.Time, err error) {
+	if err == nil {
+		c.forwardWritten(writes, now)
+	}
+	for _, f := range frames {
+		wire.Put(f)
+	}
+	clear(frames)
+	charged[0].release(c.p.budget)
+	charged[1].release(c.p.budget)
+	c.mu.Lock()
+	c.seq.Free(held)
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}
+
+// flushTail is a write the upstream socket did not take whole when the
+// upstream reader tried it: left is what is still to go, the rest what
+// written settles once it has.
+type flushTail struct {
+	frames       []*wire.Buf
+	bufs, left   net.Buffers
+	charged      [2]charge
+	held, writes int
+	now          time.Time
+}
+
+// finishFlush writes the rest of t, waiting for room, then goes on with
+// the flush it was part of; it holds the flushing flag meanwhile.
+func (c *conn) finishFlush(t *flushTail) {
+	defer c.wg.Done()
+	c.flushW = t.left
+	_, err := c.flushW.WriteTo(c.up)
+	clear(t.bufs)
+	c.written(t.frames, &t.charged, t.held, t.writes, t.now, err)
+	c.mu.Lock()
+	if err != nil {
+		c.flushDoneLocked(t.frames, t.bufs)
+		c.mu.Unlock()
+		c.writeFailed(fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err))
+		return
+	}
+	c.flushFrames, c.flushBufs = t.frames[:0], t.bufs[:0]
+	c.mu.Unlock()
+	c.flush(false, false)
 }
 
 // writeFailed ends the connection after a failed upstream write. An
@@ -427,5 +486,5 @@ func copyN(dst io.Writer, src io.Reader, n int64, lr *io.LimitedReader) (int64, 
 // block on the upstream.
 func (c *conn) flushAsync() {
 	defer c.wg.Done()
-	c.flush(false)
+	c.flush(false, false)
 }

@@ -112,6 +112,9 @@ type Proxy struct {
 	refusedLogged atomic.Int64   // unix nanos of the last refusal logged
 	readyLogged   atomic.Bool    // "proxy ready" was logged
 	streamWork    streamWork     // what None-mode request streams cost
+	// flushHandOffs counts the goroutines started to write requests
+	// upstream that a response released (None mode); tests read it.
+	flushHandOffs atomic.Int64
 
 	mu        sync.Mutex
 	closing   bool

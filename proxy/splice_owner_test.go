@@ -39,7 +39,7 @@ func TestFlusherLeavesStreamedRequestToReader(t *testing.T) {
 	c.outq = []*request{plain, streamed, after}
 	c.flushing = true
 
-	c.flush(false)
+	c.flush(false, false)
 
 	if c.flushing {
 		t.Fatal("flusher did not clear the flushing flag")

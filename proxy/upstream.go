@@ -299,13 +299,33 @@ func (c *conn) record(r *request, resp *wire.Buf) error {
 	async := c.mode == ordering.None && !c.flushing && len(c.outq) > 0
 	if async {
 		c.flushing = true
-		c.wg.Add(1)
 	}
 	c.mu.Unlock()
 	if async {
-		go c.flushAsync()
+		c.flushReleased()
 	}
 	return nil
+}
+
+// flushReleased writes the requests a completion released; the caller
+// has set c.flushing. The upstream reader writes what the socket takes at
+// once itself, which spares a goroutine and its wake-up per completion; a
+// goroutine writes the rest, since the reader must not wait for an
+// upstream that may be waiting for it to read.
+func (c *conn) flushReleased() {
+	if !c.tryMade {
+		c.tryMade = true
+		if c.one == nil {
+			c.tryUp = newTryWriter(c.up)
+		}
+	}
+	if c.tryUp == nil {
+		c.p.flushHandOffs.Add(1)
+		c.wg.Add(1)
+		go c.flushAsync()
+		return
+	}
+	c.flush(false, true)
 }
 
 // noResponse marks a completed request that sends nothing to the client:
