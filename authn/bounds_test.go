@@ -83,6 +83,9 @@ func TestScramMessageBounds(t *testing.T) {
 	if want := len(atBound) - len("n,,") + 1 + len(reply) + 1; len(x.authPrefix) != want {
 		t.Errorf("authPrefix of %d bytes, want %d", len(x.authPrefix), want)
 	}
+	if kept := len(x.user) + len(x.gs2) + len(x.authPrefix); kept > 5<<10 {
+		t.Errorf("the exchange keeps %d bytes between its rounds", kept)
+	}
 	x.state = scramFinal
 	final := "c=biws,r=" + x.nonce + ",p=" + strings.Repeat("A", scramMaxClientFinal)
 	if reply, _, err := x.Step([]byte(final)); !errors.Is(err, errFinalTooLong) || string(reply) != "e=invalid-encoding" {
