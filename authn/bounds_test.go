@@ -125,3 +125,12 @@ func TestOAuthMessageBound(t *testing.T) {
 		return err
 	})
 }
+
+func TestUserNameBound(t *testing.T) {
+	if err := ValidUserName(strings.Repeat("a", MaxUserName)); err != nil {
+		t.Errorf("a name of %d bytes: %v", MaxUserName, err)
+	}
+	if err := ValidUserName(strings.Repeat("a", MaxUserName+1)); err == nil {
+		t.Errorf("a name of %d bytes accepted", MaxUserName+1)
+	}
+}
