@@ -35,6 +35,20 @@ var (
 	errNonce           = credRefuse("invalid nonce in the SCRAM client-final-message")
 	errBindingMismatch = credRefuse("channel binding data differ from the SCRAM gs2 header")
 	errExchangeOver    = credRefuse("the SASL exchange is over")
+	errFirstTooLong    = credRefuse("SCRAM client-first-message too long")
+	errFinalTooLong    = credRefuse("SCRAM client-final-message too long")
+)
+
+// Bounds of the client's SCRAM messages. RFC 5802's and Kafka's clients
+// send a few hundred bytes: a user name, a nonce of a few dozen
+// characters, perhaps tokenauth. Kafka itself bounds them only by
+// sasl.server.max.receive.size (512 KiB); the proxy refuses a longer one
+// at once, as malformed, so that what an exchange keeps between its two
+// rounds is a few KiB whatever the client sends. The final message repeats
+// the nonce and adds the proof (88 characters for SHA-512).
+const (
+	scramMaxClientFirst = 2 << 10
+	scramMaxClientFinal = 4 << 10
 )
 
 // scramNonceSize is the random part the server adds to the client's nonce.
@@ -116,10 +130,13 @@ type scramExchange struct {
 	cred  Credential
 	// gs2 is the client's gs2 header, which the final message's channel
 	// binding must repeat.
-	gs2             string
-	clientFirstBare string
-	serverFirst     string
-	nonce           string
+	gs2 string
+	// authPrefix is the start of the AuthMessage, client-first-message-bare
+	// "," server-first-message ",", copied out of the client's message so
+	// that no larger buffer stays alive until the final round; nonce is
+	// the combined nonce, a part of it.
+	authPrefix string
+	nonce      string
 }
 
 func (x *scramExchange) Principal() Principal {
@@ -134,6 +151,11 @@ func (x *scramExchange) Lifetime() time.Duration { return 0 }
 func (x *scramExchange) Step(token []byte) ([]byte, bool, error) {
 	switch x.state {
 	case scramFirst:
+		// The bounds are checked before the message is copied.
+		if len(token) > scramMaxClientFirst {
+			x.fail()
+			return nil, false, errFirstTooLong
+		}
 		reply, err := x.first(string(token))
 		if err != nil {
 			x.fail()
@@ -142,6 +164,10 @@ func (x *scramExchange) Step(token []byte) ([]byte, bool, error) {
 		x.state = scramFinal
 		return reply, false, nil
 	case scramFinal:
+		if len(token) > scramMaxClientFinal {
+			x.fail()
+			return []byte("e=invalid-encoding"), false, errFinalTooLong
+		}
 		reply, err := x.final(string(token))
 		if err != nil {
 			x.fail()
@@ -163,6 +189,7 @@ func (x *scramExchange) fail() {
 func (x *scramExchange) forget() {
 	x.cred = Credential{}
 	x.known = false
+	x.authPrefix, x.nonce = "", ""
 }
 
 // first reads the client-first-message (RFC 5802 section 7):
@@ -229,18 +256,22 @@ func (x *scramExchange) first(msg string) ([]byte, error) {
 		return nil, errAuthzid
 	}
 
-	x.user = user
 	x.cred, x.known = x.m.store.Lookup(user, x.m.name)
 	if !x.known {
 		x.cred = x.m.fake(user)
 	}
 	x.gs2 = flag + "," + authzField + ","
-	x.clientFirstBare = bare
-	x.nonce = clientNonce + x.m.nonce()
-	x.serverFirst = "r=" + x.nonce +
+	serverNonce := x.m.nonce()
+	serverFirst := "r=" + clientNonce + serverNonce +
 		",s=" + base64.StdEncoding.EncodeToString(x.cred.Salt) +
 		",i=" + strconv.Itoa(x.cred.Iterations)
-	return []byte(x.serverFirst), nil
+	// One new string holds all that the final round needs; the user name
+	// is copied alone.
+	x.authPrefix = bare + "," + serverFirst + ","
+	start := len(bare) + len(",r=")
+	x.nonce = x.authPrefix[start : start+len(clientNonce)+len(serverNonce)]
+	x.user = strings.Clone(user)
+	return []byte(serverFirst), nil
 }
 
 // final reads the client-final-message:
@@ -289,7 +320,7 @@ func (x *scramExchange) final(msg string) ([]byte, error) {
 		return []byte("e=other-error"), errNonce
 	}
 
-	authMessage := []byte(x.clientFirstBare + "," + x.serverFirst + "," + withoutProof)
+	authMessage := []byte(x.authPrefix + withoutProof)
 	// ClientKey = ClientProof XOR HMAC(StoredKey, AuthMessage); the proof
 	// holds when H(ClientKey) is the stored key.
 	clientKey := scramHMAC(x.m.h, x.cred.StoredKey, authMessage)

@@ -185,12 +185,19 @@ func (c *Credentials) Mechanisms(user string) []string {
 	return ms
 }
 
-// ValidUserName refuses a user name no client could send: empty, not UTF-8,
-// or holding a control character (PLAIN separates its fields with NUL).
+// MaxUserName bounds a user name, in bytes: what the SCRAM and PLAIN
+// messages that carry one may hold.
+const MaxUserName = 1 << 10
+
+// ValidUserName refuses a user name no client could send: empty, longer
+// than MaxUserName, not UTF-8, or holding a control character (PLAIN
+// separates its fields with NUL).
 func ValidUserName(user string) error {
 	switch {
 	case user == "":
 		return errors.New("empty user name")
+	case len(user) > MaxUserName:
+		return fmt.Errorf("user name of %d bytes: at most %d", len(user), MaxUserName)
 	case !utf8.ValidString(user):
 		return errors.New("user name is not UTF-8")
 	case strings.ContainsFunc(user, unicode.IsControl):
@@ -417,4 +424,13 @@ func (s *Store) Lookup(user, mechanism string) (Credential, bool) {
 		return Credential{}, false
 	}
 	return s.creds.Load().Lookup(user, mechanism)
+}
+
+// current is the set of credentials the store holds now, which changes
+// as a whole on every Swap.
+func (s *Store) current() *Credentials {
+	if s == nil {
+		return nil
+	}
+	return s.creds.Load()
 }
