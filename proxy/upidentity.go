@@ -44,7 +44,9 @@ type UpstreamIdentities interface {
 }
 
 // WithUpstreamIdentities makes each authenticated client reach the
-// upstream with the credentials ids maps its principal to.
+// upstream with the credentials ids maps its principal to. In the single
+// topology the view of the cluster still dials as the proxy, so against
+// a cluster that requires SASL the proxy needs credentials of its own.
 func WithUpstreamIdentities(ids UpstreamIdentities) Option {
 	return func(p *Proxy) { p.identities = ids }
 }
