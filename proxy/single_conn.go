@@ -213,9 +213,8 @@ func (s *singleConn) dial(key upKey) (*upstream, error) {
 }
 
 // connect dials u through dialSecure (TLS, and SASL as the client's
-// principal maps to, upidentity.go) and sends
-// the parts that waited for it, in the order they came, then lets parts
-// go to it directly. A failed dial marks the broker down and fails the
+// principal maps to, upidentity.go) and sends the parts that waited for
+// it, in the order they came, then lets parts go to it directly. A failed dial marks the broker down and fails the
 // parts that waited.
 func (u *upstream) connect() {
 	s, p := u.s, u.s.c.p
