@@ -186,7 +186,7 @@ func TestServeClientAuthFlagsValidated(t *testing.T) {
 		{[]string{"--client-sasl-mechanisms", "PLAIN,PLAIN", "--client-credentials", creds}, "listed twice"},
 		{[]string{"--tls-principal-mapping-rules", "DEFAULT"}, "needs --tls-client-ca"},
 		{[]string{"--upstream-principal-credentials", creds}, "--upstream-principal-credentials: " + strconv.Quote(creds) + " needs client authentication"},
-		{[]string{"--client-sasl-mechanisms", "SCRAM-SHA-256", "--client-credentials", creds, "--upstream-principal-credentials", creds, "--topology", "single"}, "not available with --topology single"},
+		{[]string{"--client-sasl-mechanisms", "SCRAM-SHA-256", "--client-credentials", creds, "--upstream-principal-credentials", creds, "--topology", "single"}, "needs --upstream-sasl-mechanism with --topology single"},
 	} {
 		root, _, errOut := newCLI(append([]string{"serve", "--upstream", "127.0.0.1:1", "--listen", "127.0.0.1:0"}, tc.args...)...)
 		err := root.Execute()

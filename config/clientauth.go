@@ -133,8 +133,9 @@ func (c *Config) validateClientAuth() error {
 		return invalid("client-session-lifetime", a.ClientSessionLifetime.String(), "needs --client-sasl-mechanisms")
 	case a.UpstreamPrincipalCredentials != "" && !a.ClientSASL() && c.TLSClientCA == "":
 		return invalid("upstream-principal-credentials", a.UpstreamPrincipalCredentials, "needs client authentication at the proxy: --client-sasl-mechanisms, or --tls-client-ca with --tls-principal-mapping-rules")
-	case a.UpstreamPrincipalCredentials != "" && c.Topology == TopologySingle:
-		return invalid("upstream-principal-credentials", a.UpstreamPrincipalCredentials, "is not available with --topology single yet: use ports or sni")
+	case a.UpstreamPrincipalCredentials != "" && c.Topology == TopologySingle && c.UpstreamSASLMechanism == "":
+		return invalid("upstream-principal-credentials", a.UpstreamPrincipalCredentials,
+			"needs --upstream-sasl-mechanism with --topology single: the proxy learns the cluster (metadata, coordinators) in its own name")
 	}
 	if err := checkFile("upstream-principal-credentials", a.UpstreamPrincipalCredentials, false); err != nil {
 		return err

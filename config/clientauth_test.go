@@ -67,6 +67,11 @@ func TestClientAuthValidate(t *testing.T) {
 			c.ClientSASLMechanisms, c.ClientCredentials, c.UpstreamPrincipalCredentials = []string{"SCRAM-SHA-256"}, creds, creds
 			c.Topology = TopologySingle
 		}, "upstream-principal-credentials"},
+		{"upstream principals single with the proxy's own", func(c *Config) {
+			c.ClientSASLMechanisms, c.ClientCredentials, c.UpstreamPrincipalCredentials = []string{"SCRAM-SHA-256"}, creds, creds
+			c.UpstreamSASLMechanism, c.UpstreamSASLUsername, c.UpstreamSASLPasswordFile = MechanismScramSHA512, "inorder", creds
+			c.Topology = TopologySingle
+		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()
@@ -96,5 +101,20 @@ func TestClientSASLAuthenticatesNonLoopback(t *testing.T) {
 	c.ClientSASLMechanisms, c.ClientCredentials = []string{MechanismScramSHA256}, writeFile(t, "users: {}\n")
 	if err := c.Validate(); err != nil {
 		t.Fatalf("with client authentication: %v", err)
+	}
+}
+
+// TestUpstreamPrincipalsSingleNeedOwnCredentials: the single topology
+// learns the cluster in the proxy's own name, so the mapping there needs
+// the proxy's credentials, and the refusal says which setting is missing
+// and why.
+func TestUpstreamPrincipalsSingleNeedOwnCredentials(t *testing.T) {
+	creds := writeFile(t, "users: {}\n")
+	c := Default()
+	c.ClientSASLMechanisms, c.ClientCredentials, c.UpstreamPrincipalCredentials = []string{"SCRAM-SHA-256"}, creds, creds
+	c.Topology = TopologySingle
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "needs --upstream-sasl-mechanism with --topology single") {
+		t.Fatalf("%v, want a refusal naming --upstream-sasl-mechanism and the topology", err)
 	}
 }

@@ -77,8 +77,9 @@ type conn struct {
 	spliced [2][]byte        // sendScanned's scratch: the window, the buffered body
 	body    io.LimitedReader // spliceRest's, client reader only
 	up      net.Conn
-	// upDialled: up was dialled after the client authenticated
-	// (upidentity.go); client reader only.
+	// upDialled: up was dialled after the client authenticated (in the
+	// single topology: its identity was set) (upidentity.go); client
+	// reader only.
 	upDialled bool
 	target    target
 	node      int32 // -1 on the bootstrap listener

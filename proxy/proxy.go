@@ -151,9 +151,6 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	for _, o := range opts {
 		o(p)
 	}
-	if p.identities != nil && cfg.Topology == config.TopologySingle {
-		return nil, &config.FieldError{Field: "--upstream-principal-credentials", Reason: "is not available with --topology single yet: use ports or sni"}
-	}
 	p.metrics.SetGaugeSource(p.gauges)
 	p.metrics.SetQuotaSource(p.quotaStats)
 	if cfg.Verify {
@@ -230,15 +227,13 @@ func (p *Proxy) Addr() string {
 // skipped.
 func (p *Proxy) Discover(ctx context.Context) error {
 	if p.single != nil {
-		return p.single.Discover(ctx)
+		err := p.single.Discover(ctx)
+		p.learnEarlyVersions(ctx)
+		return err
 	}
 	cfg := p.current()
 	brokers, err := fetchBrokers(ctx, cfg.Upstreams, cfg.DialTimeout, p.dialDiscovery)
-	if p.earlyVersions() {
-		if err := p.learnVersions(ctx, ""); err != nil {
-			p.log.Warn("the upstream's API versions are not known yet; the first client to ask will wait for them", "err", err)
-		}
-	}
+	p.learnEarlyVersions(ctx)
 	if err != nil && p.sec.auth == nil && p.discoverUnauthenticated(ctx, cfg.Upstreams) == nil {
 		p.health.record(nil)
 		p.noteReady()

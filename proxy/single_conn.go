@@ -212,9 +212,9 @@ func (s *singleConn) dial(key upKey) (*upstream, error) {
 	return u, nil
 }
 
-// connect dials u through dialSecure (TLS, the proxy's SASL) and sends
-// the parts that waited for it, in the order they came, then lets parts
-// go to it directly. A failed dial marks the broker down and fails the
+// connect dials u through dialSecure (TLS, and SASL as the client's
+// principal maps to, upidentity.go) and sends the parts that waited for
+// it, in the order they came, then lets parts go to it directly. A failed dial marks the broker down and fails the
 // parts that waited.
 func (u *upstream) connect() {
 	s, p := u.s, u.s.c.p
@@ -222,9 +222,13 @@ func (u *upstream) connect() {
 	if f := dialStarted; f != nil {
 		f(u.addr)
 	}
-	nc, sess, err := p.dialSecure(s.ctx, u.addr, slices.Contains(p.current().Upstreams, u.addr))
+	auth := s.c.sasl.auth
+	nc, sess, err := p.dialSecure(withIdentity(s.ctx, auth), u.addr, slices.Contains(p.current().Upstreams, u.addr))
 	if err != nil {
-		if s.ctx.Err() == nil {
+		// A principal's credentials the broker refuses say nothing of
+		// the broker: it stays up for everyone else, and the back-off
+		// holds back this identity's dials alone (gateKey).
+		if s.ctx.Err() == nil && (auth == nil || auth == p.sec.auth || !errors.Is(err, ErrUpstreamAuth)) {
 			s.v.DialFailed(u.key.node)
 			s.v.Stale()
 		}

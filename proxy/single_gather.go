@@ -367,6 +367,7 @@ func (s *singleConn) finish(st *splitState) {
 		rewrite.DescribeConfigs(dc, s.v)
 	}
 	if av, ok := resp.(*kmsg.ApiVersionsResponse); ok {
+		c.p.keepVersions("", av)
 		c.clampSingleVersions(av)
 		if av.ErrorCode == kerr.UnsupportedVersion.Code {
 			// As a broker answers a version it does not know:

@@ -14,7 +14,10 @@ package proxy
 // Before authentication the only request forwarded would be ApiVersions;
 // the proxy answers it from the upstream's versions, learned at discovery
 // and from every ApiVersions answer since (upVersions), clamped as an
-// answer from the upstream is. A re-authentication (KIP-368) keeps the
+// answer from the upstream is. In the single topology the client's
+// connections to the brokers are dialled as its parts need them, each as
+// its principal; the cluster view (package single) keeps its own
+// connections, in the proxy's name. A re-authentication (KIP-368) keeps the
 // principal (clientauth refuses a change), so the upstream connection and
 // its identity stay as they are.
 
@@ -41,7 +44,9 @@ type UpstreamIdentities interface {
 }
 
 // WithUpstreamIdentities makes each authenticated client reach the
-// upstream with the credentials ids maps its principal to.
+// upstream with the credentials ids maps its principal to. In the single
+// topology the view of the cluster still dials as the proxy, so against
+// a cluster that requires SASL the proxy needs credentials of its own.
 func WithUpstreamIdentities(ids UpstreamIdentities) Option {
 	return func(p *Proxy) { p.identities = ids }
 }
@@ -80,9 +85,10 @@ func gateKey(addr string, auth, own *upauth.Authenticator) string {
 }
 
 // lateUpstream reports whether connections dial their upstream only once
-// the client has authenticated. The single topology dials per broker as
-// parts need one, through its own path.
-func (p *Proxy) lateUpstream() bool { return p.clientAuth != nil && p.single == nil }
+// the client has authenticated. In the single topology nothing is dialled
+// then either: the identity is set, and each broker is dialled with it as
+// parts need one (single_conn.go).
+func (p *Proxy) lateUpstream() bool { return p.clientAuth != nil }
 
 // earlyVersions reports whether clients may ask for the API versions
 // before their upstream is dialled: when they authenticate with SASL at
@@ -106,8 +112,9 @@ func (p *Proxy) upstreamAs(principal string) (*upauth.Authenticator, error) {
 }
 
 // lateConnect runs after the client authentication passed r: it dials the
-// upstream as the client's principal if it is not dialled yet, or answers
-// r itself when r is an ApiVersions sent before authenticating.
+// upstream as the client's principal if it is not dialled yet (in the
+// single topology: sets who the brokers are dialled as), or answers r
+// itself when r is an ApiVersions sent before authenticating.
 func (c *conn) lateConnect(r *request) error {
 	if !c.p.lateUpstream() || c.upDialled {
 		return nil
@@ -134,6 +141,12 @@ func (c *conn) lateConnect(r *request) error {
 		return fmt.Errorf("%w: %s: %w", ErrClientAuth, principal, errNoIdentity)
 	}
 	c.upDialled = true
+	if c.one != nil {
+		// Read by the dials of parts of later requests, which the
+		// sequencer's lock orders after this.
+		c.sasl.auth = auth
+		return nil
+	}
 	return c.dial(auth)
 }
 
@@ -155,7 +168,11 @@ func (c *conn) answerVersions(r *request) error {
 	resp.ApiKeys = slices.Clone(known.ApiKeys)
 	resp.Version = r.hdr.Version
 	resp.ErrorCode, resp.ThrottleMillis = 0, 0
-	c.clampVersions(&resp)
+	if c.one != nil {
+		c.clampSingleVersions(&resp)
+	} else {
+		c.clampVersions(&resp)
+	}
 	c.answerLocally(r, wire.AppendResponse(nil, r.hdr.Correlation, false, resp.AppendTo))
 	return nil
 }
@@ -231,6 +248,17 @@ func (p *Proxy) learnVersions(ctx context.Context, addr string) error {
 		errs = append(errs, err)
 	}
 	return oneLine(errs...)
+}
+
+// learnEarlyVersions learns the upstream's API versions at discovery when
+// clients may ask for them before their upstream is dialled.
+func (p *Proxy) learnEarlyVersions(ctx context.Context) {
+	if !p.earlyVersions() {
+		return
+	}
+	if err := p.learnVersions(ctx, ""); err != nil {
+		p.log.Warn("the upstream's API versions are not known yet; the first client to ask will wait for them", "err", err)
+	}
 }
 
 // keepVersions records an ApiVersions answer of the upstream at addr
