@@ -337,20 +337,15 @@ func (c *conn) auditRead(r *request) {
 	r.aud = ar
 }
 
-// auditClientID is the client id of a request frame, the string of the
-// last request's when it is the same.
+// auditClientID is the client id of a request frame: the string of the
+// last request's when the frame holds the same, read anew otherwise.
 func (c *conn) auditClientID(frame []byte) string {
-	const at = 4 + 8
-	if len(frame) < at+2 {
-		return ""
+	const at = 4 + 8 // the length prefix, key, version and correlation id
+	id := c.aud.clientID
+	if n := len(id); n > 0 && len(frame) >= at+2+n && int(binary.BigEndian.Uint16(frame[at:])) == n && string(frame[at+2:at+2+n]) == id {
+		return id
 	}
-	n := int(int16(binary.BigEndian.Uint16(frame[at:])))
-	if n <= 0 || len(frame) < at+2+n {
-		return ""
-	}
-	if id := frame[at+2 : at+2+n]; string(id) != c.aud.clientID {
-		c.aud.clientID = string(id)
-	}
+	c.aud.clientID = clientID(frame)
 	return c.aud.clientID
 }
 
