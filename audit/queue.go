@@ -90,6 +90,12 @@ type QueueOptions struct {
 	Logger *slog.Logger
 	// Batch is the most records one Write gets. Zero means 512.
 	Batch int
+	// Linger is how long a sink waits for more records before it writes
+	// fewer than Batch, so that a trail of an event per request costs a
+	// write per many events rather than one each. A sink does not wait
+	// while an Enqueue waits for room, nor once the queue closes. Zero
+	// means 5ms; negative writes at once.
+	Linger time.Duration
 	// RetryMin and RetryMax bound the backoff between retries of a
 	// failed write, doubling from RetryMin. Zero means 100ms and 10s.
 	RetryMin, RetryMax time.Duration
@@ -110,6 +116,9 @@ func (o *QueueOptions) defaults() {
 	}
 	if o.Batch <= 0 {
 		o.Batch = 512
+	}
+	if o.Linger == 0 {
+		o.Linger = 5 * time.Millisecond
 	}
 	if o.RetryMin <= 0 {
 		o.RetryMin = 100 * time.Millisecond
@@ -138,7 +147,12 @@ type Queue struct {
 	head    uint64
 	bytes   int64
 	closed  bool
-	sinks   []*sinkState
+	// hurry is closed and replaced when the sinks lingering (see Linger)
+	// are to write at once: an Enqueue waits for room, or the queue
+	// closes.
+	hurry     chan struct{}
+	lingering int
+	sinks     []*sinkState
 
 	// ctx ends when Close's deadline passes: the writes in progress are
 	// cancelled and no write is retried.
@@ -152,6 +166,7 @@ type sinkState struct {
 	sink  Sink
 	next  uint64 // the next record number to write
 	batch []Record
+	timer *time.Timer // Linger's, stopped between uses
 
 	// guarded by Queue.mu
 	err          error     // the last write's error; nil once one succeeds
@@ -162,7 +177,7 @@ type sinkState struct {
 // stops them.
 func NewQueue(o QueueOptions, sinks ...Sink) *Queue {
 	o.defaults()
-	q := &Queue{o: o, room: make(chan struct{})}
+	q := &Queue{o: o, room: make(chan struct{}), hurry: make(chan struct{})}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	q.more = sync.NewCond(&q.mu)
 	for _, s := range sinks {
@@ -208,6 +223,7 @@ func (q *Queue) Enqueue(ctx context.Context, rec Record) error {
 		}
 		room := q.room
 		q.waiters++
+		q.hurryLingering()
 		q.mu.Unlock()
 		var err error
 		select {
@@ -303,6 +319,14 @@ func (q *Queue) drain(s *sinkState) {
 		for s.next == q.head+uint64(len(q.recs)) && !q.closed {
 			q.more.Wait()
 		}
+		if q.lingers(s) {
+			hurry := q.hurry
+			q.lingering++
+			q.mu.Unlock()
+			q.linger(s, hurry)
+			q.mu.Lock()
+			q.lingering--
+		}
 		avail := q.recs[s.next-q.head:]
 		if len(avail) == 0 { // closed, and everything written
 			q.mu.Unlock()
@@ -313,6 +337,34 @@ func (q *Queue) drain(s *sinkState) {
 		if !q.write(s) {
 			return
 		}
+	}
+}
+
+// lingers reports whether s waits for more records before it writes what
+// is queued for it. q.mu is held.
+func (q *Queue) lingers(s *sinkState) bool {
+	return q.o.Linger > 0 && !q.closed && q.waiters == 0 && int(q.head+uint64(len(q.recs))-s.next) < q.o.Batch
+}
+
+// linger waits Linger, or until hurried.
+func (q *Queue) linger(s *sinkState, hurry <-chan struct{}) {
+	if s.timer == nil {
+		s.timer = time.NewTimer(q.o.Linger)
+	} else {
+		s.timer.Reset(q.o.Linger)
+	}
+	select {
+	case <-s.timer.C:
+	case <-hurry:
+		s.timer.Stop()
+	}
+}
+
+// hurryLingering makes the sinks lingering write at once. q.mu is held.
+func (q *Queue) hurryLingering() {
+	if q.lingering > 0 {
+		close(q.hurry)
+		q.hurry = make(chan struct{})
 	}
 }
 
@@ -400,6 +452,7 @@ func (q *Queue) Close(ctx context.Context) error {
 		return nil
 	}
 	q.closed = true
+	q.hurryLingering()
 	q.more.Broadcast()
 	q.wake()
 	q.mu.Unlock()

@@ -262,3 +262,59 @@ func TestQueueBudget(t *testing.T) {
 		t.Errorf("budget used %d after Close", used)
 	}
 }
+
+// TestQueueLingerBatchesWrites: events recorded one at a time, a little
+// apart as a connection's requests are, reach a sink a batch per Linger
+// rather than a write each (a system call each, for a file), and all of
+// them, in order.
+func TestQueueLingerBatchesWrites(t *testing.T) {
+	const events, linger = 200, 20 * time.Millisecond
+	sink := &memSink{name: SinkFile}
+	q := NewQueue(QueueOptions{Linger: linger}, sink)
+	start := time.Now()
+	for i := range events {
+		if err := q.Enqueue(context.Background(), rec(i)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	elapsed := time.Since(start)
+	if err := q.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := sink.values()
+	if len(got) != events {
+		t.Fatalf("%d of %d events written", len(got), events)
+	}
+	for i, v := range got {
+		if v != string(rec(i).Value) {
+			t.Fatalf("event %d is %q", i, v)
+		}
+	}
+	// A write at most per Linger of recording, and the one at Close.
+	if most := int(elapsed/linger) + 2; sink.calls > most {
+		t.Fatalf("%d events over %v took %d writes, want at most %d (one per %v)", events, elapsed, sink.calls, most, linger)
+	}
+}
+
+// TestQueueNoLingerWhileFull: an Enqueue that finds the queue full makes
+// the sink write what it has at once rather than wait out its Linger, and
+// a Close does too.
+func TestQueueNoLingerWhileFull(t *testing.T) {
+	sink := &memSink{name: SinkFile}
+	q := NewQueue(QueueOptions{MaxBytes: 2 * recSize, Linger: time.Hour}, sink)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 4 {
+		if err := q.Enqueue(ctx, rec(i)); err != nil {
+			t.Fatalf("enqueue %d, the queue holding two: %v", i, err)
+		}
+	}
+	start := time.Now()
+	if err := q.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.values()) != 4 || time.Since(start) > 5*time.Second {
+		t.Fatalf("%d events written, the close took %v", len(sink.values()), time.Since(start))
+	}
+}

@@ -23,7 +23,11 @@ package proxy
 // partitions, records and bytes come from the scan the proxy already knows
 // (wire.ProduceScan, and the record batches' headers) and its response is
 // not decoded, so a summary has no Produce offsets; per-request auditing
-// decodes the Produce response for the offsets and errors.
+// scans the Produce response for the offsets and errors (wire.ProducedScan)
+// and reads a Fetch response's error where it lies, decoding neither. An
+// event's request state is pooled with its slices, and the topic names and
+// client id a connection repeats are kept per connection, so that an
+// audited Produce allocates little beyond its encoded event.
 
 import (
 	"context"
@@ -73,7 +77,8 @@ type proxyAudit struct {
 
 // connAudit is a connection's audit state.
 type connAudit struct {
-	a *audit.Conn // nil: not audited
+	a   *audit.Conn     // nil: not audited
+	ctx context.Context // auditContext's, made by auditOpen
 	// mech is the mechanism of the client's last SaslHandshake,
 	// exchanging says an exchange is under way since it, and rounds counts
 	// its SaslAuthenticate answers; client reader only.
@@ -81,21 +86,105 @@ type connAudit struct {
 	exchanging bool
 	rounds     int
 	scan       wire.ProduceScan // client reader only
+	// clientID and names are the client id and topic names last seen in
+	// requests, so that a connection repeating them allocates them once;
+	// client reader only.
+	clientID string
+	names    topicNames
+
+	// On the goroutine delivering the responses (under wmu): the scan of a
+	// Produce response, the partitions it found, and the names of topics
+	// the response adds.
+	produced     wire.ProducedScan
+	producedBuf  []wire.Produced
+	deliverNames topicNames
 
 	// mu guards queued: requests answered on a goroutine other clients
 	// share, waiting for the client reader to record them.
 	mu     sync.Mutex
-	queued []*audit.Request
+	queued []*auditReq
+}
+
+// topicNames keeps the last few topic names a connection used, by name or
+// by id, so that a name is allocated once rather than per request.
+type topicNames struct {
+	e    [8]topicNameEntry
+	n    int // entries in use
+	next int // the entry replaced next once all are in use
+}
+
+type topicNameEntry struct {
+	id   [16]byte
+	name string
+}
+
+// get returns the name of the topic named name or identified by id, as
+// topicName does.
+func (t *topicNames) get(name []byte, id [16]byte) string {
+	if len(name) == 0 && id == [16]byte{} {
+		return ""
+	}
+	for i := range t.e[:t.n] {
+		e := &t.e[i]
+		if len(name) > 0 && e.id == [16]byte{} && e.name == string(name) || len(name) == 0 && e.id == id {
+			return e.name
+		}
+	}
+	e := topicNameEntry{name: topicName(string(name), id)}
+	if len(name) == 0 {
+		e.id = id
+	}
+	if t.n < len(t.e) {
+		t.e[t.n] = e
+		t.n++
+	} else {
+		t.e[t.next] = e
+		t.next = (t.next + 1) % len(t.e)
+	}
+	return e.name
 }
 
 // auditReq is what a request's event needs from the request, taken on the
-// client reader before its frame goes.
+// client reader before its frame goes. It is pooled once recorded, its
+// slices with it.
 type auditReq struct {
 	req  audit.Request
 	kreq kmsg.Request // decoded: administrative requests, commits, EndTxn
 	// perRequest: the data path is recorded request by request, so a
-	// Produce's response is decoded for its offsets.
+	// Produce's response is scanned for its offsets.
 	perRequest bool
+
+	// The backing arrays of req.Resources and of their partitions, kept
+	// for the next request; starts is where each resource's partitions
+	// begin in parts while they are read.
+	resources []audit.Resource
+	parts     []audit.Partition
+	starts    []int
+}
+
+var auditReqPool = sync.Pool{New: func() any { return new(auditReq) }}
+
+// keepAuditParts bounds the partitions a pooled auditReq keeps room for:
+// a request wider than that gives its arrays back.
+const keepAuditParts = 256
+
+func getAuditReq() *auditReq {
+	ar := auditReqPool.Get().(*auditReq)
+	ar.req = audit.Request{Resources: ar.resources[:0]}
+	ar.parts = ar.parts[:0]
+	return ar
+}
+
+// putAuditReq pools ar once its event is recorded (Recorder.Request keeps
+// nothing of it).
+func putAuditReq(ar *auditReq) {
+	if cap(ar.parts) > keepAuditParts || cap(ar.resources) > keepAuditParts {
+		return
+	}
+	ar.resources = ar.req.Resources[:0]
+	clear(ar.resources[:cap(ar.resources)]) // names and partitions not kept alive
+	ar.req, ar.kreq, ar.perRequest = audit.Request{}, nil, false
+	auditReqPool.Put(ar)
 }
 
 // auditCtx is the context of a connection's recording: it ends when the
@@ -117,8 +206,13 @@ func (a auditCtx) Err() error {
 	}
 }
 
+// auditContext is the connection's recording context, made once: a
+// context made per event would be an allocation per request.
 func (c *conn) auditContext() context.Context {
-	return auditCtx{Context: context.Background(), halt: c.halt}
+	if c.aud.ctx == nil {
+		c.aud.ctx = auditCtx{Context: context.Background(), halt: c.halt}
+	}
+	return c.aud.ctx
 }
 
 // auditOpen starts the connection's audit once its TLS handshake is done;
@@ -148,6 +242,7 @@ func (c *conn) auditOpen() {
 		info.Principal = c.principal()
 	}
 	c.aud.a = rec.Open(info)
+	c.auditContext() // before any other goroutine records
 	if info.Principal != "" {
 		_ = rec.Authentication(c.auditContext(), c.aud.a, &audit.Authentication{Mechanism: "TLS", APIKey: audit.NoAPIKey, Principal: info.Principal})
 	}
@@ -187,8 +282,9 @@ func (c *conn) auditQueued(ctx context.Context) {
 	q := c.aud.queued
 	c.aud.queued = nil
 	c.aud.mu.Unlock()
-	for _, r := range q {
-		_ = c.p.aud.rec.Request(ctx, c.aud.a, r)
+	for _, ar := range q {
+		_ = c.p.aud.rec.Request(ctx, c.aud.a, &ar.req)
+		putAuditReq(ar)
 	}
 }
 
@@ -202,17 +298,23 @@ func (c *conn) auditRead(r *request) {
 	if c.one != nil {
 		c.auditQueued(c.auditContext())
 	}
-	if r.local != nil || r.frame == nil || !c.p.aud.rec.Wants(r.hdr.Key, audit.Allow) {
+	if r.local != nil || !c.p.aud.rec.Wants(r.hdr.Key, audit.Allow) {
 		return
 	}
-	frame := r.frame.B
-	ar := &auditReq{req: audit.Request{APIKey: r.hdr.Key, APIVersion: r.hdr.Version, ClientID: clientID(frame)}}
-	whole := r.stream == 0 && r.hdr.Body <= len(frame)
+	// A request going upstream unread has its head alone, in the peek
+	// buffer: it is recorded with what its response says.
+	frame, _ := c.requestHead(r)
+	if frame == nil {
+		return
+	}
+	whole := r.frame != nil && r.stream == 0 && r.hdr.Body <= len(frame)
+	ar := getAuditReq()
+	ar.req.APIKey, ar.req.APIVersion, ar.req.ClientID = r.hdr.Key, r.hdr.Version, c.auditClientID(frame)
 	switch key := kmsg.Key(r.hdr.Key); {
 	case key == kmsg.Produce:
 		ar.perRequest = c.cfg.AuditDataPath == config.AuditDataPathRequest
 		if whole {
-			ar.req.Resources = c.produceResources(frame[r.hdr.Body:], r.hdr.Version)
+			c.produceResources(ar, frame[r.hdr.Body:], r.hdr.Version)
 		}
 	case key == kmsg.Fetch:
 		// Its topics are read from neither the request nor the response,
@@ -220,6 +322,7 @@ func (c *conn) auditRead(r *request) {
 		// fetched, when, and the outcome when the response was read whole.
 		// A summary, made of resources, has nothing to take from it.
 		if c.cfg.AuditDataPath != config.AuditDataPathRequest {
+			putAuditReq(ar)
 			return
 		}
 	case whole:
@@ -234,25 +337,62 @@ func (c *conn) auditRead(r *request) {
 	r.aud = ar
 }
 
-// produceResources are a Produce's topics and partitions, with their
-// records and bytes, from the scan the data path already uses: only the
-// record batches' headers are read.
-func (c *conn) produceResources(body []byte, version int16) []audit.Resource {
-	s := &c.aud.scan
-	if s.Reset(body, version) != nil {
-		return nil
+// auditClientID is the client id of a request frame: the string of the
+// last request's when the frame holds the same, read anew otherwise.
+func (c *conn) auditClientID(frame []byte) string {
+	const at = 4 + 8 // the length prefix, key, version and correlation id
+	id := c.aud.clientID
+	if n := len(id); n > 0 && len(frame) >= at+2+n && int(binary.BigEndian.Uint16(frame[at:])) == n && string(frame[at+2:at+2+n]) == id {
+		return id
 	}
-	var out []audit.Resource
+	c.aud.clientID = clientID(frame)
+	return c.aud.clientID
+}
+
+// produceResources sets ar's resources to a Produce's topics and
+// partitions, with their records and bytes, from the scan the data path
+// already uses: only the record batches' headers are read.
+func (c *conn) produceResources(ar *auditReq, body []byte, version int16) {
+	s := &c.aud.scan
+	defer s.Reset(nil, 0) // the scan keeps no frame alive
+	if s.Reset(body, version) != nil {
+		return
+	}
+	out, starts := ar.req.Resources[:0], ar.starts[:0]
 	for p, ok := s.Next(); ok; p, ok = s.Next() {
-		name := topicName(string(p.Topic), p.TopicID)
-		if len(out) == 0 || out[len(out)-1].Name != name {
-			out = append(out, audit.Resource{Type: "Topic", Name: name, Operation: "Write"})
+		if n := len(out); n == 0 || !sameTopic(out[n-1].Name, p.Topic, p.TopicID) {
+			out = append(out, audit.Resource{Type: "Topic", Name: c.aud.names.get(p.Topic, p.TopicID), Operation: "Write"})
+			starts = append(starts, len(ar.parts))
 		}
-		last := &out[len(out)-1]
-		last.Partitions = append(last.Partitions, audit.Partition{Partition: p.Partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset,
+		ar.parts = append(ar.parts, audit.Partition{Partition: p.Partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset,
 			Records: batchRecords(p.Records), Bytes: int64(len(p.Records))})
 	}
-	return out
+	// The partitions are sliced once all are read, parts having grown;
+	// each capped, so that a partition the response adds is appended to
+	// a copy rather than over the next resource's.
+	for i := range out {
+		end := len(ar.parts)
+		if i+1 < len(out) {
+			end = starts[i+1]
+		}
+		out[i].Partitions = ar.parts[starts[i]:end:end]
+	}
+	ar.req.Resources, ar.resources, ar.starts = out, out, starts
+}
+
+// sameTopic reports whether the event's topic name is the topic a scanner
+// found, by name or, from the versions that name topics by id, by the id
+// as topicName prints it; allocating nothing.
+func sameTopic(name string, topic []byte, id [16]byte) bool {
+	if len(topic) > 0 || id == [16]byte{} {
+		return name == string(topic)
+	}
+	var b [22]byte // 16 bytes in unpadded base64
+	if len(name) != len(b) {
+		return false
+	}
+	base64.RawURLEncoding.Encode(b[:], id[:])
+	return name == string(b[:])
 }
 
 // batchRecords counts the records of a partition's record batches from
@@ -287,15 +427,16 @@ func (c *conn) auditDelivered(rs []*request) {
 		r.aud = nil
 		ar.req.Time = now
 		if r.resp != nil && r.resp != noResponse {
-			fillResponse(ar, r.resp.B, r.hdr)
+			c.fillResponse(ar, r.resp.B, r.hdr)
 		}
 		if c.one != nil {
 			c.aud.mu.Lock()
-			c.aud.queued = append(c.aud.queued, &ar.req)
+			c.aud.queued = append(c.aud.queued, ar)
 			c.aud.mu.Unlock()
 			continue
 		}
 		_ = c.p.aud.rec.Request(c.auditContext(), c.aud.a, &ar.req)
+		putAuditReq(ar)
 	}
 }
 
@@ -403,22 +544,40 @@ func (c *conn) auditToken(v clientauth.Verdict) {
 }
 
 // fillResponse completes ar from the response frame the client got: the
-// outcome, and the resources of the request with their errors. A response
-// that does not decode leaves the event with what the request said.
-func fillResponse(ar *auditReq, frame []byte, h wire.RequestHeader) {
+// outcome, and the resources of the request with their errors; on the
+// goroutine delivering the responses. A response that does not decode
+// leaves the event with what the request said.
+func (c *conn) fillResponse(ar *auditReq, frame []byte, h wire.RequestHeader) {
 	at, err := wire.ResponseBody(frame, h.ResponseFlexible())
 	if err != nil {
 		return
+	}
+	body := frame[at:]
+	switch kmsg.Key(h.Key) {
+	case kmsg.Produce:
+		if !ar.perRequest {
+			return // a summary takes its partitions from the request alone
+		}
+		if c.fillProduced(ar, body, h.Version) {
+			return
+		}
+	case kmsg.Fetch:
+		// The error of the whole response, at its fixed place (after the
+		// throttle, from v7), once the body is known to read as kmsg
+		// would: the records are skipped by their lengths.
+		if _, err := wire.ScanEndpoints(h.Key, h.Version, body); err == nil {
+			if h.Version >= 7 {
+				ar.req.ErrorCode = int16(binary.BigEndian.Uint16(body[4:]))
+			}
+			return
+		}
 	}
 	kr := kmsg.ResponseForKey(h.Key)
 	if kr == nil {
 		return
 	}
 	kr.SetVersion(h.Version)
-	if kmsg.Key(h.Key) == kmsg.Produce && !ar.perRequest {
-		return // a summary takes its partitions from the request alone
-	}
-	if kr.ReadFrom(frame[at:]) != nil {
+	if kr.ReadFrom(body) != nil {
 		return
 	}
 	q := &ar.req
@@ -427,14 +586,7 @@ func fillResponse(ar *auditReq, frame []byte, h wire.RequestHeader) {
 		for _, t := range resp.Topics {
 			name := topicName(t.Topic, t.TopicID)
 			for _, p := range t.Partitions {
-				part := producedPartition(q, name, p.Partition)
-				part.ErrorCode = p.ErrorCode
-				if p.ErrorCode == 0 && p.BaseOffset >= 0 {
-					part.FirstOffset = p.BaseOffset
-					if part.Records > 0 {
-						part.LastOffset = p.BaseOffset + part.Records - 1
-					}
-				}
+				produced(producedPartition(q, name, p.Partition), p.ErrorCode, p.BaseOffset)
 			}
 		}
 	case *kmsg.FetchResponse:
@@ -527,6 +679,52 @@ func fillResponse(ar *auditReq, frame []byte, h wire.RequestHeader) {
 			}
 		}
 		q.Resources = append(q.Resources, res)
+	}
+}
+
+// fillProduced completes a Produce's partitions from its response, read
+// by the scanner; false when the scanner cannot read it (kmsg decodes it
+// then). The partitions are applied once the whole body scanned, so that
+// a response read in part changes nothing.
+func (c *conn) fillProduced(ar *auditReq, body []byte, version int16) bool {
+	s := &c.aud.produced
+	defer s.Reset(nil, 0) // the scan keeps no frame alive
+	found := c.aud.producedBuf[:0]
+	s.Reset(body, version)
+	for p, ok := s.Next(); ok; p, ok = s.Next() {
+		found = append(found, p)
+	}
+	if cap(found) <= keepAuditParts {
+		c.aud.producedBuf = found[:0]
+	}
+	if s.Err() != nil {
+		return false
+	}
+	q := &ar.req
+	for i := range found {
+		p := &found[i]
+		ri := slices.IndexFunc(q.Resources, func(r audit.Resource) bool { return sameTopic(r.Name, p.Topic, p.TopicID) })
+		name := ""
+		if ri < 0 {
+			name = c.aud.deliverNames.get(p.Topic, p.TopicID)
+		} else {
+			name = q.Resources[ri].Name
+		}
+		produced(producedPartition(q, name, p.Partition), p.ErrorCode, p.BaseOffset)
+	}
+	clear(found) // no frame kept alive by the names
+	return true
+}
+
+// produced sets a written partition's error and offsets: the broker's
+// base offset, and the last record's from the records the request held.
+func produced(part *audit.Partition, code int16, base int64) {
+	part.ErrorCode = code
+	if code == 0 && base >= 0 {
+		part.FirstOffset = base
+		if part.Records > 0 {
+			part.LastOffset = base + part.Records - 1
+		}
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -549,7 +551,13 @@ func (r *recorded) Close(context.Context, *audit.Conn) error { return nil }
 func (r *recorded) Request(_ context.Context, _ *audit.Conn, q *audit.Request) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.reqs = append(r.reqs, *q)
+	// A copy: the proxy reuses what it passes once Request returns.
+	c := *q
+	c.Resources = slices.Clone(q.Resources)
+	for i := range c.Resources {
+		c.Resources[i].Partitions = slices.Clone(c.Resources[i].Partitions)
+	}
+	r.reqs = append(r.reqs, c)
 	return nil
 }
 
@@ -665,5 +673,120 @@ func TestAuditReauthentication(t *testing.T) {
 		if a := auths[round-1]; a.Principal != "User:alice" || a.Mechanism != "SCRAM-SHA-512" || a.Reason != "" || a.APIKey != int16(kmsg.SASLAuthenticate) {
 			t.Fatalf("login %d recorded as %+v", round, a)
 		}
+	}
+}
+
+// discardSink takes every record and keeps none.
+type discardSink struct{ n atomic.Int64 }
+
+func (s *discardSink) Name() audit.SinkName { return audit.SinkFile }
+func (s *discardSink) Write(_ context.Context, recs []audit.Record) (int, error) {
+	s.n.Add(int64(len(recs)))
+	return len(recs), nil
+}
+func (s *discardSink) Close() error { return nil }
+
+// auditBatch is a record batch (v2) of n records and size bytes, as far
+// as its header says.
+func auditBatch(n int32, size int) []byte {
+	b := make([]byte, size)
+	binary.BigEndian.PutUint32(b[8:], uint32(size-12))
+	b[16] = 2
+	binary.BigEndian.PutUint32(b[57:], uint32(n))
+	return b
+}
+
+// TestAuditProduceAllocs: per-request auditing of a Produce to 12
+// partitions, recorded into a trail, allocates a few times per request
+// (its encoded event, the queue's bookkeeping), not per partition: the
+// response is scanned rather than decoded, the request's state is pooled
+// with its slices, and the topic names and the client id are kept by the
+// connection. It is checked in the two ways topics are named (by name up
+// to v12, by id from v13), and the event holds what the request and the
+// response said.
+func TestAuditProduceAllocs(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1))
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), nil)
+	cfg := &config.Config{Audit: config.Audit{AuditDataPath: config.AuditDataPathRequest}}
+	for _, version := range []int16{11, 13} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			req := kmsg.NewPtrProduceRequest()
+			req.SetVersion(version)
+			req.Acks, req.TimeoutMillis = -1, 5000
+			resp := kmsg.NewPtrProduceResponse()
+			resp.SetVersion(version)
+			for ti, name := range []string{"orders", "payments", "audit-me"} {
+				rt := kmsg.NewProduceRequestTopic()
+				rt.Topic, rt.TopicID = name, [16]byte{byte(ti + 1), 7}
+				st := kmsg.NewProduceResponseTopic()
+				st.Topic, st.TopicID = rt.Topic, rt.TopicID
+				for pi := range int32(4) {
+					rp := kmsg.NewProduceRequestTopicPartition()
+					rp.Partition, rp.Records = pi, auditBatch(10+pi, 200)
+					rt.Partitions = append(rt.Partitions, rp)
+					sp := kmsg.NewProduceResponseTopicPartition()
+					sp.Partition, sp.BaseOffset = pi, 1000*int64(ti)+100*int64(pi)
+					st.Partitions = append(st.Partitions, sp)
+				}
+				req.Topics = append(req.Topics, rt)
+				resp.Topics = append(resp.Topics, st)
+			}
+			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("producer-1")).AppendRequest(nil, req, 9)
+			respFrame := binary.BigEndian.AppendUint32(make([]byte, 4), 9)
+			if req.IsFlexible() {
+				respFrame = append(respFrame, 0)
+			}
+			respFrame = resp.AppendTo(respFrame)
+			binary.BigEndian.PutUint32(respFrame, uint32(len(respFrame)-4))
+
+			rec := &recorded{}
+			once, err := proxy.AuditExchange(p.Proxy, cfg, rec, frame, respFrame)
+			if err != nil {
+				t.Fatal(err)
+			}
+			once()
+			once()
+			if len(rec.reqs) != 2 {
+				t.Fatalf("%d requests recorded, want 2", len(rec.reqs))
+			}
+			for _, q := range rec.reqs {
+				if q.ClientID != "producer-1" || len(q.Resources) != 3 {
+					t.Fatalf("produce recorded as %+v", q)
+				}
+				for ti, res := range q.Resources {
+					name := req.Topics[ti].Topic
+					if version >= 13 {
+						name = base64.RawURLEncoding.EncodeToString(req.Topics[ti].TopicID[:])
+					}
+					if res.Name != name || len(res.Partitions) != 4 {
+						t.Fatalf("topic %d recorded as %+v, want %s", ti, res, name)
+					}
+					for pi, part := range res.Partitions {
+						first := 1000*int64(ti) + 100*int64(pi)
+						if part.Partition != int32(pi) || part.FirstOffset != first || part.LastOffset != first+9+int64(pi) || part.Records != 10+int64(pi) || part.Bytes != 200 {
+							t.Fatalf("topic %s partition %d recorded as %+v", name, pi, part)
+						}
+					}
+				}
+			}
+
+			if raceEnabled {
+				return // allocation counts differ under the race detector (sync.Pool drops items at random)
+			}
+			sink := &discardSink{}
+			trail := audit.New(audit.Options{DataPath: audit.DataPathRequest}, audit.NewQueue(audit.QueueOptions{}, sink))
+			defer trail.Shutdown(context.Background())
+			run, err := proxy.AuditExchange(p.Proxy, cfg, trail, frame, respFrame)
+			if err != nil {
+				t.Fatal(err)
+			}
+			allocs := testing.AllocsPerRun(200, run)
+			// The encoded event's copy the queue keeps, and its growth now
+			// and then: where a decoded response, the request's state and
+			// a name per partition were dozens.
+			if allocs > 2 {
+				t.Fatalf("an audited Produce to 12 partitions allocates %v times", allocs)
+			}
+		})
 	}
 }
