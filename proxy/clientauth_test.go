@@ -126,6 +126,13 @@ func TestClientAuthProduceConsume(t *testing.T) {
 				t.Errorf("failures counted: %v", n)
 			}
 			p.log.waitFor(t, "principal=User:alice")
+			// Every client here authenticates first: each line about
+			// one of their connections names who it is.
+			for _, line := range strings.Split(p.log.String(), "\n") {
+				if strings.Contains(line, " client=") && !strings.Contains(line, " principal=User:alice") {
+					t.Errorf("a connection's log line without its principal: %s", line)
+				}
+			}
 		})
 	}
 }

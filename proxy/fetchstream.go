@@ -336,7 +336,7 @@ func (c *conn) fetchTail(version int16, tail []byte) error {
 	case err != nil:
 		return rewriteError(keyFetch, version, err)
 	case fate == rewrite.TailEndpointsDropped:
-		c.p.log.Debug("endpoints of a streamed Fetch response dropped: rewritten, they would not fit its length", "client", c.client.RemoteAddr().String(), "node", c.node)
+		c.p.log.Debug("endpoints of a streamed Fetch response dropped: rewritten, they would not fit its length", c.who()...)
 	}
 	return nil
 }

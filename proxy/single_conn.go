@@ -473,7 +473,7 @@ func (s *singleConn) fail(u *upstream, err error) {
 		return
 	}
 	if len(refs) > 0 {
-		s.c.p.log.Debug("upstream connection failed", "client", s.c.client.RemoteAddr().String(), "node", u.key.node, "in_flight", len(refs), "err", err)
+		s.c.p.log.Debug("upstream connection failed", append(s.c.who(), "broker", u.key.node, "in_flight", len(refs), "err", err)...)
 		s.v.Stale()
 	}
 	for _, ref := range refs {

@@ -63,7 +63,7 @@ func (s *singleConn) flush() {
 func (s *singleConn) forward(r *request, now time.Time) {
 	c, st := s.c, r.split
 	if err := s.findCoordinators(st.req); err != nil && c.p.ctx.Err() == nil {
-		c.p.log.Debug("coordinator lookup failed", "request", kmsg.NameForKey(r.hdr.Key), "err", err)
+		c.p.log.Debug("coordinator lookup failed", append(c.who(), "request", kmsg.NameForKey(r.hdr.Key), "err", err)...)
 	}
 	var err error
 	if len(s.v.Split().Brokers()) == 0 {
