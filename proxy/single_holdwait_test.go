@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -32,23 +31,9 @@ import (
 // consumer reads every record and no frame is refused.
 func TestSingleConsumersDoNotHoldWhatEachOtherWaitFor(t *testing.T) {
 	const topic, partitions, batches, value, consumers = "holdwait", 2, 400, 32_000, 6
-	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
-	spreadLeaders(t, kc, topic, partitions)
+	kc := batchedCluster(t, topic, partitions, batches, value)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	for p := range int32(partitions) {
-		for range batches {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: make([]byte, value)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	// A part asks for a quarter of the budget shared by the parts:
 	// make that k batches, just above 2 MiB.
 	batch := int64(batchSize(t, kc.ListenAddrs()[0], topic))

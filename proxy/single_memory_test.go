@@ -150,23 +150,7 @@ func TestSingleLargeMergedFetchIsAnswered(t *testing.T) {
 // fetches.
 func TestSingleFetchAskingMoreThanTheBudgetIsAnswered(t *testing.T) {
 	const topic, partitions, batches, size = "wide", 3, 40, 100_000
-	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
-	spreadLeaders(t, kc, topic, partitions)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	for p := range int32(partitions) {
-		for range batches {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: make([]byte, size)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	kc := batchedCluster(t, topic, partitions, batches, size)
 	m := metrics.New()
 	p := startSingle(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) {
 		c.MaxMemory = smallestBudget
@@ -221,23 +205,7 @@ func TestSingleFetchAskingMoreThanTheBudgetIsAnswered(t *testing.T) {
 // to 150 MiB, past what clients read).
 func TestSingleFetchAnswerIsNoLargerThanAsked(t *testing.T) {
 	const topic, partitions, batches, size, asked = "asked", 3, 40, 100_000, 2 << 20
-	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
-	spreadLeaders(t, kc, topic, partitions)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	for p := range int32(partitions) {
-		for range batches {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: make([]byte, size)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	kc := batchedCluster(t, topic, partitions, batches, size)
 	p := startSingle(t, config.OrderingConnection, kc.ListenAddrs(), nil)
 	raw := dialRaw(t, p.Addr())
 	offsets := make([]int64, partitions)
@@ -278,4 +246,29 @@ func TestSingleFetchAnswerIsNoLargerThanAsked(t *testing.T) {
 	if limit := asked + partitions*(size+1<<10); largest > limit {
 		t.Fatalf("a Fetch asking for %d bytes was answered with %d bytes of records, above %d", asked, largest, limit)
 	}
+}
+
+// batchedCluster starts a three-broker kfake whose topic has partitions
+// led by every broker, each holding batches record batches of one record
+// of size bytes, uncompressed.
+func batchedCluster(t *testing.T, topic string, partitions int32, batches, size int) *kfake.Cluster {
+	t.Helper()
+	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
+	spreadLeaders(t, kc, topic, partitions)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for p := range partitions {
+		for range batches {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: make([]byte, size)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return kc
 }
