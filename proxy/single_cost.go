@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -227,6 +228,12 @@ func within(buf, sub []byte) (int, bool) {
 // that the broker's answer fits in the room reserved for it.
 const fetchFloor = 1 << 20
 
+// fetchRoomsOf: the rooms of every Fetch in flight together ask for at
+// most 1/fetchRoomsOf of the budget before their parts are lowered to
+// fetchFloor, so that consumers whose long polls hold their room while
+// they wait leave the rest to producers and other answers.
+const fetchRoomsOf = 2
+
 // fetchRoomSlack is what a part's answer and its share of the merged
 // answer hold beside their records (headers, watermarks, aborted
 // transactions), reserved with each.
@@ -236,10 +243,12 @@ const fetchRoomSlack = 16 << 10
 // sent and has not yet drawn. Its answers' readers draw from it and give
 // back to it concurrently, hence its own lock.
 type fetchRoom struct {
-	b    *budget.Budget
-	mu   sync.Mutex
-	n    int64
-	gone bool // released: what comes back goes to the budget
+	b     *budget.Budget
+	rooms *atomic.Int64 // every Fetch's room, as reserved
+	held  int64         // this room as reserved, counted in rooms
+	mu    sync.Mutex
+	n     int64
+	gone  bool // released: what comes back goes to the budget
 }
 
 // take draws up to n bytes and returns how many it drew.
@@ -280,6 +289,7 @@ func (m *fetchRoom) release() {
 		m.gone = true
 		m.b.ReleaseResponse(m.n)
 		m.n = 0
+		m.rooms.Add(-m.held)
 	}
 }
 
@@ -349,8 +359,9 @@ func (s *singleConn) answerAccount(ref *partRef, acct *frameAccount) wire.Accoun
 }
 
 // reserveFetchRoom reserves st's room, lowering its parts' maximum bytes
-// to what the budget holds free now (fetchFloor each at the least, or
-// what they asked if less), and waits for room only at that floor. The
+// to what the budget holds free now and what the rooms in flight leave of
+// their share (fetchFloor each at the least, or what they asked if less),
+// and waits for room only at that floor. The
 // flusher calls it after single.FetchShare and before the parts are sent.
 func (s *singleConn) reserveFetchRoom(st *splitState) error {
 	c := s.c
@@ -373,12 +384,17 @@ func (s *singleConn) reserveFetchRoom(st *splitState) error {
 		}
 		return n
 	}
+	rooms := &c.p.fetchRooms
+	most := b.Limit()/fetchRoomsOf + int64(len(parts))*2*fetchRoomSlack
 	for {
 		n := need()
-		if b.TryReserveResponse(n) {
-			st.room = &fetchRoom{b: b, n: n}
-			return nil
+		if rooms.Add(n) <= most {
+			if b.TryReserveResponse(n) {
+				st.room = &fetchRoom{b: b, n: n, rooms: rooms, held: n}
+				return nil
+			}
 		}
+		rooms.Add(-n)
 		lowered := false
 		for i, fr := range parts {
 			if fr.MaxBytes > floors[i] {
@@ -397,6 +413,7 @@ func (s *singleConn) reserveFetchRoom(st *splitState) error {
 		}
 		return err
 	}
-	st.room = &fetchRoom{b: b, n: n}
+	rooms.Add(n)
+	st.room = &fetchRoom{b: b, n: n, rooms: rooms, held: n}
 	return nil
 }
