@@ -108,6 +108,7 @@ type Proxy struct {
 	sec        security
 
 	budget        *budget.Budget // memory across every connection
+	fetchRooms    atomic.Int64   // the single topology's Fetches' rooms, as reserved (single_cost.go)
 	refused       atomic.Int64   // connections closed at the cap
 	refusedLogged atomic.Int64   // unix nanos of the last refusal logged
 	readyLogged   atomic.Bool    // "proxy ready" was logged

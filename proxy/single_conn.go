@@ -592,10 +592,7 @@ func (u *upstream) readLoop() error {
 		}
 		total := 4 + int(size)
 		acct := c.upAccount(total)
-		buf, err := wire.Start(head[:], total, acct)
-		if err == nil {
-			buf, err = wire.Grow(rd, buf, total, acct, wire.TrustedGrowFactor)
-		}
+		buf, err := readAnswer(rd, head[:], total, s.answerAccount(ref, acct), ref.key == keyFetch)
 		if err != nil {
 			s.partFailed(ref, err)
 			return u.readError(err)

@@ -1,12 +1,18 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -72,17 +78,22 @@ func (s *singleConn) encode(st *splitState, resp kmsg.Response) (*wire.Buf, char
 		if size <= exactBufFrom {
 			held = wire.Cap(size)
 		}
-		if !b.TryReserveResponse(int64(held)) {
+		// The room reserved with the parts holds the merged answer
+		// but for what its answers outgrew.
+		got := st.room.take(int64(held))
+		if rest := int64(held) - got; rest > 0 && !b.TryReserveResponse(rest) {
 			s.compact(st, fr)
 			parts := int64(0)
 			for _, ch := range st.charges {
 				parts += ch.n
 			}
 			if most := b.MaxResponse(); parts+int64(held) > most {
+				st.room.give(got)
 				return nil, charge{}, fmt.Errorf("%w: a merged Fetch answer of %s beside its parts' %s needs more than --max-memory %s holds for responses (%s): raise --max-memory",
 					ErrMemory, roughSize(int64(size)), roughSize(parts), config.FormatSize(b.Limit()), config.FormatSize(most))
 			}
-			if err := acct.Reserve(held); err != nil {
+			if err := acct.Reserve(int(rest)); err != nil {
+				st.room.give(got)
 				return nil, charge{}, c.timedOut(err)
 			}
 		}
@@ -195,4 +206,214 @@ func within(buf, sub []byte) (int, bool) {
 		return 0, false
 	}
 	return int(at - start), true
+}
+
+// A Fetch's room. The parts of a Fetch are answered one by one, each
+// answer held until the last is in, and the merged answer is held beside
+// them while it is encoded. Were each of these reserved as it came, every
+// consumer's Fetch could hold some of its answers while waiting for room
+// for the rest, and several consumers together hold what all of them wait
+// for: nothing is released until a wait gives up. So a Fetch reserves, at
+// the flusher before its parts are sent, room for all of it at once: its
+// parts' answers at the most they ask for and the merged answer again.
+// When that is not free, the parts ask for less (a consumer reads in more
+// fetches, as from a broker with a smaller fetch.max.bytes), down to
+// fetchFloor each; only then does the Fetch wait for room, holding none,
+// for room that Fetches in flight give back without waiting themselves.
+// An answer larger than its room (a first record batch above the part's
+// maximum, which a broker answers whole) reserves the rest as before.
+
+// fetchFloor is the least a Fetch's part asks for when the budget is
+// short: about one record batch at Kafka's default max.message.bytes, so
+// that the broker's answer fits in the room reserved for it.
+const fetchFloor = 1 << 20
+
+// fetchRoomsOf: the rooms of every Fetch in flight together ask for at
+// most 1/fetchRoomsOf of the budget before their parts are lowered to
+// fetchFloor, so that consumers whose long polls hold their room while
+// they wait leave the rest to producers and other answers.
+const fetchRoomsOf = 2
+
+// fetchRoomSlack is what a part's answer and its share of the merged
+// answer hold beside their records (headers, watermarks, aborted
+// transactions), reserved with each.
+const fetchRoomSlack = 16 << 10
+
+// fetchRoom is the response memory a Fetch reserved before its parts were
+// sent and has not yet drawn. Its answers' readers draw from it and give
+// back to it concurrently, hence its own lock.
+type fetchRoom struct {
+	b     *budget.Budget
+	rooms *atomic.Int64 // every Fetch's room, as reserved
+	held  int64         // this room as reserved, counted in rooms
+	mu    sync.Mutex
+	n     int64
+	gone  bool // released: what comes back goes to the budget
+}
+
+// take draws up to n bytes and returns how many it drew.
+func (m *fetchRoom) take(n int64) int64 {
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := min(n, m.n)
+	m.n -= k
+	return k
+}
+
+// give returns n bytes of response memory to the room, or to the budget
+// once the room is released.
+func (m *fetchRoom) give(n int64) {
+	if m == nil || n == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gone {
+		m.b.ReleaseResponse(n)
+		return
+	}
+	m.n += n
+}
+
+// release gives back what was not drawn; later gives go to the budget.
+func (m *fetchRoom) release() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.gone {
+		m.gone = true
+		m.b.ReleaseResponse(m.n)
+		m.n = 0
+		m.rooms.Add(-m.held)
+	}
+}
+
+// roomAccount reads a Fetch part's answer into its request's room, and
+// reserves from the budget only what the room lacks.
+type roomAccount struct {
+	room *fetchRoom
+	next *frameAccount
+}
+
+func (a *roomAccount) Reserve(n int) error {
+	got := a.room.take(int64(n))
+	if rest := n - int(got); rest > 0 {
+		if err := a.next.Reserve(rest); err != nil {
+			a.room.give(got)
+			return err
+		}
+	}
+	return nil
+}
+
+// Release gives to the room: the bytes are response memory whichever way
+// they were reserved.
+func (a *roomAccount) Release(n int) { a.room.give(int64(n)) }
+
+// readAnswer reads a part's answer of total bytes, whose first bytes are
+// head, into a frame charged to acct. A large Fetch answer is read into a
+// frame of its exact size, reserved at once: a broker fills a part up to
+// the bytes it asks for, so the frame is often just above a power of two,
+// and a pool's class would hold twice it, beside the growth steps before.
+func readAnswer(rd io.Reader, head []byte, total int, acct wire.Account, fetch bool) (*wire.Buf, error) {
+	if !fetch || total <= exactBufFrom {
+		buf, err := wire.Start(head, total, acct)
+		if err == nil {
+			buf, err = wire.Grow(rd, buf, total, acct, wire.TrustedGrowFactor)
+		}
+		return buf, err
+	}
+	if err := acct.Reserve(total); err != nil {
+		return nil, err
+	}
+	b := &wire.Buf{B: make([]byte, total)}
+	n := copy(b.B, head)
+	if _, err := io.ReadFull(rd, b.B[n:]); err != nil {
+		acct.Release(total)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, wire.ErrTruncated
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// answerAccount is the account an answer for ref is read into: its
+// Fetch's room, while that Fetch waits for it, else acct.
+func (s *singleConn) answerAccount(ref *partRef, acct *frameAccount) wire.Account {
+	if ref.key != keyFetch {
+		return acct
+	}
+	s.mu.Lock()
+	st := ref.st
+	s.mu.Unlock()
+	if st == nil || st.room == nil {
+		return acct
+	}
+	return &roomAccount{room: st.room, next: acct}
+}
+
+// reserveFetchRoom reserves st's room, lowering its parts' maximum bytes
+// to what the budget holds free now and what the rooms in flight leave of
+// their share (fetchFloor each at the least, or what they asked if less),
+// and waits for room only at that floor. The
+// flusher calls it after single.FetchShare and before the parts are sent.
+func (s *singleConn) reserveFetchRoom(st *splitState) error {
+	c := s.c
+	b := c.p.budget
+	if b == nil {
+		return nil
+	}
+	var parts []*kmsg.FetchRequest
+	var floors []int32
+	for i := range st.plan.Parts {
+		if fr, ok := st.plan.Parts[i].Request.(*kmsg.FetchRequest); ok {
+			parts = append(parts, fr)
+			floors = append(floors, min(max(fr.MaxBytes, 0), fetchFloor))
+		}
+	}
+	need := func() int64 {
+		n := int64(0)
+		for _, fr := range parts {
+			n += 2 * (int64(max(fr.MaxBytes, 0)) + fetchRoomSlack)
+		}
+		return n
+	}
+	rooms := &c.p.fetchRooms
+	most := b.Limit()/fetchRoomsOf + int64(len(parts))*2*fetchRoomSlack
+	for {
+		n := need()
+		if rooms.Add(n) <= most {
+			if b.TryReserveResponse(n) {
+				st.room = &fetchRoom{b: b, n: n, rooms: rooms, held: n}
+				return nil
+			}
+		}
+		rooms.Add(-n)
+		lowered := false
+		for i, fr := range parts {
+			if fr.MaxBytes > floors[i] {
+				fr.MaxBytes = max(fr.MaxBytes/2, floors[i])
+				lowered = true
+			}
+		}
+		if !lowered {
+			break
+		}
+	}
+	n := need()
+	if err := b.ReserveResponse(n, c.halt, time.Now().Add(responseWait)); err != nil {
+		if errors.Is(err, budget.ErrDeadline) {
+			return fmt.Errorf("%w: a Fetch found no memory for %s for %s of answers (raise --max-memory)", ErrMemory, responseWait, roughSize(n))
+		}
+		return err
+	}
+	rooms.Add(n)
+	st.room = &fetchRoom{b: b, n: n, rooms: rooms, held: n}
+	return nil
 }

@@ -174,7 +174,14 @@ func (s *singleConn) fetchGotLocked(st *splitState, ref *partRef, res splitmerge
 		}
 	}
 	wire.Put(st.frames[i])
-	st.charges[i].release(s.c.p.budget)
+	if old := &st.charges[i]; st.room != nil && old.resp {
+		// An earlier round's answer: its memory is the room's again,
+		// for this one's.
+		st.room.give(old.n)
+		*old = charge{}
+	} else {
+		old.release(s.c.p.budget)
+	}
 	st.results[i], st.frames[i], st.charges[i] = res, buf, ch
 	f.bytes[i] = recordBytes(res)
 	if ref.round == 2 && f.bytes[i] < int(f.min) && time.Until(f.deadline) > repollMin {

@@ -106,6 +106,10 @@ func (s *singleConn) forward(r *request, now time.Time) {
 	}
 	if r.hdr.Key == keyFetch {
 		single.FetchShare(plan, s.c.p.budget)
+		if err := s.reserveFetchRoom(st); err != nil {
+			c.die(err)
+			return
+		}
 		s.startFetch(st)
 		return
 	}

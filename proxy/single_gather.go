@@ -48,6 +48,9 @@ type splitState struct {
 	done       bool   // every part is in; finish runs or ran
 
 	fetch *fetchRounds // the Fetch rounds, when they run
+	// room: a Fetch's memory reserved before its parts were sent, for
+	// its answers and the merged answer (single_cost.go).
+	room *fetchRoom
 }
 
 // partRef is one part sent and unanswered: its request's state and its
@@ -85,6 +88,7 @@ func (st *splitState) release(b *budget.Budget) {
 func (st *splitState) releaseAll(b *budget.Budget) {
 	st.release(b)
 	st.cost.release(b)
+	st.room.release()
 }
 
 // answered takes an answer read from u for ref: it is decoded and kept

@@ -7,7 +7,8 @@ package proxy
 // single_conn.go, the life of a split request in single_forward.go and
 // single_gather.go, the Fetch rounds in single_fetch.go, what orders a
 // Fetch after the writes before it in single_fetchdeps.go, and the memory
-// a split request and its merged answer reserve in single_cost.go.
+// a split request, a Fetch's room and a merged answer reserve in
+// single_cost.go.
 // DESIGN.md, "The single endpoint", tells the whole.
 
 import (
