@@ -385,17 +385,8 @@ func (g *Guard) unhandled(a *acl.Authorizer, c acl.Client, key int16) acl.Verdic
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as Check would refuse them.
 func (g *Guard) produceAllowed(a *acl.Authorizer, c acl.Client, hdr wire.RequestHeader, frame []byte) bool {
 	body := frame[hdr.Body:]
-	if hdr.Version >= 3 {
-		r := kbin.Reader{Src: body}
-		var id *string
-		if hdr.Flexible() {
-			id = r.UnsafeCompactNullableString()
-		} else {
-			id = r.UnsafeNullableString()
-		}
-		if !r.Ok() || id != nil {
-			return false
-		}
+	if id, ok := transactionalID(hdr, body); !ok || id != nil {
+		return false
 	}
 	var s wire.ProduceScan
 	if s.Reset(body, hdr.Version) != nil {
@@ -493,17 +484,9 @@ func (g *Guard) ProduceHead(c acl.Client, hdr wire.RequestHeader, head []byte, f
 	}
 	a := g.cur.Load()
 	body := head[hdr.Body:]
-	if hdr.Version >= 3 {
-		r := kbin.Reader{Src: body}
-		var id *string
-		if hdr.Flexible() {
-			id = r.UnsafeCompactNullableString()
-		} else {
-			id = r.UnsafeNullableString()
-		}
-		if !r.Ok() || id != nil && !a.Authorize(c.Principal, c.Host, acl.Write, acl.TransactionalID, *id) {
-			return false
-		}
+	id, ok := transactionalID(hdr, body)
+	if !ok || id != nil && !a.Authorize(c.Principal, c.Host, acl.Write, acl.TransactionalID, *id) {
+		return false
 	}
 	var s wire.ProduceStream
 	used, err := s.Start(body, hdr.Version, frameLen-hdr.Body)
@@ -523,4 +506,20 @@ func (g *Guard) ProduceHead(c acl.Client, hdr wire.RequestHeader, head []byte, f
 		name = n
 	}
 	return a.Authorize(c.Principal, c.Host, acl.Write, acl.Topic, name)
+}
+
+// transactionalID reads a Produce body's transactional id (v3+; nil when
+// null or before v3), aliasing body; false when body ends before it.
+func transactionalID(hdr wire.RequestHeader, body []byte) (*string, bool) {
+	if hdr.Version < 3 {
+		return nil, true
+	}
+	r := kbin.Reader{Src: body}
+	var id *string
+	if hdr.Flexible() {
+		id = r.UnsafeCompactNullableString()
+	} else {
+		id = r.UnsafeNullableString()
+	}
+	return id, r.Ok()
 }

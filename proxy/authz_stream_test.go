@@ -213,17 +213,7 @@ func TestACLLargeFetchFixed(t *testing.T) {
 				t.Fatal(err)
 			}
 			p, _, _, m := aclProxy(t, kc, config.TopologyPorts, mode, aclTestFile(authz.Anonymous, ""))
-			fetch := kmsg.NewPtrFetchRequest()
-			fetch.Version = 12
-			fetch.ReplicaID, fetch.MaxWaitMillis, fetch.MaxBytes, fetch.SessionEpoch = -1, 50, 1<<20, -1
-			for _, n := range []string{"c", "b"} {
-				ft := kmsg.NewFetchRequestTopic()
-				ft.Topic = n
-				fp := kmsg.NewFetchRequestTopicPartition()
-				fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LastFetchedEpoch, fp.LogStartOffset = 1<<20, -1, -1, -1
-				ft.Partitions = append(ft.Partitions, fp)
-				fetch.Topics = append(fetch.Topics, ft)
-			}
+			fetch := fetchReq("c", "b")
 			resp, err := pipeprobe.Do(ctx, p.Addr(), fetch)
 			if err != nil {
 				t.Fatal(err)
