@@ -385,17 +385,8 @@ func (g *Guard) unhandled(a *acl.Authorizer, c acl.Client, key int16) acl.Verdic
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as Check would refuse them.
 func (g *Guard) produceAllowed(a *acl.Authorizer, c acl.Client, hdr wire.RequestHeader, frame []byte) bool {
 	body := frame[hdr.Body:]
-	if hdr.Version >= 3 {
-		r := kbin.Reader{Src: body}
-		var id *string
-		if hdr.Flexible() {
-			id = r.UnsafeCompactNullableString()
-		} else {
-			id = r.UnsafeNullableString()
-		}
-		if !r.Ok() || id != nil {
-			return false
-		}
+	if id, ok := transactionalID(hdr, body); !ok || id != nil {
+		return false
 	}
 	var s wire.ProduceScan
 	if s.Reset(body, hdr.Version) != nil {
@@ -477,4 +468,58 @@ func codeResource(code int16) acl.ResourceType {
 		return acl.TransactionalID
 	}
 	return acl.Cluster
+}
+
+// ProduceHead reports whether a Produce request is allowed whole by what
+// precedes its records: head is the start of its frame (length prefix
+// included), frameLen the whole frame's length. It is when the request
+// names one topic, which the client may write, and either no
+// transactional id or one the client may write (then it does not matter
+// whether the records are transactional). The proxy then forwards the
+// request as it arrives, never holding it. False says nothing: the request
+// is read whole and decided by Request.
+func (g *Guard) ProduceHead(c acl.Client, hdr wire.RequestHeader, head []byte, frameLen int) bool {
+	if hdr.Key != 0 || hdr.Body > len(head) || frameLen < len(head) {
+		return false
+	}
+	a := g.cur.Load()
+	body := head[hdr.Body:]
+	id, ok := transactionalID(hdr, body)
+	if !ok || id != nil && !a.Authorize(c.Principal, c.Host, acl.Write, acl.TransactionalID, *id) {
+		return false
+	}
+	var s wire.ProduceStream
+	used, err := s.Start(body, hdr.Version, frameLen-hdr.Body)
+	if err != nil || s.Topics() != 1 {
+		return false
+	}
+	step, err := s.Next(body[used:])
+	if err != nil || !step.Found {
+		return false
+	}
+	name := string(step.Partition.Topic)
+	if len(step.Partition.Topic) == 0 {
+		n, ok := g.topicName(step.Partition.TopicID)
+		if !ok {
+			return false
+		}
+		name = n
+	}
+	return a.Authorize(c.Principal, c.Host, acl.Write, acl.Topic, name)
+}
+
+// transactionalID reads a Produce body's transactional id (v3+; nil when
+// null or before v3), aliasing body; false when body ends before it.
+func transactionalID(hdr wire.RequestHeader, body []byte) (*string, bool) {
+	if hdr.Version < 3 {
+		return nil, true
+	}
+	r := kbin.Reader{Src: body}
+	var id *string
+	if hdr.Flexible() {
+		id = r.UnsafeCompactNullableString()
+	} else {
+		id = r.UnsafeNullableString()
+	}
+	return id, r.Ok()
 }

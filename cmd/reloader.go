@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -252,8 +253,9 @@ func watchFile(path string, log *slog.Logger) (<-chan struct{}, func(), error) {
 	}, nil
 }
 
-// watchReload calls reload whenever the directory holding path changes,
-// until ctx ends; the returned function waits for that. what names the
+// watchReload calls reload whenever the file at path changes (its
+// directory changes and its bytes differ from the last reload's), until
+// ctx ends; the returned function waits for that. what names the
 // file in log lines. A file that cannot be watched is logged: SIGHUP
 // still re-reads it.
 func watchReload(ctx context.Context, path, what string, reload func() error, log *slog.Logger) (stop func()) {
@@ -266,12 +268,23 @@ func watchReload(ctx context.Context, path, what string, reload func() error, lo
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		// The directory may change often (logs, an audit trail beside
+		// the file): from the first event on, the file is reloaded only
+		// when its bytes changed.
+		var last []byte
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-changed:
+				now, err := os.ReadFile(path)
+				if err == nil && last != nil && bytes.Equal(now, last) {
+					continue
+				}
+				last = now
 				if err := reload(); err != nil {
+					// Tried again at the next event, even unchanged.
+					last = nil
 					log.Warn(what+" not reloaded", "err", err)
 				}
 			}

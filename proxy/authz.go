@@ -30,6 +30,11 @@ type Authorizer interface {
 	// st; req is the request decoded when the proxy has it already, nil
 	// otherwise.
 	Request(st *authz.Conn, c acl.Client, hdr wire.RequestHeader, frame []byte, req kmsg.Request, noResp bool) (authz.Outcome, error)
+	// ProduceHead reports whether the Produce request whose frame, of
+	// frameLen bytes, begins with head is allowed whole by what head
+	// shows: then it may go upstream as it arrives, unread. False: it is
+	// read whole and decided by Request.
+	ProduceHead(c acl.Client, hdr wire.RequestHeader, head []byte, frameLen int) bool
 }
 
 // topicIDResolver is an Authorizer that can ask the upstream for topic
@@ -73,9 +78,27 @@ func WithAuthorization(a Authorizer) Option {
 	return func(p *Proxy) { p.authz = a }
 }
 
-// authorize decides on r, which the client authentication passed.
+// headAllowed reports whether the Produce request h, of size bytes after
+// its length prefix, whose frame begins with head, may stream: always
+// without ACLs; with them, when its head alone shows it allowed whole
+// (one topic, see authz.Guard.ProduceHead). A request that streams is
+// not decided again by authorize: a denied one is read whole instead, and
+// never forwarded.
+func (c *conn) headAllowed(h wire.RequestHeader, head []byte, size int32) bool {
+	if c.p.authz == nil {
+		return true
+	}
+	if c.p.clientAuth != nil && c.auth.s == nil {
+		// Who the client is is learned at its first request.
+		return false
+	}
+	return c.p.authz.ProduceHead(c.p.authz.Client(c.principal(), c.clientAddr()), h, head, 4+int(size))
+}
+
+// authorize decides on r, which the client authentication passed. A
+// streamed request was decided from its head (headAllowed).
 func (c *conn) authorize(r *request) error {
-	if c.p.authz == nil || r.frame == nil || r.local != nil {
+	if c.p.authz == nil || r.frame == nil || r.local != nil || r.stream > 0 {
 		return nil
 	}
 	var req kmsg.Request

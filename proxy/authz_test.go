@@ -101,6 +101,23 @@ func wantCodes(t *testing.T, what string, got, want map[string]int16) {
 	}
 }
 
+// fetchReq is a Fetch v12 of each topic's partition 0 from its start, up
+// to 1 MiB.
+func fetchReq(topics ...string) *kmsg.FetchRequest {
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version = 12
+	fetch.ReplicaID, fetch.MaxWaitMillis, fetch.MaxBytes, fetch.SessionEpoch = -1, 50, 1<<20, -1
+	for _, n := range topics {
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = n
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LastFetchedEpoch, fp.LogStartOffset = 1<<20, -1, -1, -1
+		ft.Partitions = append(ft.Partitions, fp)
+		fetch.Topics = append(fetch.Topics, ft)
+	}
+	return fetch
+}
+
 // upstreamRecords counts the records kc holds in topic's partition 0,
 // read directly, around the proxy.
 func upstreamRecords(t *testing.T, ctx context.Context, kc *kfake.Cluster, topic string) int64 {
@@ -168,17 +185,7 @@ func TestACLEnforced(t *testing.T) {
 			}
 
 			// Fetch: b is read, c refused in place.
-			fetch := kmsg.NewPtrFetchRequest()
-			fetch.Version = 12
-			fetch.ReplicaID, fetch.MaxWaitMillis, fetch.MaxBytes, fetch.SessionEpoch = -1, 50, 1<<20, -1
-			for _, n := range []string{"c", "b"} {
-				ft := kmsg.NewFetchRequestTopic()
-				ft.Topic = n
-				fp := kmsg.NewFetchRequestTopicPartition()
-				fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LastFetchedEpoch, fp.LogStartOffset = 1<<20, -1, -1, -1
-				ft.Partitions = append(ft.Partitions, fp)
-				fetch.Topics = append(fetch.Topics, ft)
-			}
+			fetch := fetchReq("c", "b")
 			fcodes := map[string]int16{}
 			for _, ft := range do(fetch).(*kmsg.FetchResponse).Topics {
 				fcodes[ft.Topic] = ft.Partitions[0].ErrorCode

@@ -292,9 +292,10 @@ func (c *conn) enableSplice() {
 	_, clientTCP := c.client.(*net.TCPConn)
 	_, upTCP := c.up.(*net.TCPConn)
 	c.splice = clientTCP && upTCP && !c.p.noSplice
-	// A request is read whole when ACLs are enforced: every topic it
-	// names is checked before any of it is forwarded.
-	c.streamReq = !c.p.noSplice && c.p.authz == nil
+	// With ACLs, only a request its head shows allowed streams
+	// (headAllowed): every topic it names is checked before any of it
+	// is forwarded.
+	c.streamReq = !c.p.noSplice
 	c.streamResp = !c.p.noSplice
 }
 

@@ -206,7 +206,7 @@ func (c *conn) parseRequest(buf *wire.Buf) (*request, error) {
 // request its precise error.
 func (c *conn) spliceable(head *wire.Buf, size int32) *request {
 	h, err := wire.ParseRequestHeader(head.B)
-	if err != nil || h.Key != keyProduce || !c.p.served(h) {
+	if err != nil || h.Key != keyProduce || !c.p.served(h) || !c.headAllowed(h, head.B, size) {
 		return nil
 	}
 	if c.mode == ordering.None {

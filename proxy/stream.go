@@ -35,9 +35,12 @@ const streamChunk = 1 << 20
 
 // streamable reports whether r's response, of size bytes after its length
 // prefix, may be streamed: the proxy rewrites nothing in it but, in a Fetch
-// from v16 on, the endpoints that end it (walked, fetchstream.go).
+// from v16 on, the endpoints that end it (walked, fetchstream.go). An
+// answer the ACLs let through untouched streams as without them.
 func (c *conn) streamable(r *request, size int32) bool {
-	if !c.streamResp || size < streamMin || r.noResp || r.forcedAck {
+	if !c.streamResp || size < streamMin || r.noResp || r.forcedAck || r.fix != nil {
+		// A Fix completes the decoded answer (authz.go): the
+		// refusals of what was left out, what the client may not see.
 		return false
 	}
 	key, version := r.hdr.Key, r.hdr.Version

@@ -129,7 +129,7 @@ func (c *conn) unreadable(head []byte, size int32) (r *request, foreign bool) {
 		return nil, false
 	}
 	acks, _, err := produceAcks(head[h.Body:], h.Version, h.Flexible())
-	if err != nil || acks == 0 {
+	if err != nil || acks == 0 || !c.headAllowed(h, head, size) {
 		return nil, false
 	}
 	c.mu.Lock()
