@@ -28,6 +28,8 @@ type pipelineOutcome struct {
 	sent     int
 	answered int
 	err      error
+	// longest is the longest the client waited for an answer.
+	longest time.Duration
 	// goroutines is every goroutine's stack at the moment the proxy was
 	// found silent, to show where the owed answer is held.
 	goroutines string
@@ -100,7 +102,8 @@ func pipelineWrites(addr string, frames [][]byte) pipelineOutcome {
 	}
 	var head [8]byte
 	for i := range frames {
-		c.SetReadDeadline(time.Now().Add(answerSilence))
+		asked := time.Now()
+		c.SetReadDeadline(asked.Add(answerSilence))
 		if _, err := io.ReadFull(c, head[:]); err != nil {
 			return fail(err)
 		}
@@ -110,6 +113,7 @@ func pipelineWrites(addr string, frames [][]byte) pipelineOutcome {
 		if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(head[:]))-4); err != nil {
 			return fail(err)
 		}
+		out.longest = max(out.longest, time.Since(asked))
 		out.answered++
 	}
 	return out
@@ -198,6 +202,11 @@ observe:
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	var longest time.Duration
+	for _, o := range outcomes {
+		longest = max(longest, o.longest)
+	}
+	t.Logf("the longest wait for an answer: %s of the %s allowed", longest.Round(time.Millisecond), answerSilence)
 	for _, o := range outcomes {
 		if o.answered == o.sent {
 			continue
