@@ -127,12 +127,11 @@ func TestAnySinglePipelineIsAnsweredOrClosed(t *testing.T) {
 				c.MaxRequestSize = maxFrame
 				c.ReadTimeout = readTimeout
 			})
-			deadline := time.Now().Add(20 * time.Second)
 			pipelines := make([][][]byte, clients)
 			for i := range pipelines {
 				pipelines[i] = singleMix(rng, 20+rng.IntN(40), int(maxFrame), partitions, budget)
 			}
-			closed, asked := runBeside(t, p, pipelines, deadline)
+			closed, asked := runBeside(t, p, pipelines)
 			waits, waited := p.Stats().MemoryWaits, p.Stats().MemoryWaited
 			t.Logf("%d pipelines, %d closed, %d ApiVersions answered meanwhile; %d waits for memory, %s in all", clients, closed, asked, waits, waited)
 		})

@@ -2,11 +2,14 @@ package proxy_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +28,21 @@ type pipelineOutcome struct {
 	sent     int
 	answered int
 	err      error
+	// longest is the longest the client waited for an answer.
+	longest time.Duration
+	// goroutines is every goroutine's stack at the moment the proxy was
+	// found silent, to show where the owed answer is held.
+	goroutines string
 }
+
+// answerSilence is how long a pipelining client waits for its next answer
+// before it holds the proxy stalled: several times the longest wait the
+// proxy itself bounds (the response wait, 2 s in these tests, and the
+// read timeout, 5 s), each of which ends in an answer or a close. It is
+// per answer, not per pipeline, so a pipeline of many large answers on a
+// loaded machine under the race detector is not failed for its length,
+// and a request neither answered nor closed still is.
+const answerSilence = 20 * time.Second
 
 // writeMix returns a pipeline of n writes (Produce with acks -1 and
 // OffsetCommit, on a few partitions, small and large) whose frames stay
@@ -59,15 +76,16 @@ func writeMix(rng *rand.Rand, n, maxFrame int) [][]byte {
 
 // pipelineWrites writes frames on a connection of its own to addr and reads
 // the responses, which must come in order, until all are answered, the
-// proxy closes the connection, or the deadline passes.
-func pipelineWrites(addr string, frames [][]byte, deadline time.Time) pipelineOutcome {
+// proxy closes the connection, or it leaves the client without an answer
+// for answerSilence. The writer needs no deadline of its own: closing the
+// connection on return ends it.
+func pipelineWrites(addr string, frames [][]byte) pipelineOutcome {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		return pipelineOutcome{err: err}
 	}
 	defer c.Close()
 	out := pipelineOutcome{client: c.LocalAddr().String(), sent: len(frames)}
-	c.SetDeadline(deadline)
 	go func() {
 		for _, f := range frames {
 			if _, err := c.Write(f); err != nil {
@@ -75,23 +93,37 @@ func pipelineWrites(addr string, frames [][]byte, deadline time.Time) pipelineOu
 			}
 		}
 	}()
+	fail := func(err error) pipelineOutcome {
+		out.err = err
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			out.goroutines = goroutineDump()
+		}
+		return out
+	}
 	var head [8]byte
 	for i := range frames {
+		asked := time.Now()
+		c.SetReadDeadline(asked.Add(answerSilence))
 		if _, err := io.ReadFull(c, head[:]); err != nil {
-			out.err = err
-			return out
+			return fail(err)
 		}
 		if got, want := binary.BigEndian.Uint32(head[4:]), uint32(i+1); got != want {
-			out.err = fmt.Errorf("response %d where %d was owed", got, want)
-			return out
+			return fail(fmt.Errorf("response %d where %d was owed", got, want))
 		}
 		if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(head[:]))-4); err != nil {
-			out.err = err
-			return out
+			return fail(err)
 		}
+		out.longest = max(out.longest, time.Since(asked))
 		out.answered++
 	}
 	return out
+}
+
+// goroutineDump is every goroutine's stack, the proxy's among them.
+func goroutineDump() string {
+	var b strings.Builder
+	pprof.Lookup("goroutine").WriteTo(&b, 2)
+	return b.String()
 }
 
 var budgetSeed = flag.Uint64("budget-seed", 0, "seed of TestAnyPipelineIsAnsweredOrClosed's rounds; 0 takes one from the clock")
@@ -129,12 +161,11 @@ func TestAnyPipelineIsAnsweredOrClosed(t *testing.T) {
 				c.MaxRequestSize, c.MaxResponseSize = maxFrame, maxFrame
 				c.ReadTimeout = readTimeout
 			})
-			deadline := time.Now().Add(20 * time.Second)
 			pipelines := make([][][]byte, clients)
 			for i := range pipelines {
 				pipelines[i] = writeMix(rng, 40+rng.IntN(80), int(maxFrame))
 			}
-			closed, asked := runBeside(t, p, pipelines, deadline)
+			closed, asked := runBeside(t, p, pipelines)
 			waits, waited := p.Stats().MemoryWaits, p.Stats().MemoryWaited
 			t.Logf("%d pipelines, %d closed, %d ApiVersions answered meanwhile; %d waits for memory, %s in all", clients, closed, asked, waits, waited)
 		})
@@ -146,7 +177,7 @@ func TestAnyPipelineIsAnsweredOrClosed(t *testing.T) {
 // and holds every pipeline to being answered whole or closed by the proxy
 // with a reason in the log. It gives how many were closed and how many
 // ApiVersions were answered meanwhile.
-func runBeside(t *testing.T, p *testProxy, pipelines [][][]byte, deadline time.Time) (closed, asked int) {
+func runBeside(t *testing.T, p *testProxy, pipelines [][][]byte) (closed, asked int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	outcomes := make([]pipelineOutcome, len(pipelines))
@@ -154,7 +185,7 @@ func runBeside(t *testing.T, p *testProxy, pipelines [][][]byte, deadline time.T
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outcomes[i] = pipelineWrites(p.Addr(), pipelines[i], deadline)
+			outcomes[i] = pipelineWrites(p.Addr(), pipelines[i])
 		}()
 	}
 	done := make(chan struct{})
@@ -171,12 +202,20 @@ observe:
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	var longest time.Duration
+	for _, o := range outcomes {
+		longest = max(longest, o.longest)
+	}
+	t.Logf("the longest wait for an answer: %s of the %s allowed", longest.Round(time.Millisecond), answerSilence)
 	for _, o := range outcomes {
 		if o.answered == o.sent {
 			continue
 		}
 		if o.client == "" || o.err == nil || !strings.Contains(o.err.Error(), "EOF") && !strings.Contains(o.err.Error(), "reset") {
 			t.Errorf("client %s: %d of %d answered, then %v: neither all answered nor closed by the proxy", o.client, o.answered, o.sent, o.err)
+			if o.goroutines != "" {
+				t.Errorf("goroutines when client %s found the proxy silent for %s:\n%s", o.client, answerSilence, o.goroutines)
+			}
 			continue
 		}
 		closed++
