@@ -322,7 +322,9 @@ func skipProduceResponsePartition(r *kbin.Reader, version int16, flexible bool) 
 	}
 }
 
-func skipFetchResponsePartition(r *kbin.Reader, version int16, flexible bool) {
+// skipFetchResponsePartition skips one partition of a Fetch response and
+// returns its records (aliasing r's source; nil when null).
+func skipFetchResponsePartition(r *kbin.Reader, version int16, flexible bool) []byte {
 	r.Span(4 + 2 + 8) // partition, error code, high watermark
 	if version >= 4 {
 		r.Int64() // last stable offset
@@ -334,7 +336,7 @@ func skipFetchResponsePartition(r *kbin.Reader, version int16, flexible bool) {
 		aborted := arrayLen(r, flexible)
 		if !r.Ok() || tooShort(aborted, 16, r) {
 			bad(r)
-			return
+			return nil
 		}
 		for ; aborted > 0 && r.Ok(); aborted-- {
 			r.Span(8 + 8) // producer id, first offset
@@ -346,10 +348,11 @@ func skipFetchResponsePartition(r *kbin.Reader, version int16, flexible bool) {
 	if version >= 11 {
 		r.Int32() // preferred read replica
 	}
-	skipNullableBytes(r, flexible) // records, never copied
+	recs := spanNullableBytes(r, flexible) // never copied
 	if flexible {
 		skipStructTags(r, fetchPartitionTag)
 	}
+	return recs
 }
 
 // producePartitionTag returns the fixed size of a known Produce partition
