@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/inorder-proxy/inorder/audit"
@@ -43,6 +44,7 @@ type auditEvent struct {
 	ClientID   string `json:"client_id"`
 	Connection uint64 `json:"connection"`
 	Listener   string `json:"listener"`
+	APIVersion int16  `json:"api_version"`
 	Resources  []struct {
 		Type       string `json:"resource_type"`
 		Name       string `json:"resource_name"`
@@ -57,6 +59,7 @@ type auditEvent struct {
 			Records   int64  `json:"records"`
 			Bytes     int64  `json:"bytes"`
 			Committed *int64 `json:"committed_offset"`
+			Fetch     *int64 `json:"fetch_offset"`
 		} `json:"partitions"`
 	} `json:"resources"`
 }
@@ -786,6 +789,200 @@ func TestAuditProduceAllocs(t *testing.T) {
 			// a name per partition were dozens.
 			if allocs > 2 {
 				t.Fatalf("an audited Produce to 12 partitions allocates %v times", allocs)
+			}
+		})
+	}
+}
+
+// fetchedPart is what an audit event should say of a partition a Fetch
+// read, taken from the response the client got.
+type fetchedPart struct {
+	fetch, first, last, records, bytes int64
+	code                               int16
+}
+
+// TestAuditFetchNamesWhatWasRead: a consumer fetching three partitions of
+// two topics, by name (v12) and by topic id (v13), gets events naming
+// them with the offsets asked and the batches read, as the client decodes
+// its response; in summary mode the summary adds them up.
+func TestAuditFetchNamesWhatWasRead(t *testing.T) {
+	for _, dataPath := range []string{config.AuditDataPathRequest, config.AuditDataPathSummary} {
+		t.Run(dataPath, func(t *testing.T) {
+			kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "fa"), kfake.SeedTopics(1, "fb"))
+			p, stop := auditedProxy(t, kc, config.OrderingNone, config.TopologyPorts, dataPath)
+			ctx := testContext(t, 30*time.Second)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()),
+				kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			// fa's records one per produce, so that a fetch returns several
+			// batches, the last offset from the last one; fb's in one
+			// produce, one batch whose last offset is its base's plus a
+			// delta.
+			for _, tp := range []struct {
+				topic string
+				part  int32
+				n     int
+			}{{"fa", 0, 3}, {"fa", 1, 2}} {
+				for i := range tp.n {
+					if err := cl.ProduceSync(ctx, &kgo.Record{Topic: tp.topic, Partition: tp.part, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			var fb []*kgo.Record
+			for i := range 4 {
+				fb = append(fb, &kgo.Record{Topic: "fb", Partition: 0, Value: []byte{byte(i)}})
+			}
+			if err := cl.ProduceSync(ctx, fb...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			meta := kmsg.NewPtrMetadataRequest()
+			for _, name := range []string{"fa", "fb"} {
+				mt := kmsg.NewMetadataRequestTopic()
+				mt.Topic = kmsg.StringPtr(name)
+				meta.Topics = append(meta.Topics, mt)
+			}
+			mresp, err := meta.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := map[string][16]byte{}
+			for _, mt := range mresp.Topics {
+				ids[*mt.Topic] = mt.TopicID
+			}
+
+			asked := map[string]map[int32]int64{"fa": {0: 1, 1: 0}, "fb": {0: 2}}
+			want := map[string]map[int32]fetchedPart{} // by the name the event gives
+			for _, version := range []int16{12, 13} {
+				req := kmsg.NewPtrFetchRequest()
+				req.SetVersion(version)
+				req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 100, 1, 1<<20
+				for _, name := range []string{"fa", "fb"} {
+					ft := kmsg.NewFetchRequestTopic()
+					ft.Topic, ft.TopicID = name, ids[name]
+					for _, part := range []int32{0, 1} {
+						if off, ok := asked[name][part]; ok {
+							fp := kmsg.NewFetchRequestTopicPartition()
+							fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = part, off, 1<<20
+							ft.Partitions = append(ft.Partitions, fp)
+						}
+					}
+					req.Topics = append(req.Topics, ft)
+				}
+				// kgo sends a request at the highest version both ends
+				// know: a client of its own pins the version.
+				vs := kversion.Stable()
+				vs.SetMaxKeyVersion(int16(kmsg.Fetch), version)
+				pinned, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()), kgo.MaxVersions(vs))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := req.RequestWith(ctx, pinned)
+				pinned.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.Version != version {
+					t.Fatalf("fetched at v%d, not v%d", resp.Version, version)
+				}
+				for _, rt := range resp.Topics {
+					name := rt.Topic
+					if version >= 13 {
+						for n, id := range ids {
+							if id == rt.TopicID {
+								name = n
+							}
+						}
+					}
+					event := name
+					if version >= 13 {
+						id := ids[name]
+						event = base64.RawURLEncoding.EncodeToString(id[:])
+					}
+					if want[event] == nil {
+						want[event] = map[int32]fetchedPart{}
+					}
+					for _, rp := range rt.Partitions {
+						got := fetchedPart{fetch: asked[name][rp.Partition], first: -1, last: -1, bytes: int64(len(rp.RecordBatches)), code: rp.ErrorCode}
+						for b := rp.RecordBatches; len(b) > 0; {
+							var batch kmsg.RecordBatch
+							if err := batch.ReadFrom(b); err != nil {
+								t.Fatal(err)
+							}
+							if got.first < 0 {
+								got.first = batch.FirstOffset
+							}
+							got.last = batch.FirstOffset + int64(batch.LastOffsetDelta)
+							got.records += int64(batch.NumRecords)
+							b = b[12+int(batch.Length):]
+						}
+						if got.code != 0 || got.records == 0 {
+							t.Fatalf("fetch v%d of %s/%d: %+v", version, name, rp.Partition, got)
+						}
+						want[event][rp.Partition] = got
+					}
+				}
+			}
+			cl.Close()
+
+			seen := map[string]map[int32]fetchedPart{}
+			fetches := 0
+			for _, e := range stop() {
+				isFetch := e.APIKey == "Fetch"
+				if e.Type == "io.inorder.audit.summary" {
+					isFetch = false
+					for _, r := range e.Resources {
+						isFetch = isFetch || r.APIKey == "Fetch"
+					}
+				}
+				if !isFetch {
+					continue
+				}
+				fetches++
+				for _, r := range e.Resources {
+					if r.Type != "Topic" || e.Type == "io.inorder.audit.summary" && r.APIKey != "Fetch" {
+						continue
+					}
+					if seen[r.Name] == nil {
+						seen[r.Name] = map[int32]fetchedPart{}
+					}
+					for _, part := range r.Partitions {
+						got := fetchedPart{fetch: -1, first: -1, last: -1, records: part.Records, bytes: part.Bytes, code: part.ErrorCode}
+						if part.Fetch != nil {
+							got.fetch = *part.Fetch
+						}
+						if part.First != nil {
+							got.first = *part.First
+						}
+						if part.Last != nil {
+							got.last = *part.Last
+						}
+						if dataPath == config.AuditDataPathSummary {
+							got.fetch = want[r.Name][part.Partition].fetch // a summary has no fetch offset
+							if part.Fetch != nil {
+								t.Errorf("summary of %s/%d with a fetch offset", r.Name, part.Partition)
+							}
+						}
+						if was, dup := seen[r.Name][part.Partition]; dup {
+							if dataPath == config.AuditDataPathRequest {
+								t.Errorf("%s/%d recorded twice", r.Name, part.Partition)
+							}
+							// The summaries of two intervals.
+							got.first, got.last = min(got.first, was.first), max(got.last, was.last)
+							got.records, got.bytes = got.records+was.records, got.bytes+was.bytes
+						}
+						seen[r.Name][part.Partition] = got
+					}
+				}
+			}
+			if dataPath == config.AuditDataPathRequest && fetches != 2 || fetches < 1 {
+				t.Errorf("%d fetch events", fetches)
+			}
+			if len(seen) != 4 || fmt.Sprint(seen) != fmt.Sprint(want) {
+				t.Errorf("events say\n%v\nthe client got\n%v", seen, want)
 			}
 		})
 	}
