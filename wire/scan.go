@@ -94,6 +94,7 @@ type topicWalk struct {
 	flexible bool
 	byID     bool  // topics are named by id
 	partMin  int64 // kmsg's minimum size of one partition
+	more     bool  // fields follow the topics (a Fetch's): the walk ends at them
 	topics   int32 // topics not yet started
 	parts    int32 // partitions of the current topic not yet read
 	inTopic  bool
@@ -130,7 +131,7 @@ func (w *topicWalk) nextPartition() bool {
 			}
 		}
 		if w.topics == 0 {
-			if w.flexible {
+			if w.flexible && !w.more {
 				skipTags(r)
 			}
 			w.done = true

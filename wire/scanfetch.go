@@ -19,19 +19,14 @@ type Fetching struct {
 // the same partitions (checked by FuzzScanFetchRequest). The zero value is
 // ready for Reset; Reset with a nil body lets the last body go.
 type FetchScan struct {
-	r        kbin.Reader
-	version  int16
-	flexible bool
-	topics   int32
-	parts    int32
-	inTopic  bool
-	err      error
-	cur      Fetching
+	topicWalk
+	version int16
 }
 
 // Reset starts a scan of body, a Fetch request body at version.
 func (s *FetchScan) Reset(body []byte, version int16) {
-	*s = FetchScan{r: kbin.Reader{Src: body}, version: version, flexible: Flexible(fetchKey, version)}
+	// A partition is at least its number, fetch offset and maximum bytes.
+	*s = FetchScan{topicWalk: topicWalk{r: kbin.Reader{Src: body}, flexible: Flexible(fetchKey, version), byID: version >= topicIDFrom, partMin: 4 + 8 + 4, more: true}, version: version}
 	r := &s.r
 	if version <= 14 {
 		r.Int32() // replica id
@@ -46,79 +41,33 @@ func (s *FetchScan) Reset(body []byte, version int16) {
 	if version >= 7 {
 		r.Span(4 + 4) // session id, epoch
 	}
-	n := arrayLen(r, s.flexible)
-	if !r.Ok() {
-		s.fail()
-		return
-	}
-	s.topics = max(n, 0)
+	_ = s.startTopics() // a failure is Err's
 }
 
 // Next returns the next partition asked for, or false at the end of the
 // topics or on an error (see Err).
 func (s *FetchScan) Next() (Fetching, bool) {
-	r := &s.r
-	for s.err == nil {
-		if s.parts > 0 {
-			s.parts--
-			s.cur.Partition = r.Int32()
-			if s.version >= 9 {
-				r.Int32() // current leader epoch
-			}
-			s.cur.FetchOffset = r.Int64()
-			if s.version >= 12 {
-				r.Int32() // last fetched epoch
-			}
-			if s.version >= 5 {
-				r.Int64() // log start offset
-			}
-			r.Int32() // partition max bytes
-			if s.flexible {
-				skipTags(r)
-			}
-			if !r.Ok() {
-				s.fail()
-				break
-			}
-			return s.cur, true
-		}
-		if s.inTopic {
-			s.inTopic = false
-			if s.flexible {
-				skipTags(r)
-			}
-		}
-		if s.topics == 0 {
-			if !r.Ok() {
-				s.fail()
-			}
-			break
-		}
-		s.topics--
-		s.cur = Fetching{}
-		if s.version >= topicIDFrom {
-			s.cur.TopicID = r.Uuid()
-		} else {
-			s.cur.Topic = readString(r, s.flexible)
-		}
-		n := arrayLen(r, s.flexible)
-		if !r.Ok() {
-			s.fail()
-			break
-		}
-		s.parts = max(n, 0)
-		s.inTopic = true
+	if !s.nextPartition() {
+		return Fetching{}, false
 	}
-	return Fetching{}, false
-}
-
-// Err returns ErrCannotScan if the body did not scan; it is final only
-// once Next has returned false.
-func (s *FetchScan) Err() error { return s.err }
-
-func (s *FetchScan) fail() {
-	s.err = ErrCannotScan
-	s.topics, s.parts = 0, 0
+	r := &s.r
+	part := r.Int32()
+	if s.version >= 9 {
+		r.Int32() // current leader epoch
+	}
+	offset := r.Int64()
+	if s.version >= 12 {
+		r.Int32() // last fetched epoch
+	}
+	if s.version >= 5 {
+		r.Int64() // log start offset
+	}
+	r.Int32() // partition max bytes
+	p, ok := s.endPartition()
+	if !ok {
+		return Fetching{}, false
+	}
+	return Fetching{Topic: p.Topic, TopicID: p.TopicID, Partition: part, FetchOffset: offset}, true
 }
 
 // Fetched is one partition of a Fetch response: the error the client got,
