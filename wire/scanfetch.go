@@ -90,21 +90,21 @@ type Fetched struct {
 // checks the body to its end. The zero value is ready for Reset; Reset
 // with a nil body lets the last body go.
 type FetchedScan struct {
-	r        kbin.Reader
+	topicWalk
 	body     []byte
 	version  int16
-	flexible bool
-	topics   int32
-	parts    int32
-	inTopic  bool
-	done     bool
-	err      error
-	cur      Fetched
+	finished bool // the response's tags, after the topics, were read
 }
 
 // Reset starts a scan of body, a Fetch response body at version.
 func (s *FetchedScan) Reset(body []byte, version int16) {
-	*s = FetchedScan{r: kbin.Reader{Src: body}, body: body, version: version, flexible: Flexible(fetchKey, version)}
+	p := fetchResponsePartitions
+	partMin := p.min
+	if version >= p.later {
+		partMin = p.minLater
+	}
+	*s = FetchedScan{topicWalk: topicWalk{r: kbin.Reader{Src: body}, flexible: Flexible(fetchKey, version), byID: version >= topicIDFrom, partMin: partMin, more: true},
+		body: body, version: version}
 	r := &s.r
 	if version >= 1 {
 		r.Int32() // throttle
@@ -112,73 +112,32 @@ func (s *FetchedScan) Reset(body []byte, version int16) {
 	if version >= 7 {
 		r.Span(2 + 4) // error code, session id
 	}
-	n := arrayLen(r, s.flexible)
-	if !r.Ok() || tooShort(n, 2, r) || version >= topicIDFrom && tooShort(n, 18, r) {
-		s.fail()
-		return
-	}
-	s.topics = max(n, 0)
+	_ = s.startTopics() // a failure is Err's
 }
 
 // Next returns the next partition of the response, or false at its end or
 // on an error (see Err).
 func (s *FetchedScan) Next() (Fetched, bool) {
-	r := &s.r
-	for s.err == nil && !s.done {
-		if s.parts > 0 {
-			s.parts--
-			if len(r.Src) < 4+2+8 {
-				s.fail()
-				break
-			}
-			head := kbin.Reader{Src: r.Src[:4+2+8]}
-			s.cur.Partition = head.Int32()
-			s.cur.ErrorCode = head.Int16()
-			s.cur.HighWatermark = head.Int64()
-			s.cur.Records = skipFetchResponsePartition(r, s.version, s.flexible)
-			if !r.Ok() {
-				s.fail()
-				break
-			}
-			return s.cur, true
-		}
-		if s.inTopic {
-			s.inTopic = false
-			if s.flexible {
-				skipTags(r)
-			}
-		}
-		if s.topics == 0 {
-			s.done = true
-			if _, err := responseTags(r, s.body, s.flexible); err != nil {
+	if !s.nextPartition() {
+		if s.done && s.err == nil && !s.finished {
+			s.finished = true
+			if _, err := responseTags(&s.r, s.body, s.flexible); err != nil {
 				s.fail()
 			}
-			break
 		}
-		s.topics--
-		s.cur = Fetched{}
-		if s.version >= topicIDFrom {
-			s.cur.TopicID = r.Uuid()
-		} else {
-			s.cur.Topic = readString(r, s.flexible)
-		}
-		p := fetchResponsePartitions
-		n := arrayLen(r, s.flexible)
-		if !r.Ok() || tooShort(n, p.min, r) || s.version >= p.later && tooShort(n, p.minLater, r) {
-			s.fail()
-			break
-		}
-		s.parts = max(n, 0)
-		s.inTopic = true
+		return Fetched{}, false
 	}
-	return Fetched{}, false
-}
-
-// Err returns ErrCannotScan if the body did not scan; it is final only
-// once Next has returned false.
-func (s *FetchedScan) Err() error { return s.err }
-
-func (s *FetchedScan) fail() {
-	s.err = ErrCannotScan
-	s.topics, s.parts = 0, 0
+	r := &s.r
+	if len(r.Src) < 4+2+8 {
+		s.fail()
+		return Fetched{}, false
+	}
+	head := kbin.Reader{Src: r.Src[:4+2+8]}
+	f := Fetched{Topic: s.cur.Topic, TopicID: s.cur.TopicID, Partition: head.Int32(), ErrorCode: head.Int16(), HighWatermark: head.Int64()}
+	f.Records = skipFetchResponsePartition(r, s.version, s.flexible)
+	if !r.Ok() {
+		s.fail()
+		return Fetched{}, false
+	}
+	return f, true
 }
