@@ -699,6 +699,37 @@ func auditBatch(n int32, size int) []byte {
 	return b
 }
 
+// recordTwice records the exchange of frame and respFrame twice on one
+// connection, the second time with what the first pooled, and returns
+// the two requests recorded.
+func recordTwice(t *testing.T, p *testProxy, cfg *config.Config, frame, respFrame []byte) []audit.Request {
+	t.Helper()
+	rec := &recorded{}
+	once, err := proxy.AuditExchange(p.Proxy, cfg, rec, frame, respFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	once()
+	once()
+	if len(rec.reqs) != 2 {
+		t.Fatalf("%d requests recorded, want 2", len(rec.reqs))
+	}
+	return rec.reqs
+}
+
+// auditAllocs is what recording the exchange of frame and respFrame into
+// a trail allocates per request.
+func auditAllocs(t *testing.T, p *testProxy, cfg *config.Config, frame, respFrame []byte) float64 {
+	t.Helper()
+	trail := audit.New(audit.Options{DataPath: audit.DataPathRequest}, audit.NewQueue(audit.QueueOptions{}, &discardSink{}))
+	defer trail.Shutdown(context.Background())
+	run, err := proxy.AuditExchange(p.Proxy, cfg, trail, frame, respFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testing.AllocsPerRun(200, run)
+}
+
 // TestAuditProduceAllocs: per-request auditing of a Produce to 12
 // partitions, recorded into a trail, allocates a few times per request
 // (its encoded event, the queue's bookkeeping), not per partition: the
@@ -742,17 +773,7 @@ func TestAuditProduceAllocs(t *testing.T) {
 			respFrame = resp.AppendTo(respFrame)
 			binary.BigEndian.PutUint32(respFrame, uint32(len(respFrame)-4))
 
-			rec := &recorded{}
-			once, err := proxy.AuditExchange(p.Proxy, cfg, rec, frame, respFrame)
-			if err != nil {
-				t.Fatal(err)
-			}
-			once()
-			once()
-			if len(rec.reqs) != 2 {
-				t.Fatalf("%d requests recorded, want 2", len(rec.reqs))
-			}
-			for _, q := range rec.reqs {
+			for _, q := range recordTwice(t, p, cfg, frame, respFrame) {
 				if q.ClientID != "producer-1" || len(q.Resources) != 3 {
 					t.Fatalf("produce recorded as %+v", q)
 				}
@@ -776,14 +797,7 @@ func TestAuditProduceAllocs(t *testing.T) {
 			if raceEnabled {
 				return // allocation counts differ under the race detector (sync.Pool drops items at random)
 			}
-			sink := &discardSink{}
-			trail := audit.New(audit.Options{DataPath: audit.DataPathRequest}, audit.NewQueue(audit.QueueOptions{}, sink))
-			defer trail.Shutdown(context.Background())
-			run, err := proxy.AuditExchange(p.Proxy, cfg, trail, frame, respFrame)
-			if err != nil {
-				t.Fatal(err)
-			}
-			allocs := testing.AllocsPerRun(200, run)
+			allocs := auditAllocs(t, p, cfg, frame, respFrame)
 			// The encoded event's copy the queue keeps, and its growth now
 			// and then: where a decoded response, the request's state and
 			// a name per partition were dozens.
@@ -1041,17 +1055,7 @@ func TestAuditFetchAllocs(t *testing.T) {
 	for _, version := range []int16{12, 13} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
 			frame, respFrame, req := fetchExchange(version)
-			rec := &recorded{}
-			once, err := proxy.AuditExchange(p.Proxy, cfg, rec, frame, respFrame)
-			if err != nil {
-				t.Fatal(err)
-			}
-			once()
-			once()
-			if len(rec.reqs) != 2 {
-				t.Fatalf("%d requests recorded, want 2", len(rec.reqs))
-			}
-			for _, q := range rec.reqs {
+			for _, q := range recordTwice(t, p, cfg, frame, respFrame) {
 				if q.ClientID != "consumer-1" || len(q.Resources) != 3 {
 					t.Fatalf("fetch recorded as %+v", q)
 				}
@@ -1076,14 +1080,7 @@ func TestAuditFetchAllocs(t *testing.T) {
 			if raceEnabled {
 				return // allocation counts differ under the race detector (sync.Pool drops items at random)
 			}
-			sink := &discardSink{}
-			trail := audit.New(audit.Options{DataPath: audit.DataPathRequest}, audit.NewQueue(audit.QueueOptions{}, sink))
-			defer trail.Shutdown(context.Background())
-			run, err := proxy.AuditExchange(p.Proxy, cfg, trail, frame, respFrame)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if allocs := testing.AllocsPerRun(200, run); allocs > 2 {
+			if allocs := auditAllocs(t, p, cfg, frame, respFrame); allocs > 2 {
 				t.Fatalf("an audited Fetch of 12 partitions allocates %v times", allocs)
 			}
 		})
