@@ -27,7 +27,9 @@ package proxy
 // A Fetch's partitions and fetch offsets are scanned from its request
 // (wire.FetchScan) and what it returned from its response (wire.FetchedScan,
 // the records skipped by their lengths, the offsets read from the record
-// batches' headers), in both modes, decoding neither. An
+// batches' headers), in both modes, decoding neither; a response streamed
+// to the client (stream.go) is never in memory, so its event keeps the
+// request's partitions alone. An
 // event's request state is pooled with its slices, and the topic names and
 // client id a connection repeats are kept per connection, so that an
 // audited Produce allocates little beyond its encoded event.
