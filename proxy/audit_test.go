@@ -1114,3 +1114,61 @@ func BenchmarkAuditFetch(b *testing.B) {
 		})
 	}
 }
+
+// TestAuditFetchStreamed: a Fetch response large enough to be streamed to
+// the client is never whole in memory; its event names the partition and
+// the offset asked, and claims nothing of what was returned.
+func TestAuditFetchStreamed(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "big"))
+	p, stop := auditedProxy(t, kc, config.OrderingNone, config.TopologyPorts, config.AuditDataPathRequest)
+	ctx := testContext(t, 30*time.Second)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()),
+		kgo.ProducerLinger(0), kgo.DefaultProduceTopic("big"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 64<<10)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 100, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "big"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(int16(kmsg.Fetch), 12)
+	pinned, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()), kgo.MaxVersions(vs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := req.RequestWith(ctx, pinned)
+	pinned.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || len(resp.Topics[0].Partitions[0].RecordBatches) < 64<<10 {
+		t.Fatalf("the client got %d topics, not one partition of 64 KiB", len(resp.Topics))
+	}
+	cl.Close()
+	fetches := 0
+	for _, e := range stop() {
+		if e.APIKey != "Fetch" {
+			continue
+		}
+		fetches++
+		if len(e.Resources) != 1 || e.Resources[0].Name != "big" || len(e.Resources[0].Partitions) != 1 {
+			t.Fatalf("streamed fetch recorded as %+v", e)
+		}
+		part := e.Resources[0].Partitions[0]
+		if part.Partition != 0 || part.Fetch == nil || *part.Fetch != 0 || part.First != nil || part.Last != nil || part.Bytes != 0 || part.Records != 0 {
+			t.Errorf("streamed fetch's partition recorded as %+v", part)
+		}
+	}
+	if fetches != 1 {
+		t.Errorf("%d fetch events, want 1", fetches)
+	}
+}
