@@ -1003,10 +1003,10 @@ func TestAuditFetchNamesWhatWasRead(t *testing.T) {
 }
 
 // fetchExchange is a Fetch of 12 partitions of three topics and its
-// response, each partition returning two batches of 64 KiB: the first at
+// response, each partition returning two batches of size bytes: the first at
 // offset 1000*topic+100*partition holding 10 records, the second 5 further
 // on holding 5.
-func fetchExchange(version int16) (frame, respFrame []byte, req *kmsg.FetchRequest) {
+func fetchExchange(version int16, size int) (frame, respFrame []byte, req *kmsg.FetchRequest) {
 	req = kmsg.NewPtrFetchRequest()
 	req.SetVersion(version)
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes = -1, 500, 1
@@ -1022,7 +1022,7 @@ func fetchExchange(version int16) (frame, respFrame []byte, req *kmsg.FetchReque
 			rp := kmsg.NewFetchRequestTopicPartition()
 			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = pi, first+3, 1<<20
 			rt.Partitions = append(rt.Partitions, rp)
-			a, b := auditBatch(10, 64<<10), auditBatch(5, 64<<10)
+			a, b := auditBatch(10, size), auditBatch(5, size)
 			binary.BigEndian.PutUint64(a, uint64(first))
 			binary.BigEndian.PutUint32(a[23:], 9)
 			binary.BigEndian.PutUint64(b, uint64(first+10))
@@ -1054,7 +1054,7 @@ func TestAuditFetchAllocs(t *testing.T) {
 	cfg := &config.Config{Audit: config.Audit{AuditDataPath: config.AuditDataPathRequest}}
 	for _, version := range []int16{12, 13} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
-			frame, respFrame, req := fetchExchange(version)
+			frame, respFrame, req := fetchExchange(version, 64<<10)
 			for _, q := range recordTwice(t, p, cfg, frame, respFrame) {
 				if q.ClientID != "consumer-1" || len(q.Resources) != 3 {
 					t.Fatalf("fetch recorded as %+v", q)
@@ -1088,7 +1088,9 @@ func TestAuditFetchAllocs(t *testing.T) {
 }
 
 // BenchmarkAuditFetch is the audit's own work for a Fetch of 12 partitions
-// returning 1.5 MiB, in the two data paths; its MB/s is of the response.
+// returning 24 KiB (read whole by the proxy) or 1.5 MiB (read whole only
+// when an earlier response is owed), in the two data paths; its MB/s is of
+// the response.
 func BenchmarkAuditFetch(b *testing.B) {
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -1096,22 +1098,24 @@ func BenchmarkAuditFetch(b *testing.B) {
 	}
 	defer kc.Close()
 	p := startProxy(b, config.OrderingConnection, kc.ListenAddrs(), nil)
-	for _, path := range []string{config.AuditDataPathRequest, config.AuditDataPathSummary} {
-		b.Run(path, func(b *testing.B) {
-			cfg := &config.Config{Audit: config.Audit{AuditDataPath: path}}
-			frame, respFrame, _ := fetchExchange(13)
-			trail := audit.New(audit.Options{DataPath: audit.DataPath(path)}, audit.NewQueue(audit.QueueOptions{}, &discardSink{}))
-			defer trail.Shutdown(context.Background())
-			run, err := proxy.AuditExchange(p.Proxy, cfg, trail, frame, respFrame)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(int64(len(respFrame)))
-			b.ReportAllocs()
-			for b.Loop() {
-				run()
-			}
-		})
+	for _, size := range []int{1 << 10, 64 << 10} {
+		for _, path := range []string{config.AuditDataPathRequest, config.AuditDataPathSummary} {
+			b.Run(fmt.Sprintf("%s/%dKiB", path, 24*size>>10), func(b *testing.B) {
+				cfg := &config.Config{Audit: config.Audit{AuditDataPath: path}}
+				frame, respFrame, _ := fetchExchange(13, size)
+				trail := audit.New(audit.Options{DataPath: audit.DataPath(path)}, audit.NewQueue(audit.QueueOptions{}, &discardSink{}))
+				defer trail.Shutdown(context.Background())
+				run, err := proxy.AuditExchange(p.Proxy, cfg, trail, frame, respFrame)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(len(respFrame)))
+				b.ReportAllocs()
+				for b.Loop() {
+					run()
+				}
+			})
+		}
 	}
 }
 
