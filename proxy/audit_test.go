@@ -808,6 +808,27 @@ func TestAuditProduceAllocs(t *testing.T) {
 	}
 }
 
+// fetchAt sends req through p as alice at version: kgo sends a request at
+// the highest version both ends know, so a client of its own pins it.
+func fetchAt(ctx context.Context, t *testing.T, p *testProxy, req *kmsg.FetchRequest, version int16) *kmsg.FetchResponse {
+	t.Helper()
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(int16(kmsg.Fetch), version)
+	pinned, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()), kgo.MaxVersions(vs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pinned.Close()
+	resp, err := req.RequestWith(ctx, pinned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Version != version {
+		t.Fatalf("fetched at v%d, not v%d", resp.Version, version)
+	}
+	return resp
+}
+
 // fetchedPart is what an audit event should say of a partition a Fetch
 // read, taken from the response the client got.
 type fetchedPart struct {
@@ -886,22 +907,7 @@ func TestAuditFetchNamesWhatWasRead(t *testing.T) {
 					}
 					req.Topics = append(req.Topics, ft)
 				}
-				// kgo sends a request at the highest version both ends
-				// know: a client of its own pins the version.
-				vs := kversion.Stable()
-				vs.SetMaxKeyVersion(int16(kmsg.Fetch), version)
-				pinned, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()), kgo.MaxVersions(vs))
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp, err := req.RequestWith(ctx, pinned)
-				pinned.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if resp.Version != version {
-					t.Fatalf("fetched at v%d, not v%d", resp.Version, version)
-				}
+				resp := fetchAt(ctx, t, p, req, version)
 				for _, rt := range resp.Topics {
 					name := rt.Topic
 					if version >= 13 {
@@ -1143,17 +1149,7 @@ func TestAuditFetchStreamed(t *testing.T) {
 	fp.PartitionMaxBytes = 1 << 20
 	ft.Partitions = append(ft.Partitions, fp)
 	req.Topics = append(req.Topics, ft)
-	vs := kversion.Stable()
-	vs.SetMaxKeyVersion(int16(kmsg.Fetch), 12)
-	pinned, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()), kgo.MaxVersions(vs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := req.RequestWith(ctx, pinned)
-	pinned.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := fetchAt(ctx, t, p, req, 12)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || len(resp.Topics[0].Partitions[0].RecordBatches) < 64<<10 {
 		t.Fatalf("the client got %d topics, not one partition of 64 KiB", len(resp.Topics))
 	}
