@@ -106,6 +106,9 @@ type Partition struct {
 	// Committed is the offset committed (OffsetCommit, TxnOffsetCommit);
 	// NoOffset for anything else.
 	Committed int64
+	// FetchOffset is the offset a Fetch asked to read from; NoOffset for
+	// anything else, and in a summary.
+	FetchOffset int64
 	// Records and Bytes are the records and record bytes written or read;
 	// zero is not written.
 	Records, Bytes int64
@@ -386,6 +389,10 @@ func appendPartition(b []byte, p *Partition) []byte {
 	if p.Committed != NoOffset {
 		b = append(b, `,"committed_offset":`...)
 		b = strconv.AppendInt(b, p.Committed, 10)
+	}
+	if p.FetchOffset != NoOffset {
+		b = append(b, `,"fetch_offset":`...)
+		b = strconv.AppendInt(b, p.FetchOffset, 10)
 	}
 	if p.Records != 0 {
 		b = append(b, `,"records":`...)

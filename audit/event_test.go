@@ -19,10 +19,26 @@ func produceEvent() *Event {
 		Connection: 42, APIKey: int16(kmsg.Produce), APIVersion: 11,
 		Resources: []Resource{
 			{Type: "Topic", Name: "orders", Operation: "Write", Partitions: []Partition{
-				{Partition: 0, FirstOffset: 100, LastOffset: 109, Committed: NoOffset, Records: 10, Bytes: 10240},
-				{Partition: 3, FirstOffset: NoOffset, LastOffset: NoOffset, Committed: NoOffset, ErrorCode: 6},
+				{Partition: 0, FirstOffset: 100, LastOffset: 109, Committed: NoOffset, FetchOffset: NoOffset, Records: 10, Bytes: 10240},
+				{Partition: 3, FirstOffset: NoOffset, LastOffset: NoOffset, Committed: NoOffset, FetchOffset: NoOffset, ErrorCode: 6},
 			}},
 			{Type: "Topic", Name: "audit", Operation: "Write", Decision: Deny, ErrorCode: 29},
+		},
+	}
+}
+
+// fetchEvent is README's second example: a Fetch of two partitions, one
+// of which had nothing new.
+func fetchEvent() *Event {
+	return &Event{
+		Kind: KindRequest, Time: time.Date(2026, 12, 4, 21, 0, 1, 5000000, time.UTC),
+		Listener: "node", Principal: "User:bob", ClientAddress: "10.0.0.9:40112", ClientID: "billing",
+		Connection: 43, APIKey: int16(kmsg.Fetch), APIVersion: 12,
+		Resources: []Resource{
+			{Type: "Topic", Name: "orders", Operation: "Read", Partitions: []Partition{
+				{Partition: 0, FetchOffset: 100, FirstOffset: 100, LastOffset: 109, Committed: NoOffset, Records: 10, Bytes: 10240},
+				{Partition: 3, FetchOffset: 57, FirstOffset: NoOffset, LastOffset: NoOffset, Committed: NoOffset},
+			}},
 		},
 	}
 }
@@ -177,6 +193,16 @@ func TestREADMEExample(t *testing.T) {
 	e.Resources = e.Resources[:1]
 	if got := string(AppendEvent(nil, src, e)); got != example {
 		t.Errorf("README's example:\n%s\nthe encoder writes:\n%s", example, got)
+	}
+	block = block[strings.Index(block, "\n```")+4:]
+	i = strings.Index(block, "```json\n")
+	if i < 0 {
+		t.Fatal("README has no Fetch example")
+	}
+	block = block[i+len("```json\n"):]
+	example = block[:strings.Index(block, "\n```")+1]
+	if got := string(AppendEvent(nil, src, fetchEvent())); got != example {
+		t.Errorf("README's Fetch example:\n%s\nthe encoder writes:\n%s", example, got)
 	}
 }
 

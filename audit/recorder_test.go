@@ -80,7 +80,7 @@ func newTestTrail(o Options) (*Trail, *memSink, *fakeClock) {
 func produce(topic string, part int32, first, n int64) *Request {
 	return &Request{APIKey: int16(kmsg.Produce), APIVersion: 9, ClientID: "app", Resources: []Resource{{
 		Type: "Topic", Name: topic, Operation: "Write",
-		Partitions: []Partition{{Partition: part, FirstOffset: first, LastOffset: first + n - 1, Committed: NoOffset, Records: n, Bytes: 100 * n}},
+		Partitions: []Partition{{Partition: part, FirstOffset: first, LastOffset: first + n - 1, Committed: NoOffset, FetchOffset: NoOffset, Records: n, Bytes: 100 * n}},
 	}}}
 }
 
@@ -125,7 +125,7 @@ func TestSummary(t *testing.T) {
 	tr.Request(ctx, c, produce("orders", 1, 0, 1))
 	tr.Request(ctx, c, &Request{APIKey: int16(kmsg.OffsetCommit), Resources: []Resource{
 		{Type: "Group", Name: "g", Operation: "Read"},
-		{Type: "Topic", Name: "orders", Operation: "Read", Partitions: []Partition{{Partition: 0, FirstOffset: NoOffset, LastOffset: NoOffset, Committed: 12}}},
+		{Type: "Topic", Name: "orders", Operation: "Read", Partitions: []Partition{{Partition: 0, FirstOffset: NoOffset, LastOffset: NoOffset, Committed: 12, FetchOffset: NoOffset}}},
 	}})
 	tr.Request(ctx, c, &Request{APIKey: int16(kmsg.Produce), Decision: Deny, ErrorCode: 29, Resources: []Resource{{Type: "Topic", Name: "secret", Operation: "Write", Decision: Deny, ErrorCode: 29}}})
 	clock.add(50 * time.Second)
@@ -269,7 +269,7 @@ func TestLargeEventSheds(t *testing.T) {
 	r := &Request{APIKey: int16(kmsg.DeleteTopics)}
 	for i := range 1000 {
 		res := Resource{Type: "Topic", Name: "topic-with-a-long-name-" + strconv.Itoa(i), Operation: "Delete",
-			Partitions: []Partition{{Partition: 0, FirstOffset: NoOffset, LastOffset: NoOffset, Committed: NoOffset}, {Partition: 1, FirstOffset: NoOffset, LastOffset: NoOffset, Committed: NoOffset}}}
+			Partitions: []Partition{{Partition: 0, FirstOffset: NoOffset, LastOffset: NoOffset, Committed: NoOffset, FetchOffset: NoOffset}, {Partition: 1, FirstOffset: NoOffset, LastOffset: NoOffset, Committed: NoOffset, FetchOffset: NoOffset}}}
 		if i == 999 {
 			res.Decision, res.ErrorCode = Deny, 29
 		}

@@ -67,7 +67,7 @@ func (s *summary) add(r *Request, limit int) {
 				s.entries++
 				at = len(sr.Partitions)
 				sr.parts[p.Partition] = at
-				sr.Partitions = append(sr.Partitions, Partition{Partition: p.Partition, FirstOffset: NoOffset, LastOffset: NoOffset, Committed: NoOffset})
+				sr.Partitions = append(sr.Partitions, Partition{Partition: p.Partition, FirstOffset: NoOffset, LastOffset: NoOffset, Committed: NoOffset, FetchOffset: NoOffset})
 			}
 			merge(&sr.Partitions[at], p)
 		}

@@ -23,8 +23,13 @@ package proxy
 // partitions, records and bytes come from the scan the proxy already knows
 // (wire.ProduceScan, and the record batches' headers) and its response is
 // not decoded, so a summary has no Produce offsets; per-request auditing
-// scans the Produce response for the offsets and errors (wire.ProducedScan)
-// and reads a Fetch response's error where it lies, decoding neither. An
+// scans the Produce response for the offsets and errors (wire.ProducedScan).
+// A Fetch's partitions and fetch offsets are scanned from its request
+// (wire.FetchScan) and what it returned from its response (wire.FetchedScan,
+// the records skipped by their lengths, the offsets read from the record
+// batches' headers), in both modes, decoding neither; a response streamed
+// to the client (stream.go) is never in memory, so its event keeps the
+// request's partitions alone. An
 // event's request state is pooled with its slices, and the topic names and
 // client id a connection repeats are kept per connection, so that an
 // audited Produce allocates little beyond its encoded event.
@@ -86,6 +91,7 @@ type connAudit struct {
 	exchanging bool
 	rounds     int
 	scan       wire.ProduceScan // client reader only
+	fetch      wire.FetchScan   // client reader only
 	// clientID and names are the client id and topic names last seen in
 	// requests, so that a connection repeating them allocates them once;
 	// client reader only.
@@ -97,6 +103,8 @@ type connAudit struct {
 	// the response adds.
 	produced     wire.ProducedScan
 	producedBuf  []wire.Produced
+	fetched      wire.FetchedScan
+	fetchedBuf   []wire.Fetched
 	deliverNames topicNames
 
 	// mu guards queued: requests answered on a goroutine other clients
@@ -160,6 +168,18 @@ type auditReq struct {
 	resources []audit.Resource
 	parts     []audit.Partition
 	starts    []int
+
+	// fetch holds a Fetch's partitions, each with its topic's name, as the
+	// request and then the response name them; they become resources
+	// once the response is read (fetchResources).
+	fetch []fetchPart
+}
+
+// fetchPart is one partition of a Fetch's event, before it is grouped
+// under its topic.
+type fetchPart struct {
+	topic string
+	audit.Partition
 }
 
 var auditReqPool = sync.Pool{New: func() any { return new(auditReq) }}
@@ -171,16 +191,17 @@ const keepAuditParts = 256
 func getAuditReq() *auditReq {
 	ar := auditReqPool.Get().(*auditReq)
 	ar.req = audit.Request{Resources: ar.resources[:0]}
-	ar.parts = ar.parts[:0]
+	ar.parts, ar.fetch = ar.parts[:0], ar.fetch[:0]
 	return ar
 }
 
 // putAuditReq pools ar once its event is recorded (Recorder.Request keeps
 // nothing of it).
 func putAuditReq(ar *auditReq) {
-	if cap(ar.parts) > keepAuditParts || cap(ar.resources) > keepAuditParts {
+	if cap(ar.parts) > keepAuditParts || cap(ar.resources) > keepAuditParts || cap(ar.fetch) > keepAuditParts {
 		return
 	}
+	clear(ar.fetch) // no topic name kept alive
 	ar.resources = ar.req.Resources[:0]
 	clear(ar.resources[:cap(ar.resources)]) // names and partitions not kept alive
 	ar.req, ar.kreq, ar.perRequest = audit.Request{}, nil, false
@@ -317,13 +338,10 @@ func (c *conn) auditRead(r *request) {
 			c.produceResources(ar, frame[r.hdr.Body:], r.hdr.Version)
 		}
 	case key == kmsg.Fetch:
-		// Its topics are read from neither the request nor the response,
-		// which is the largest the proxy carries: the event says who
-		// fetched, when, and the outcome when the response was read whole.
-		// A summary, made of resources, has nothing to take from it.
-		if c.cfg.AuditDataPath != config.AuditDataPathRequest {
-			putAuditReq(ar)
-			return
+		// The partitions asked for and their fetch offsets, read in place;
+		// the response adds what it returned (fillFetched).
+		if whole {
+			c.fetchRequest(ar, frame[r.hdr.Body:], r.hdr.Version)
 		}
 	case whole:
 		kr := kmsg.RequestForKey(r.hdr.Key)
@@ -364,12 +382,116 @@ func (c *conn) produceResources(ar *auditReq, body []byte, version int16) {
 			out = append(out, audit.Resource{Type: "Topic", Name: c.aud.names.get(p.Topic, p.TopicID), Operation: "Write"})
 			starts = append(starts, len(ar.parts))
 		}
-		ar.parts = append(ar.parts, audit.Partition{Partition: p.Partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset,
+		ar.parts = append(ar.parts, audit.Partition{Partition: p.Partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset, FetchOffset: audit.NoOffset,
 			Records: batchRecords(p.Records), Bytes: int64(len(p.Records))})
 	}
 	// The partitions are sliced once all are read, parts having grown;
 	// each capped, so that a partition the response adds is appended to
 	// a copy rather than over the next resource's.
+	for i := range out {
+		end := len(ar.parts)
+		if i+1 < len(out) {
+			end = starts[i+1]
+		}
+		out[i].Partitions = ar.parts[starts[i]:end:end]
+	}
+	ar.req.Resources, ar.resources, ar.starts = out, out, starts
+}
+
+// fetchRequest lists the partitions a Fetch request asks for, with their
+// fetch offsets, in ar.fetch. A request of an incremental fetch session
+// lists only the partitions that changed; the response adds the others it
+// returns. A body that does not scan leaves the list to the response.
+func (c *conn) fetchRequest(ar *auditReq, body []byte, version int16) {
+	s := &c.aud.fetch
+	defer s.Reset(nil, 0) // the scan keeps no frame alive
+	s.Reset(body, version)
+	name := ""
+	for p, ok := s.Next(); ok; p, ok = s.Next() {
+		if n := len(ar.fetch); n == 0 || !sameTopic(name, p.Topic, p.TopicID) {
+			name = c.aud.names.get(p.Topic, p.TopicID)
+		}
+		ar.fetch = append(ar.fetch, fetchPart{topic: name, Partition: audit.Partition{Partition: p.Partition,
+			FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset, FetchOffset: p.FetchOffset}})
+	}
+	if s.Err() != nil {
+		ar.fetch = ar.fetch[:0]
+	}
+}
+
+// fillFetched completes a Fetch's partitions from its response, read by
+// the scanner: per partition the error, the record bytes returned and,
+// from the record batches' headers, their records and offsets; false when
+// the scanner cannot read it (nor kmsg). The partitions are applied once the whole
+// body scanned, so that a response read in part changes nothing.
+func (c *conn) fillFetched(ar *auditReq, body []byte, version int16) bool {
+	s := &c.aud.fetched
+	defer s.Reset(nil, 0) // the scan keeps no frame alive
+	found := c.aud.fetchedBuf[:0]
+	s.Reset(body, version)
+	for p, ok := s.Next(); ok; p, ok = s.Next() {
+		found = append(found, p)
+	}
+	if cap(found) <= keepAuditParts {
+		c.aud.fetchedBuf = found[:0]
+	}
+	defer clear(found) // no frame kept alive by the names and records
+	if s.Err() != nil {
+		return false
+	}
+	if version >= 7 {
+		ar.req.ErrorCode = int16(binary.BigEndian.Uint16(body[4:])) // after the throttle
+	}
+	at := 0 // the response lists the partitions in the request's order, nearly always
+	for i := range found {
+		p := &found[i]
+		j := fetchedPart(ar.fetch, at, p)
+		if j < 0 {
+			ar.fetch = append(ar.fetch, fetchPart{topic: c.aud.deliverNames.get(p.Topic, p.TopicID), Partition: audit.Partition{Partition: p.Partition,
+				Committed: audit.NoOffset, FetchOffset: audit.NoOffset}})
+			j = len(ar.fetch) - 1
+		}
+		at = j + 1
+		part := &ar.fetch[j].Partition
+		part.ErrorCode, part.Bytes = p.ErrorCode, int64(len(p.Records))
+		part.Records, part.FirstOffset, part.LastOffset = batches(p.Records)
+	}
+	return true
+}
+
+// fetchedPart is the index in parts of the response's partition p,
+// searched from at on and then from the start; -1 if the request did not
+// list it.
+func fetchedPart(parts []fetchPart, at int, p *wire.Fetched) int {
+	for k := range parts {
+		j := (at + k) % len(parts)
+		if parts[j].Partition.Partition == p.Partition && sameTopic(parts[j].topic, p.Topic, p.TopicID) {
+			return j
+		}
+	}
+	return -1
+}
+
+// fetchResources groups a Fetch's partitions under their topics, in the
+// order the topics first appear, into ar's resources. A request lists a
+// topic's partitions together, so a topic is looked for among those
+// grouped only where the topic changes.
+func fetchResources(ar *auditReq) {
+	out, starts := ar.req.Resources[:0], ar.starts[:0]
+	for i := range ar.fetch {
+		name := ar.fetch[i].topic
+		if i > 0 && ar.fetch[i-1].topic == name || slices.ContainsFunc(out, func(r audit.Resource) bool { return r.Name == name }) {
+			continue
+		}
+		out = append(out, audit.Resource{Type: "Topic", Name: name, Operation: "Read"})
+		starts = append(starts, len(ar.parts))
+		for j := i; j < len(ar.fetch); j++ {
+			if ar.fetch[j].topic == name {
+				ar.parts = append(ar.parts, ar.fetch[j].Partition)
+			}
+		}
+	}
+	// Sliced once all are grouped, parts having grown.
 	for i := range out {
 		end := len(ar.parts)
 		if i+1 < len(out) {
@@ -396,20 +518,35 @@ func sameTopic(name string, topic []byte, id [16]byte) bool {
 }
 
 // batchRecords counts the records of a partition's record batches from
-// their headers (v2, magic 2: numRecords at byte 57 of each batch);
-// zero for the legacy message sets, whose records are not counted.
+// their headers; see batches.
 func batchRecords(b []byte) int64 {
-	const lengthAt, magicAt, countAt = 8, 16, 57
-	var n int64
+	n, _, _ := batches(b)
+	return n
+}
+
+// batches reads a partition's record batches from their headers (v2,
+// magic 2: baseOffset at byte 0 of each batch, lastOffsetDelta at 23,
+// numRecords at 57): the records they hold, the first batch's base offset
+// and the last batch's last offset; NoOffset for none. Only whole batches
+// count (a Fetch response may end in part of one, which the client
+// drops), and the legacy message sets, not counted, stop the walk.
+func batches(b []byte) (n, first, last int64) {
+	const lengthAt, magicAt, deltaAt, countAt = 8, 16, 23, 57
+	first, last = audit.NoOffset, audit.NoOffset
 	for len(b) >= countAt+4 {
 		size := 12 + int(int32(binary.BigEndian.Uint32(b[lengthAt:])))
 		if b[magicAt] != 2 || size < countAt+4 || size > len(b) {
 			break
 		}
+		base := int64(binary.BigEndian.Uint64(b))
+		if first == audit.NoOffset {
+			first = base
+		}
+		last = base + int64(int32(binary.BigEndian.Uint32(b[deltaAt:])))
 		n += int64(int32(binary.BigEndian.Uint32(b[countAt:])))
 		b = b[size:]
 	}
-	return n
+	return n, first, last
 }
 
 // auditDelivered records the requests whose responses were just written
@@ -428,6 +565,9 @@ func (c *conn) auditDelivered(rs []*request) {
 		ar.req.Time = now
 		if r.resp != nil && r.resp != noResponse {
 			c.fillResponse(ar, r.resp.B, r.hdr)
+		}
+		if r.hdr.Key == int16(kmsg.Fetch) {
+			fetchResources(ar)
 		}
 		if c.one != nil {
 			c.aud.mu.Lock()
@@ -562,15 +702,10 @@ func (c *conn) fillResponse(ar *auditReq, frame []byte, h wire.RequestHeader) {
 			return
 		}
 	case kmsg.Fetch:
-		// The error of the whole response, at its fixed place (after the
-		// throttle, from v7), once the body is known to read as kmsg
-		// would: the records are skipped by their lengths.
-		if _, err := wire.ScanEndpoints(h.Key, h.Version, body); err == nil {
-			if h.Version >= 7 {
-				ar.req.ErrorCode = int16(binary.BigEndian.Uint16(body[4:]))
-			}
-			return
-		}
+		// The scanner reads what kmsg reads: a body it cannot read is not
+		// a response kmsg would decode either.
+		c.fillFetched(ar, body, h.Version)
+		return
 	}
 	kr := kmsg.ResponseForKey(h.Key)
 	if kr == nil {
@@ -589,8 +724,6 @@ func (c *conn) fillResponse(ar *auditReq, frame []byte, h wire.RequestHeader) {
 				produced(producedPartition(q, name, p.Partition), p.ErrorCode, p.BaseOffset)
 			}
 		}
-	case *kmsg.FetchResponse:
-		q.ErrorCode = resp.ErrorCode
 	case *kmsg.OffsetCommitResponse:
 		req, _ := ar.kreq.(*kmsg.OffsetCommitRequest)
 		if req != nil {
@@ -644,7 +777,7 @@ func (c *conn) fillResponse(ar *auditReq, frame []byte, h wire.RequestHeader) {
 		for _, t := range resp.Topics {
 			res := audit.Resource{Type: "Topic", Name: t.Topic, Operation: "Delete"}
 			for _, p := range t.Partitions {
-				res.Partitions = append(res.Partitions, audit.Partition{Partition: p.Partition, ErrorCode: p.ErrorCode, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset})
+				res.Partitions = append(res.Partitions, audit.Partition{Partition: p.Partition, ErrorCode: p.ErrorCode, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset, FetchOffset: audit.NoOffset})
 			}
 			q.Resources = append(q.Resources, res)
 		}
@@ -740,7 +873,7 @@ func producedPartition(q *audit.Request, topic string, partition int32) *audit.P
 	res := &q.Resources[i]
 	j := slices.IndexFunc(res.Partitions, func(p audit.Partition) bool { return p.Partition == partition })
 	if j < 0 {
-		res.Partitions = append(res.Partitions, audit.Partition{Partition: partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset})
+		res.Partitions = append(res.Partitions, audit.Partition{Partition: partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset, FetchOffset: audit.NoOffset})
 		j = len(res.Partitions) - 1
 	}
 	return &res.Partitions[j]
@@ -779,7 +912,7 @@ func commitTopics(offsets map[string]map[int32]int64, topics []kmsg.OffsetCommit
 // committed is one partition of a commit: the offset the request asked to
 // commit, and the error the client got for it.
 func committed(offsets map[string]map[int32]int64, topic string, partition int32, code int16) audit.Partition {
-	p := audit.Partition{Partition: partition, ErrorCode: code, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset}
+	p := audit.Partition{Partition: partition, ErrorCode: code, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset, FetchOffset: audit.NoOffset}
 	if o, ok := offsets[topic][partition]; ok && code == 0 {
 		p.Committed = o
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/inorder-proxy/inorder/audit"
@@ -43,6 +44,7 @@ type auditEvent struct {
 	ClientID   string `json:"client_id"`
 	Connection uint64 `json:"connection"`
 	Listener   string `json:"listener"`
+	APIVersion int16  `json:"api_version"`
 	Resources  []struct {
 		Type       string `json:"resource_type"`
 		Name       string `json:"resource_name"`
@@ -57,6 +59,7 @@ type auditEvent struct {
 			Records   int64  `json:"records"`
 			Bytes     int64  `json:"bytes"`
 			Committed *int64 `json:"committed_offset"`
+			Fetch     *int64 `json:"fetch_offset"`
 		} `json:"partitions"`
 	} `json:"resources"`
 }
@@ -696,6 +699,37 @@ func auditBatch(n int32, size int) []byte {
 	return b
 }
 
+// recordTwice records the exchange of frame and respFrame twice on one
+// connection, the second time with what the first pooled, and returns
+// the two requests recorded.
+func recordTwice(t *testing.T, p *testProxy, cfg *config.Config, frame, respFrame []byte) []audit.Request {
+	t.Helper()
+	rec := &recorded{}
+	once, err := proxy.AuditExchange(p.Proxy, cfg, rec, frame, respFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	once()
+	once()
+	if len(rec.reqs) != 2 {
+		t.Fatalf("%d requests recorded, want 2", len(rec.reqs))
+	}
+	return rec.reqs
+}
+
+// auditAllocs is what recording the exchange of frame and respFrame into
+// a trail allocates per request.
+func auditAllocs(t *testing.T, p *testProxy, cfg *config.Config, frame, respFrame []byte) float64 {
+	t.Helper()
+	trail := audit.New(audit.Options{DataPath: audit.DataPathRequest}, audit.NewQueue(audit.QueueOptions{}, &discardSink{}))
+	defer trail.Shutdown(context.Background())
+	run, err := proxy.AuditExchange(p.Proxy, cfg, trail, frame, respFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testing.AllocsPerRun(200, run)
+}
+
 // TestAuditProduceAllocs: per-request auditing of a Produce to 12
 // partitions, recorded into a trail, allocates a few times per request
 // (its encoded event, the queue's bookkeeping), not per partition: the
@@ -739,17 +773,7 @@ func TestAuditProduceAllocs(t *testing.T) {
 			respFrame = resp.AppendTo(respFrame)
 			binary.BigEndian.PutUint32(respFrame, uint32(len(respFrame)-4))
 
-			rec := &recorded{}
-			once, err := proxy.AuditExchange(p.Proxy, cfg, rec, frame, respFrame)
-			if err != nil {
-				t.Fatal(err)
-			}
-			once()
-			once()
-			if len(rec.reqs) != 2 {
-				t.Fatalf("%d requests recorded, want 2", len(rec.reqs))
-			}
-			for _, q := range rec.reqs {
+			for _, q := range recordTwice(t, p, cfg, frame, respFrame) {
 				if q.ClientID != "producer-1" || len(q.Resources) != 3 {
 					t.Fatalf("produce recorded as %+v", q)
 				}
@@ -773,14 +797,7 @@ func TestAuditProduceAllocs(t *testing.T) {
 			if raceEnabled {
 				return // allocation counts differ under the race detector (sync.Pool drops items at random)
 			}
-			sink := &discardSink{}
-			trail := audit.New(audit.Options{DataPath: audit.DataPathRequest}, audit.NewQueue(audit.QueueOptions{}, sink))
-			defer trail.Shutdown(context.Background())
-			run, err := proxy.AuditExchange(p.Proxy, cfg, trail, frame, respFrame)
-			if err != nil {
-				t.Fatal(err)
-			}
-			allocs := testing.AllocsPerRun(200, run)
+			allocs := auditAllocs(t, p, cfg, frame, respFrame)
 			// The encoded event's copy the queue keeps, and its growth now
 			// and then: where a decoded response, the request's state and
 			// a name per partition were dozens.
@@ -788,5 +805,370 @@ func TestAuditProduceAllocs(t *testing.T) {
 				t.Fatalf("an audited Produce to 12 partitions allocates %v times", allocs)
 			}
 		})
+	}
+}
+
+// fetchAt sends req through p as alice at version: kgo sends a request at
+// the highest version both ends know, so a client of its own pins it.
+func fetchAt(ctx context.Context, t *testing.T, p *testProxy, req *kmsg.FetchRequest, version int16) *kmsg.FetchResponse {
+	t.Helper()
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(int16(kmsg.Fetch), version)
+	pinned, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()), kgo.MaxVersions(vs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pinned.Close()
+	resp, err := req.RequestWith(ctx, pinned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Version != version {
+		t.Fatalf("fetched at v%d, not v%d", resp.Version, version)
+	}
+	return resp
+}
+
+// fetchedPart is what an audit event should say of a partition a Fetch
+// read, taken from the response the client got.
+type fetchedPart struct {
+	fetch, first, last, records, bytes int64
+	code                               int16
+}
+
+// TestAuditFetchNamesWhatWasRead: a consumer fetching three partitions of
+// two topics, by name (v12) and by topic id (v13), gets events naming
+// them with the offsets asked and the batches read, as the client decodes
+// its response; in summary mode the summary adds them up.
+func TestAuditFetchNamesWhatWasRead(t *testing.T) {
+	for _, dataPath := range []string{config.AuditDataPathRequest, config.AuditDataPathSummary} {
+		t.Run(dataPath, func(t *testing.T) {
+			kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "fa"), kfake.SeedTopics(1, "fb"))
+			p, stop := auditedProxy(t, kc, config.OrderingNone, config.TopologyPorts, dataPath)
+			ctx := testContext(t, 30*time.Second)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()),
+				kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			// fa's records one per produce, so that a fetch returns several
+			// batches, the last offset from the last one; fb's in one
+			// produce, one batch whose last offset is its base's plus a
+			// delta.
+			for _, tp := range []struct {
+				topic string
+				part  int32
+				n     int
+			}{{"fa", 0, 3}, {"fa", 1, 2}} {
+				for i := range tp.n {
+					if err := cl.ProduceSync(ctx, &kgo.Record{Topic: tp.topic, Partition: tp.part, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			var fb []*kgo.Record
+			for i := range 4 {
+				fb = append(fb, &kgo.Record{Topic: "fb", Partition: 0, Value: []byte{byte(i)}})
+			}
+			if err := cl.ProduceSync(ctx, fb...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			meta := kmsg.NewPtrMetadataRequest()
+			for _, name := range []string{"fa", "fb"} {
+				mt := kmsg.NewMetadataRequestTopic()
+				mt.Topic = kmsg.StringPtr(name)
+				meta.Topics = append(meta.Topics, mt)
+			}
+			mresp, err := meta.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := map[string][16]byte{}
+			for _, mt := range mresp.Topics {
+				ids[*mt.Topic] = mt.TopicID
+			}
+
+			asked := map[string]map[int32]int64{"fa": {0: 1, 1: 0}, "fb": {0: 2}}
+			want := map[string]map[int32]fetchedPart{} // by the name the event gives
+			for _, version := range []int16{12, 13} {
+				req := kmsg.NewPtrFetchRequest()
+				req.SetVersion(version)
+				req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 100, 1, 1<<20
+				for _, name := range []string{"fa", "fb"} {
+					ft := kmsg.NewFetchRequestTopic()
+					ft.Topic, ft.TopicID = name, ids[name]
+					for _, part := range []int32{0, 1} {
+						if off, ok := asked[name][part]; ok {
+							fp := kmsg.NewFetchRequestTopicPartition()
+							fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = part, off, 1<<20
+							ft.Partitions = append(ft.Partitions, fp)
+						}
+					}
+					req.Topics = append(req.Topics, ft)
+				}
+				resp := fetchAt(ctx, t, p, req, version)
+				for _, rt := range resp.Topics {
+					name := rt.Topic
+					if version >= 13 {
+						for n, id := range ids {
+							if id == rt.TopicID {
+								name = n
+							}
+						}
+					}
+					event := name
+					if version >= 13 {
+						id := ids[name]
+						event = base64.RawURLEncoding.EncodeToString(id[:])
+					}
+					if want[event] == nil {
+						want[event] = map[int32]fetchedPart{}
+					}
+					for _, rp := range rt.Partitions {
+						got := fetchedPart{fetch: asked[name][rp.Partition], first: -1, last: -1, bytes: int64(len(rp.RecordBatches)), code: rp.ErrorCode}
+						for b := rp.RecordBatches; len(b) > 0; {
+							var batch kmsg.RecordBatch
+							if err := batch.ReadFrom(b); err != nil {
+								t.Fatal(err)
+							}
+							if got.first < 0 {
+								got.first = batch.FirstOffset
+							}
+							got.last = batch.FirstOffset + int64(batch.LastOffsetDelta)
+							got.records += int64(batch.NumRecords)
+							b = b[12+int(batch.Length):]
+						}
+						if got.code != 0 || got.records == 0 {
+							t.Fatalf("fetch v%d of %s/%d: %+v", version, name, rp.Partition, got)
+						}
+						want[event][rp.Partition] = got
+					}
+				}
+			}
+			cl.Close()
+
+			seen := map[string]map[int32]fetchedPart{}
+			fetches := 0
+			for _, e := range stop() {
+				isFetch := e.APIKey == "Fetch"
+				if e.Type == "io.inorder.audit.summary" {
+					isFetch = false
+					for _, r := range e.Resources {
+						isFetch = isFetch || r.APIKey == "Fetch"
+					}
+				}
+				if !isFetch {
+					continue
+				}
+				fetches++
+				for _, r := range e.Resources {
+					if r.Type != "Topic" || e.Type == "io.inorder.audit.summary" && r.APIKey != "Fetch" {
+						continue
+					}
+					if seen[r.Name] == nil {
+						seen[r.Name] = map[int32]fetchedPart{}
+					}
+					for _, part := range r.Partitions {
+						got := fetchedPart{fetch: -1, first: -1, last: -1, records: part.Records, bytes: part.Bytes, code: part.ErrorCode}
+						if part.Fetch != nil {
+							got.fetch = *part.Fetch
+						}
+						if part.First != nil {
+							got.first = *part.First
+						}
+						if part.Last != nil {
+							got.last = *part.Last
+						}
+						if dataPath == config.AuditDataPathSummary {
+							got.fetch = want[r.Name][part.Partition].fetch // a summary has no fetch offset
+							if part.Fetch != nil {
+								t.Errorf("summary of %s/%d with a fetch offset", r.Name, part.Partition)
+							}
+						}
+						if was, dup := seen[r.Name][part.Partition]; dup {
+							if dataPath == config.AuditDataPathRequest {
+								t.Errorf("%s/%d recorded twice", r.Name, part.Partition)
+							}
+							// The summaries of two intervals.
+							got.first, got.last = min(got.first, was.first), max(got.last, was.last)
+							got.records, got.bytes = got.records+was.records, got.bytes+was.bytes
+						}
+						seen[r.Name][part.Partition] = got
+					}
+				}
+			}
+			if dataPath == config.AuditDataPathRequest && fetches != 2 || fetches < 1 {
+				t.Errorf("%d fetch events", fetches)
+			}
+			if len(seen) != 4 || fmt.Sprint(seen) != fmt.Sprint(want) {
+				t.Errorf("events say\n%v\nthe client got\n%v", seen, want)
+			}
+		})
+	}
+}
+
+// fetchExchange is a Fetch of 12 partitions of three topics and its
+// response, each partition returning two batches of size bytes: the first at
+// offset 1000*topic+100*partition holding 10 records, the second 5 further
+// on holding 5.
+func fetchExchange(version int16, size int) (frame, respFrame []byte, req *kmsg.FetchRequest) {
+	req = kmsg.NewPtrFetchRequest()
+	req.SetVersion(version)
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes = -1, 500, 1
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(version)
+	for ti, name := range []string{"orders", "payments", "audit-me"} {
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = name, [16]byte{byte(ti + 1), 7}
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for pi := range int32(4) {
+			first := 1000*int64(ti) + 100*int64(pi)
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = pi, first+3, 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+			a, b := auditBatch(10, size), auditBatch(5, size)
+			binary.BigEndian.PutUint64(a, uint64(first))
+			binary.BigEndian.PutUint32(a[23:], 9)
+			binary.BigEndian.PutUint64(b, uint64(first+10))
+			binary.BigEndian.PutUint32(b[23:], 4)
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition, sp.HighWatermark, sp.RecordBatches = pi, first+15, append(a, b...)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp.Topics = append(resp.Topics, st)
+	}
+	frame = kmsg.NewRequestFormatter(kmsg.FormatterClientID("consumer-1")).AppendRequest(nil, req, 9)
+	respFrame = binary.BigEndian.AppendUint32(make([]byte, 4), 9)
+	if req.IsFlexible() {
+		respFrame = append(respFrame, 0)
+	}
+	respFrame = resp.AppendTo(respFrame)
+	binary.BigEndian.PutUint32(respFrame, uint32(len(respFrame)-4))
+	return frame, respFrame, req
+}
+
+// TestAuditFetchAllocs: per-request auditing of a Fetch of 12 partitions
+// allocates a few times per request, not per partition, by name (v12) and
+// by topic id (v13), and its event holds what the request asked and the
+// batches' headers say.
+func TestAuditFetchAllocs(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1))
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), nil)
+	cfg := &config.Config{Audit: config.Audit{AuditDataPath: config.AuditDataPathRequest}}
+	for _, version := range []int16{12, 13} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			frame, respFrame, req := fetchExchange(version, 64<<10)
+			for _, q := range recordTwice(t, p, cfg, frame, respFrame) {
+				if q.ClientID != "consumer-1" || len(q.Resources) != 3 {
+					t.Fatalf("fetch recorded as %+v", q)
+				}
+				for ti, res := range q.Resources {
+					name := req.Topics[ti].Topic
+					if version >= 13 {
+						name = base64.RawURLEncoding.EncodeToString(req.Topics[ti].TopicID[:])
+					}
+					if res.Name != name || res.Operation != "Read" || len(res.Partitions) != 4 {
+						t.Fatalf("topic %d recorded as %+v, want %s", ti, res, name)
+					}
+					for pi, part := range res.Partitions {
+						first := 1000*int64(ti) + 100*int64(pi)
+						if part.Partition != int32(pi) || part.FetchOffset != first+3 || part.FirstOffset != first || part.LastOffset != first+14 ||
+							part.Records != 15 || part.Bytes != 128<<10 || part.Committed != audit.NoOffset {
+							t.Fatalf("topic %s partition %d recorded as %+v", name, pi, part)
+						}
+					}
+				}
+			}
+
+			if raceEnabled {
+				return // allocation counts differ under the race detector (sync.Pool drops items at random)
+			}
+			if allocs := auditAllocs(t, p, cfg, frame, respFrame); allocs > 2 {
+				t.Fatalf("an audited Fetch of 12 partitions allocates %v times", allocs)
+			}
+		})
+	}
+}
+
+// BenchmarkAuditFetch is the audit's own work for a Fetch of 12 partitions
+// returning 24 KiB (read whole by the proxy) or 1.5 MiB (read whole only
+// when an earlier response is owed), in the two data paths; its MB/s is of
+// the response.
+func BenchmarkAuditFetch(b *testing.B) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kc.Close()
+	p := startProxy(b, config.OrderingConnection, kc.ListenAddrs(), nil)
+	for _, size := range []int{1 << 10, 64 << 10} {
+		for _, path := range []string{config.AuditDataPathRequest, config.AuditDataPathSummary} {
+			b.Run(fmt.Sprintf("%s/%dKiB", path, 24*size>>10), func(b *testing.B) {
+				cfg := &config.Config{Audit: config.Audit{AuditDataPath: path}}
+				frame, respFrame, _ := fetchExchange(13, size)
+				trail := audit.New(audit.Options{DataPath: audit.DataPath(path)}, audit.NewQueue(audit.QueueOptions{}, &discardSink{}))
+				defer trail.Shutdown(context.Background())
+				run, err := proxy.AuditExchange(p.Proxy, cfg, trail, frame, respFrame)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(len(respFrame)))
+				b.ReportAllocs()
+				for b.Loop() {
+					run()
+				}
+			})
+		}
+	}
+}
+
+// TestAuditFetchStreamed: a Fetch response large enough to be streamed to
+// the client is never whole in memory; its event names the partition and
+// the offset asked, and claims nothing of what was returned.
+func TestAuditFetchStreamed(t *testing.T) {
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "big"))
+	p, stop := auditedProxy(t, kc, config.OrderingNone, config.TopologyPorts, config.AuditDataPathRequest)
+	ctx := testContext(t, 30*time.Second)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()),
+		kgo.ProducerLinger(0), kgo.DefaultProduceTopic("big"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 64<<10)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 100, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "big"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	resp := fetchAt(ctx, t, p, req, 12)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || len(resp.Topics[0].Partitions[0].RecordBatches) < 64<<10 {
+		t.Fatalf("the client got %d topics, not one partition of 64 KiB", len(resp.Topics))
+	}
+	cl.Close()
+	fetches := 0
+	for _, e := range stop() {
+		if e.APIKey != "Fetch" {
+			continue
+		}
+		fetches++
+		if len(e.Resources) != 1 || e.Resources[0].Name != "big" || len(e.Resources[0].Partitions) != 1 {
+			t.Fatalf("streamed fetch recorded as %+v", e)
+		}
+		part := e.Resources[0].Partitions[0]
+		if part.Partition != 0 || part.Fetch == nil || *part.Fetch != 0 || part.First != nil || part.Last != nil || part.Bytes != 0 || part.Records != 0 {
+			t.Errorf("streamed fetch's partition recorded as %+v", part)
+		}
+	}
+	if fetches != 1 {
+		t.Errorf("%d fetch events, want 1", fetches)
 	}
 }

@@ -94,6 +94,7 @@ type topicWalk struct {
 	flexible bool
 	byID     bool  // topics are named by id
 	partMin  int64 // kmsg's minimum size of one partition
+	more     bool  // fields follow the topics (a Fetch's): the walk ends at them
 	topics   int32 // topics not yet started
 	parts    int32 // partitions of the current topic not yet read
 	inTopic  bool
@@ -130,7 +131,7 @@ func (w *topicWalk) nextPartition() bool {
 			}
 		}
 		if w.topics == 0 {
-			if w.flexible {
+			if w.flexible && !w.more {
 				skipTags(r)
 			}
 			w.done = true
@@ -322,7 +323,9 @@ func skipProduceResponsePartition(r *kbin.Reader, version int16, flexible bool) 
 	}
 }
 
-func skipFetchResponsePartition(r *kbin.Reader, version int16, flexible bool) {
+// skipFetchResponsePartition skips one partition of a Fetch response and
+// returns its records (aliasing r's source; nil when null).
+func skipFetchResponsePartition(r *kbin.Reader, version int16, flexible bool) []byte {
 	r.Span(4 + 2 + 8) // partition, error code, high watermark
 	if version >= 4 {
 		r.Int64() // last stable offset
@@ -334,7 +337,7 @@ func skipFetchResponsePartition(r *kbin.Reader, version int16, flexible bool) {
 		aborted := arrayLen(r, flexible)
 		if !r.Ok() || tooShort(aborted, 16, r) {
 			bad(r)
-			return
+			return nil
 		}
 		for ; aborted > 0 && r.Ok(); aborted-- {
 			r.Span(8 + 8) // producer id, first offset
@@ -346,10 +349,11 @@ func skipFetchResponsePartition(r *kbin.Reader, version int16, flexible bool) {
 	if version >= 11 {
 		r.Int32() // preferred read replica
 	}
-	skipNullableBytes(r, flexible) // records, never copied
+	recs := spanNullableBytes(r, flexible) // never copied
 	if flexible {
 		skipStructTags(r, fetchPartitionTag)
 	}
+	return recs
 }
 
 // producePartitionTag returns the fixed size of a known Produce partition
