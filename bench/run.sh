@@ -869,8 +869,8 @@ User:ANONYMOUS's, beside those of 125 services (Literal and Prefixed
 topics and groups, transactional ids, hosts, DENY rules, User:* rules),
 none of which denied a request of the
 bench$( [ -n "$SEC_DENIED" ] && echo ' — **except in this run: it denied some, and its figures are not targets**'); with
-an ACL file, the proxy reads every Produce whole to decide it, where
-without one it splices the records of a large one;
+an ACL file, a Produce naming one topic is decided from its head and
+its records stream as without one, one naming several is read whole;
 **inorder-audit** with \`--audit-file\` and \`--audit-data-path request\`, an
 event for every Produce and Fetch (${SEC_AUDITED:-0} lines written in this run);
 **inorder-quota** with a \`--config\` of \`quotas:\` (producer and consumer byte
