@@ -346,37 +346,22 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 	case *kmsg.DescribeTransactionsRequest:
 		return stripNames(r, &r.TransactionalIDs, v, acl.TransactionalID)
 	case *kmsg.DescribeConfigsRequest:
-		var by map[int16][]kmsg.DescribeConfigsRequestResource
-		r.Resources, by = separateBy(r.Resources, func(res *kmsg.DescribeConfigsRequestResource) (int16, bool) {
+		kept, by := separateBy(r.Resources, func(res *kmsg.DescribeConfigsRequestResource) (int16, bool) {
 			return configDenial(v, int8(res.ResourceType), res.ResourceName)
 		})
-		for code, rs := range by {
-			p := *r
-			p.Resources = rs
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = splitOff(r, &r.Resources, kept, by)
 		return len(r.Resources) > 0, parts, true
 	case *kmsg.AlterConfigsRequest:
-		var by map[int16][]kmsg.AlterConfigsRequestResource
-		r.Resources, by = separateBy(r.Resources, func(res *kmsg.AlterConfigsRequestResource) (int16, bool) {
+		kept, by := separateBy(r.Resources, func(res *kmsg.AlterConfigsRequestResource) (int16, bool) {
 			return configDenial(v, int8(res.ResourceType), res.ResourceName)
 		})
-		for code, rs := range by {
-			p := *r
-			p.Resources = rs
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = splitOff(r, &r.Resources, kept, by)
 		return len(r.Resources) > 0, parts, true
 	case *kmsg.IncrementalAlterConfigsRequest:
-		var by map[int16][]kmsg.IncrementalAlterConfigsRequestResource
-		r.Resources, by = separateBy(r.Resources, func(res *kmsg.IncrementalAlterConfigsRequestResource) (int16, bool) {
+		kept, by := separateBy(r.Resources, func(res *kmsg.IncrementalAlterConfigsRequestResource) (int16, bool) {
 			return configDenial(v, int8(res.ResourceType), res.ResourceName)
 		})
-		for code, rs := range by {
-			p := *r
-			p.Resources = rs
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = splitOff(r, &r.Resources, kept, by)
 		return len(r.Resources) > 0, parts, true
 	}
 	if !only(v, acl.Topic) {
@@ -405,74 +390,32 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		}
 		return false, parts, true
 	case *kmsg.OffsetDeleteRequest:
-		var by map[int16][]kmsg.OffsetDeleteRequestTopic
-		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.OffsetDeleteRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
-		for code, ts := range by {
-			p := *r
-			p.Topics = ts
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = stripTopics(r, &r.Topics, v, func(t *kmsg.OffsetDeleteRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.DescribeProducersRequest:
-		var by map[int16][]kmsg.DescribeProducersRequestTopic
-		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.DescribeProducersRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
-		for code, ts := range by {
-			p := *r
-			p.Topics = ts
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = stripTopics(r, &r.Topics, v, func(t *kmsg.DescribeProducersRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.DescribeTopicPartitionsRequest:
-		var by map[int16][]kmsg.DescribeTopicPartitionsRequestTopic
-		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.DescribeTopicPartitionsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
-		for code, ts := range by {
-			p := *r
-			p.Topics = ts
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = stripTopics(r, &r.Topics, v, func(t *kmsg.DescribeTopicPartitionsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.ProduceRequest:
-		var by map[int16][]kmsg.ProduceRequestTopic
-		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.ProduceRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
-		for code, ts := range by {
-			p := *r
-			p.Topics = ts
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = stripTopics(r, &r.Topics, v, func(t *kmsg.ProduceRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.FetchRequest:
-		var by map[int16][]kmsg.FetchRequestTopic
-		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.FetchRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
-		for code, ts := range by {
-			p := *r
-			p.Topics = ts
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = stripTopics(r, &r.Topics, v, func(t *kmsg.FetchRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
 		// A fetch session's request is forwarded even when it is left
 		// with no topic: the upstream's session moves on with it.
 		return len(r.Topics) > 0 || len(r.ForgottenTopics) > 0 || r.SessionID != 0, parts, true
 	case *kmsg.ListOffsetsRequest:
-		var by map[int16][]kmsg.ListOffsetsRequestTopic
-		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.ListOffsetsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
-		for code, ts := range by {
-			p := *r
-			p.Topics = ts
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = stripTopics(r, &r.Topics, v, func(t *kmsg.ListOffsetsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.MetadataRequest:
-		var by map[int16][]kmsg.MetadataRequestTopic
-		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.MetadataRequestTopic) (string, [16]byte) {
+		parts = stripTopics(r, &r.Topics, v, func(t *kmsg.MetadataRequestTopic) (string, [16]byte) {
 			if t.Topic == nil {
 				return "", t.TopicID
 			}
 			return *t.Topic, t.TopicID
 		})
-		for code, ts := range by {
-			p := *r
-			p.Topics = ts
-			parts = append(parts, part{code: code, req: &p})
-		}
 		if len(r.Topics) == 0 && r.Version >= 1 {
 			// Asked for no topic (an empty list, not null, which asks
 			// for all), the upstream still answers the brokers and the
@@ -481,73 +424,31 @@ func strip(req kmsg.Request, v acl.Verdict) (kept bool, parts []part, ok bool) {
 		}
 		return len(r.Topics) > 0 || r.Topics != nil && r.Version >= 1, parts, true
 	case *kmsg.OffsetCommitRequest:
-		var by map[int16][]kmsg.OffsetCommitRequestTopic
-		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.OffsetCommitRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
-		for code, ts := range by {
-			p := *r
-			p.Topics = ts
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = stripTopics(r, &r.Topics, v, func(t *kmsg.OffsetCommitRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.TxnOffsetCommitRequest:
-		var by map[int16][]kmsg.TxnOffsetCommitRequestTopic
-		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.TxnOffsetCommitRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
-		for code, ts := range by {
-			p := *r
-			p.Topics = ts
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = stripTopics(r, &r.Topics, v, func(t *kmsg.TxnOffsetCommitRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.DeleteRecordsRequest:
-		var by map[int16][]kmsg.DeleteRecordsRequestTopic
-		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.DeleteRecordsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
-		for code, ts := range by {
-			p := *r
-			p.Topics = ts
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = stripTopics(r, &r.Topics, v, func(t *kmsg.DeleteRecordsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.CreateTopicsRequest:
-		var by map[int16][]kmsg.CreateTopicsRequestTopic
-		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.CreateTopicsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
-		for code, ts := range by {
-			p := *r
-			p.Topics = ts
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = stripTopics(r, &r.Topics, v, func(t *kmsg.CreateTopicsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.DeleteTopicsRequest:
 		if r.Version < 6 {
-			var by map[int16][]string
-			r.TopicNames, by = separate(r.TopicNames, v, acl.Topic, func(t *string) (string, [16]byte) { return *t, [16]byte{} })
-			for code, ts := range by {
-				p := *r
-				p.TopicNames = ts
-				parts = append(parts, part{code: code, req: &p})
-			}
+			parts = stripTopics(r, &r.TopicNames, v, func(t *string) (string, [16]byte) { return *t, [16]byte{} })
 			return len(r.TopicNames) > 0, parts, true
 		}
-		var by map[int16][]kmsg.DeleteTopicsRequestTopic
-		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.DeleteTopicsRequestTopic) (string, [16]byte) {
+		parts = stripTopics(r, &r.Topics, v, func(t *kmsg.DeleteTopicsRequestTopic) (string, [16]byte) {
 			if t.Topic == nil {
 				return "", t.TopicID
 			}
 			return *t.Topic, t.TopicID
 		})
-		for code, ts := range by {
-			p := *r
-			p.Topics = ts
-			parts = append(parts, part{code: code, req: &p})
-		}
 		return len(r.Topics) > 0, parts, true
 	case *kmsg.CreatePartitionsRequest:
-		var by map[int16][]kmsg.CreatePartitionsRequestTopic
-		r.Topics, by = separate(r.Topics, v, acl.Topic, func(t *kmsg.CreatePartitionsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
-		for code, ts := range by {
-			p := *r
-			p.Topics = ts
-			parts = append(parts, part{code: code, req: &p})
-		}
+		parts = stripTopics(r, &r.Topics, v, func(t *kmsg.CreatePartitionsRequestTopic) (string, [16]byte) { return t.Topic, [16]byte{} })
 		return len(r.Topics) > 0, parts, true
 	}
 	return false, nil, false
@@ -673,12 +574,26 @@ func stripNames[R any](req *R, names *[]string, v acl.Verdict, rt acl.ResourceTy
 		return false, nil, false
 	}
 	kept, by := separate(*names, v, rt, func(n *string) (string, [16]byte) { return *n, [16]byte{} })
+	return len(kept) > 0, splitOff(req, names, kept, by), true
+}
+
+// stripTopics leaves the denied topics out of *topics, a field of req,
+// which must be a pointer to a request struct, and returns the requests
+// holding the denied ones, one for each code.
+func stripTopics[R, T any](req *R, topics *[]T, v acl.Verdict, name func(*T) (string, [16]byte)) []part {
+	kept, by := separate(*topics, v, acl.Topic, name)
+	return splitOff(req, topics, kept, by)
+}
+
+// splitOff sets *entries, a field of req, to kept and returns, for each
+// code of by, a copy of req whose field holds only that code's entries.
+func splitOff[R, T any](req *R, entries *[]T, kept []T, by map[int16][]T) []part {
 	var parts []part
-	for code, ns := range by {
-		*names = ns
+	for code, es := range by {
+		*entries = es
 		p := *req
 		parts = append(parts, part{code: code, req: any(&p).(kmsg.Request)})
 	}
-	*names = kept
-	return len(kept) > 0, parts, true
+	*entries = kept
+	return parts
 }
