@@ -213,30 +213,8 @@ func (c *Config) validateAudit() error {
 	if err := pair("audit-kafka-tls-cert", a.AuditKafkaTLSCert, "audit-kafka-tls-key", a.AuditKafkaTLSKey); err != nil {
 		return err
 	}
-	switch a.AuditKafkaSASLMechanism {
-	case "":
-		for _, f := range []struct{ name, value string }{
-			{"audit-kafka-sasl-username", a.AuditKafkaSASLUsername},
-			{"audit-kafka-sasl-password-file", a.AuditKafkaSASLPasswordFile},
-			{"audit-kafka-sasl-token-file", a.AuditKafkaSASLTokenFile},
-		} {
-			if f.value != "" {
-				return invalid(f.name, f.value, "needs --audit-kafka-sasl-mechanism")
-			}
-		}
-	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
-		if a.AuditKafkaSASLUsername == "" {
-			return invalid("audit-kafka-sasl-username", "", "is required by --audit-kafka-sasl-mechanism "+a.AuditKafkaSASLMechanism)
-		}
-		if a.AuditKafkaSASLTokenFile != "" {
-			return invalid("audit-kafka-sasl-token-file", a.AuditKafkaSASLTokenFile, "is only for --audit-kafka-sasl-mechanism OAUTHBEARER")
-		}
-	case MechanismOAuthBearer:
-		if a.AuditKafkaSASLTokenFile == "" {
-			return invalid("audit-kafka-sasl-token-file", "", "is required by --audit-kafka-sasl-mechanism OAUTHBEARER")
-		}
-	default:
-		return invalid("audit-kafka-sasl-mechanism", a.AuditKafkaSASLMechanism, "must be PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
+	if err := validateSASL("audit-kafka", a.AuditKafkaSASLMechanism, a.AuditKafkaSASLUsername, a.AuditKafkaSASLPasswordFile, a.AuditKafkaSASLTokenFile); err != nil {
+		return err
 	}
 	for _, f := range []struct {
 		name, path string

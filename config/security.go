@@ -113,30 +113,8 @@ func (c *Config) validateSecurity() error {
 	if err := pair("upstream-tls-cert", s.UpstreamTLSCert, "upstream-tls-key", s.UpstreamTLSKey); err != nil {
 		return err
 	}
-	switch s.UpstreamSASLMechanism {
-	case "":
-		for _, f := range []struct{ name, value string }{
-			{"upstream-sasl-username", s.UpstreamSASLUsername},
-			{"upstream-sasl-password-file", s.UpstreamSASLPasswordFile},
-			{"upstream-sasl-token-file", s.UpstreamSASLTokenFile},
-		} {
-			if f.value != "" {
-				return invalid(f.name, f.value, "needs --upstream-sasl-mechanism")
-			}
-		}
-	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
-		if s.UpstreamSASLUsername == "" {
-			return invalid("upstream-sasl-username", "", "is required by --upstream-sasl-mechanism "+s.UpstreamSASLMechanism)
-		}
-		if s.UpstreamSASLTokenFile != "" {
-			return invalid("upstream-sasl-token-file", s.UpstreamSASLTokenFile, "is only for --upstream-sasl-mechanism OAUTHBEARER")
-		}
-	case MechanismOAuthBearer:
-		if s.UpstreamSASLTokenFile == "" {
-			return invalid("upstream-sasl-token-file", "", "is required by --upstream-sasl-mechanism OAUTHBEARER")
-		}
-	default:
-		return invalid("upstream-sasl-mechanism", s.UpstreamSASLMechanism, "must be PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
+	if err := validateSASL("upstream", s.UpstreamSASLMechanism, s.UpstreamSASLUsername, s.UpstreamSASLPasswordFile, s.UpstreamSASLTokenFile); err != nil {
+		return err
 	}
 	if err := c.validateClientAuth(); err != nil {
 		return err
@@ -214,6 +192,38 @@ func checkFile(field, path string, secret bool) error {
 	}
 	if secret && fi.Mode().Perm()&0o004 != 0 {
 		return invalid(field, path, fmt.Sprintf("holds a secret and is readable by other users (mode %v): chmod o-r it", fi.Mode().Perm()))
+	}
+	return nil
+}
+
+// validateSASL checks one set of the --PREFIX-sasl-* flags with which the
+// proxy authenticates as a client: the mechanism, and what it needs.
+func validateSASL(prefix, mechanism, username, passwordFile, tokenFile string) error {
+	flag := func(name string) string { return prefix + "-sasl-" + name }
+	switch mechanism {
+	case "":
+		for _, f := range []struct{ name, value string }{
+			{flag("username"), username},
+			{flag("password-file"), passwordFile},
+			{flag("token-file"), tokenFile},
+		} {
+			if f.value != "" {
+				return invalid(f.name, f.value, "needs --"+flag("mechanism"))
+			}
+		}
+	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
+		if username == "" {
+			return invalid(flag("username"), "", "is required by --"+flag("mechanism")+" "+mechanism)
+		}
+		if tokenFile != "" {
+			return invalid(flag("token-file"), tokenFile, "is only for --"+flag("mechanism")+" OAUTHBEARER")
+		}
+	case MechanismOAuthBearer:
+		if tokenFile == "" {
+			return invalid(flag("token-file"), "", "is required by --"+flag("mechanism")+" OAUTHBEARER")
+		}
+	default:
+		return invalid(flag("mechanism"), mechanism, "must be PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
 	}
 	return nil
 }
