@@ -250,9 +250,10 @@ type Outcome struct {
 	CloseAfter bool
 	// Err says why, for Close and CloseAfter.
 	Err error
-	// Refused is what a refusal (Answer, Close) refused, for the audit
-	// trail: the resources denied, or the one resource a refusal of the
-	// whole request speaks of. Empty when nothing was refused.
+	// Refused is what was refused, for the audit trail: the resources
+	// denied (Answer, Close, or the entries a Forward leaves out), or the
+	// one resource a refusal of the whole request speaks of. Empty when
+	// nothing was refused.
 	Refused []Refusal
 }
 
@@ -373,7 +374,7 @@ func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []
 			return Outcome{Action: Close, Err: ErrDenied, Refused: refused(hdr.Key, v)}, nil
 		}
 		out := g.forward(hdr, frame, req, nil)
-		out.CloseAfter, out.Err = true, ErrDenied
+		out.CloseAfter, out.Err, out.Refused = true, ErrDenied, refused(hdr.Key, v)
 		return out, nil
 	}
 	if !kept {
@@ -385,7 +386,9 @@ func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []
 	if hdr.Key == 3 {
 		g.autoCreate(a, c, req.(*kmsg.MetadataRequest), fix)
 	}
-	return g.forward(hdr, frame, req, fix), nil
+	out := g.forward(hdr, frame, req, fix)
+	out.Refused = refused(hdr.Key, v)
+	return out, nil
 }
 
 // forward re-encodes req, which the caller changed, in frame's header.

@@ -136,7 +136,7 @@ func (c *conn) authorize(r *request) error {
 			r.frame = &wire.Buf{B: out.Frame}
 		}
 	}
-	r.fix = out.Fix
+	r.fix, r.refused = out.Fix, out.Refused
 	if out.CloseAfter {
 		c.deniedAfter = out.Err
 	}

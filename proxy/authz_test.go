@@ -662,7 +662,8 @@ func TestACLRevokedWhileFetching(t *testing.T) {
 // TestACLRefusalAudited: a request the ACL file refuses, answered by the
 // proxy and never forwarded, is in the audit trail as denied, with the
 // resources refused and the code the client got; a refusal of the whole
-// request names the resource its code speaks of.
+// request names the resource its code speaks of. One forwarded without
+// its refused entries is a denial too, those entries denied.
 func TestACLRefusalAudited(t *testing.T) {
 	for _, tc := range aclCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -676,9 +677,18 @@ func TestACLRefusalAudited(t *testing.T) {
 			create.Topics = append(create.Topics, nt)
 			join := kmsg.NewPtrJoinGroupRequest()
 			join.Group, join.ProtocolType, join.SessionTimeoutMillis = "g", "consumer", 10000
-			for _, req := range []kmsg.Request{produceReq(-1, "b1", "b"), create, join} {
+			for _, req := range []kmsg.Request{produceReq(-1, "b1", "b"), create, join, produceReq(-1, "ab", "a", "b")} {
 				if _, err := pipeprobe.Do(ctx, p.Addr(), req); err != nil {
 					t.Fatal(err)
+				}
+			}
+			// A forwarded request is recorded as its answer is delivered.
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				rec.mu.Lock()
+				n := len(rec.reqs)
+				rec.mu.Unlock()
+				if n >= 4 {
+					break
 				}
 			}
 			rec.mu.Lock()
@@ -703,6 +713,9 @@ func TestACLRefusalAudited(t *testing.T) {
 				{19, "Topic", "secret", "Create", acl.TopicAuthorizationFailed, acl.TopicAuthorizationFailed, audit.Deny, audit.Deny},
 				// A refusal of the whole request: the group by its type.
 				{11, "Group", "", "Read", acl.GroupAuthorizationFailed, acl.GroupAuthorizationFailed, audit.Deny, audit.Deny},
+				// Forwarded without b: a written, b denied.
+				{0, "Topic", "a", "Write", acl.TopicAuthorizationFailed, 0, audit.Deny, audit.Allow},
+				{0, "Topic", "b", "Write", acl.TopicAuthorizationFailed, acl.TopicAuthorizationFailed, audit.Deny, audit.Deny},
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("denied events\n got %+v\nwant %+v", got, want)
