@@ -250,6 +250,48 @@ type Outcome struct {
 	CloseAfter bool
 	// Err says why, for Close and CloseAfter.
 	Err error
+	// Refused is what was refused, for the audit trail: the resources
+	// denied (Answer, Close, or the entries a Forward leaves out), or the
+	// one resource a refusal of the whole request speaks of. Empty when
+	// nothing was refused.
+	Refused []Refusal
+}
+
+// Refusal is one resource a request was refused on.
+type Refusal struct {
+	Resource  acl.ResourceType
+	Name      string // acl.ClusterName for the cluster; empty when a whole refusal names no resource
+	Operation acl.Operation
+	Code      int16
+}
+
+// refused lists what v refuses of a request with key key.
+func refused(key int16, v acl.Verdict) []Refusal {
+	if v.Code != 0 {
+		rt := codeResource(v.Code)
+		name := ""
+		if rt == acl.Cluster {
+			name = acl.ClusterName
+		}
+		return []Refusal{{Resource: rt, Name: name, Operation: needOperation(key, rt), Code: v.Code}}
+	}
+	rs := make([]Refusal, len(v.Denied))
+	for i, d := range v.Denied {
+		rs[i] = Refusal{Resource: d.Resource, Name: d.Name, Operation: needOperation(key, d.Resource), Code: d.Code}
+	}
+	return rs
+}
+
+// needOperation is the operation a request with key key needs on a
+// resource of type rt: the first of its rule's needs on that type.
+func needOperation(key int16, rt acl.ResourceType) acl.Operation {
+	rule, _ := acl.RuleFor(key)
+	for _, n := range rule.Needs {
+		if n.Resource == rt {
+			return n.Operation
+		}
+	}
+	return acl.Describe
 }
 
 // ErrDenied is why a connection closes after a refused acks=0 Produce.
@@ -298,9 +340,9 @@ func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []
 	g.count(c, hdr.Key, v)
 	if v.Code != 0 {
 		if noResp {
-			return Outcome{Action: Close, Err: ErrDenied}, nil
+			return Outcome{Action: Close, Err: ErrDenied, Refused: refused(hdr.Key, v)}, nil
 		}
-		return g.answer(hdr, errorResponse(req, v.Code)), nil
+		return g.refuse(hdr, errorResponse(req, v.Code), v), nil
 	}
 	fix := g.fixFor(a, c, req, v)
 	if len(v.Denied) == 0 {
@@ -319,9 +361,9 @@ func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []
 		// refused whole, with the first denial's code: a denied entry is
 		// never forwarded.
 		if noResp {
-			return Outcome{Action: Close, Err: ErrDenied}, nil
+			return Outcome{Action: Close, Err: ErrDenied, Refused: refused(hdr.Key, v)}, nil
 		}
-		return g.answer(hdr, errorResponse(req, v.Denied[0].Code)), nil
+		return g.refuse(hdr, errorResponse(req, v.Denied[0].Code), v), nil
 	}
 	if fix == nil {
 		fix = &Fix{g: g, a: a, c: c}
@@ -329,22 +371,24 @@ func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []
 	fix.parts = parts
 	if noResp {
 		if !kept {
-			return Outcome{Action: Close, Err: ErrDenied}, nil
+			return Outcome{Action: Close, Err: ErrDenied, Refused: refused(hdr.Key, v)}, nil
 		}
 		out := g.forward(hdr, frame, req, nil)
-		out.CloseAfter, out.Err = true, ErrDenied
+		out.CloseAfter, out.Err, out.Refused = true, ErrDenied, refused(hdr.Key, v)
 		return out, nil
 	}
 	if !kept {
 		resp := req.ResponseKind()
 		resp.SetVersion(req.GetVersion())
 		fix.Apply(resp)
-		return g.answer(hdr, resp), nil
+		return g.refuse(hdr, resp, v), nil
 	}
 	if hdr.Key == 3 {
 		g.autoCreate(a, c, req.(*kmsg.MetadataRequest), fix)
 	}
-	return g.forward(hdr, frame, req, fix), nil
+	out := g.forward(hdr, frame, req, fix)
+	out.Refused = refused(hdr.Key, v)
+	return out, nil
 }
 
 // forward re-encodes req, which the caller changed, in frame's header.
@@ -355,6 +399,13 @@ func (g *Guard) forward(hdr wire.RequestHeader, frame []byte, req kmsg.Request, 
 
 func (g *Guard) answer(hdr wire.RequestHeader, resp kmsg.Response) Outcome {
 	return Outcome{Action: Answer, Response: wire.AppendResponse(nil, hdr.Correlation, hdr.ResponseFlexible(), resp.AppendTo)}
+}
+
+// refuse answers with resp, a refusal of what v denies.
+func (g *Guard) refuse(hdr wire.RequestHeader, resp kmsg.Response, v acl.Verdict) Outcome {
+	out := g.answer(hdr, resp)
+	out.Refused = refused(hdr.Key, v)
+	return out
 }
 
 // unhandled decides a key whose needs depend on more than its request
@@ -420,15 +471,7 @@ func (g *Guard) count(c acl.Client, key int16, v acl.Verdict) {
 	if v.Code == 0 && len(v.Denied) == 0 {
 		return
 	}
-	rule, _ := acl.RuleFor(key)
-	op := func(rt acl.ResourceType) acl.Operation {
-		for _, n := range rule.Needs {
-			if n.Resource == rt {
-				return n.Operation
-			}
-		}
-		return acl.Describe
-	}
+	op := func(rt acl.ResourceType) acl.Operation { return needOperation(key, rt) }
 	if g.m != nil {
 		if v.Code != 0 {
 			rt := codeResource(v.Code)

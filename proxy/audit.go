@@ -50,6 +50,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/audit"
+	"github.com/inorder-proxy/inorder/authz"
 	"github.com/inorder-proxy/inorder/clientauth"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/budget"
@@ -161,6 +162,9 @@ type auditReq struct {
 	// perRequest: the data path is recorded request by request, so a
 	// Produce's response is scanned for its offsets.
 	perRequest bool
+	// refused is what the authorization left out of the request
+	// forwarded: its event is a denial, those resources denied.
+	refused []authz.Refusal
 
 	// The backing arrays of req.Resources and of their partitions, kept
 	// for the next request; starts is where each resource's partitions
@@ -204,7 +208,7 @@ func putAuditReq(ar *auditReq) {
 	clear(ar.fetch) // no topic name kept alive
 	ar.resources = ar.req.Resources[:0]
 	clear(ar.resources[:cap(ar.resources)]) // names and partitions not kept alive
-	ar.req, ar.kreq, ar.perRequest = audit.Request{}, nil, false
+	ar.req, ar.kreq, ar.perRequest, ar.refused = audit.Request{}, nil, false, nil
 	auditReqPool.Put(ar)
 }
 
@@ -319,7 +323,7 @@ func (c *conn) auditRead(r *request) {
 	if c.one != nil {
 		c.auditQueued(c.auditContext())
 	}
-	if r.local != nil || !c.p.aud.rec.Wants(r.hdr.Key, audit.Allow) {
+	if r.local != nil || len(r.refused) == 0 && !c.p.aud.rec.Wants(r.hdr.Key, audit.Allow) {
 		return
 	}
 	// A request going upstream unread has its head alone, in the peek
@@ -333,7 +337,8 @@ func (c *conn) auditRead(r *request) {
 	ar.req.APIKey, ar.req.APIVersion, ar.req.ClientID = r.hdr.Key, r.hdr.Version, c.auditClientID(frame)
 	switch key := kmsg.Key(r.hdr.Key); {
 	case key == kmsg.Produce:
-		ar.perRequest = c.cfg.AuditDataPath == config.AuditDataPathRequest
+		// A denial is recorded on its own, never in a summary.
+		ar.perRequest = c.cfg.AuditDataPath == config.AuditDataPathRequest || len(r.refused) > 0
 		if whole {
 			c.produceResources(ar, frame[r.hdr.Body:], r.hdr.Version)
 		}
@@ -352,6 +357,7 @@ func (c *conn) auditRead(r *request) {
 			}
 		}
 	}
+	ar.refused = r.refused
 	r.aud = ar
 }
 
@@ -569,6 +575,9 @@ func (c *conn) auditDelivered(rs []*request) {
 		if r.hdr.Key == int16(kmsg.Fetch) {
 			fetchResources(ar)
 		}
+		if len(ar.refused) > 0 {
+			markRefused(&ar.req, ar.refused)
+		}
 		if c.one != nil {
 			c.aud.mu.Lock()
 			c.aud.queued = append(c.aud.queued, ar)
@@ -577,6 +586,29 @@ func (c *conn) auditDelivered(rs []*request) {
 		}
 		_ = c.p.aud.rec.Request(c.auditContext(), c.aud.a, &ar.req)
 		putAuditReq(ar)
+	}
+}
+
+// markRefused makes q, forwarded without the entries refused, a denial:
+// each refused resource denied with its code, added when the answer did
+// not name it.
+func markRefused(q *audit.Request, refused []authz.Refusal) {
+	for _, d := range refused {
+		typ, i := d.Resource.String(), 0
+		for i < len(q.Resources) && (q.Resources[i].Type != typ || q.Resources[i].Name != d.Name) {
+			i++
+		}
+		if i == len(q.Resources) {
+			q.Resources = append(q.Resources, audit.Resource{Type: typ, Name: d.Name, Operation: d.Operation.String()})
+		}
+		q.Resources[i].Decision = audit.Deny
+		if q.Resources[i].ErrorCode == 0 {
+			q.Resources[i].ErrorCode = d.Code
+		}
+	}
+	q.Decision = audit.Deny
+	if q.ErrorCode == 0 {
+		q.ErrorCode = refused[0].Code
 	}
 }
 

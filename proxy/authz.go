@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/acl"
+	"github.com/inorder-proxy/inorder/audit"
 	"github.com/inorder-proxy/inorder/authz"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -114,9 +115,11 @@ func (c *conn) authorize(r *request) error {
 	}
 	switch out.Action {
 	case authz.Answer:
+		c.auditRefused(r, out.Refused)
 		c.answerLocally(r, out.Response)
 		return nil
 	case authz.Close:
+		c.auditRefused(r, out.Refused)
 		return fmt.Errorf("%w: %w", ErrDenied, out.Err)
 	case authz.Forward:
 		if out.CloseAfter && r.split != nil {
@@ -133,11 +136,24 @@ func (c *conn) authorize(r *request) error {
 			r.frame = &wire.Buf{B: out.Frame}
 		}
 	}
-	r.fix = out.Fix
+	r.fix, r.refused = out.Fix, out.Refused
 	if out.CloseAfter {
 		c.deniedAfter = out.Err
 	}
 	return nil
+}
+
+// auditRefused records r, refused by the ACLs on the resources listed,
+// before its refusal is delivered; client reader.
+func (c *conn) auditRefused(r *request, refused []authz.Refusal) {
+	if c.aud.a == nil || len(refused) == 0 {
+		return
+	}
+	res := make([]audit.Resource, len(refused))
+	for i, d := range refused {
+		res[i] = audit.Resource{Type: d.Resource.String(), Name: d.Name, Operation: d.Operation.String(), ErrorCode: d.Code}
+	}
+	c.auditDenied(r.hdr, r.frame.B, refused[0].Code, res...)
 }
 
 // afterAuthorize closes the connection once an acks=0 write with denied

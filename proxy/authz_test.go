@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/inorder-proxy/inorder/acl"
+	"github.com/inorder-proxy/inorder/audit"
 	"github.com/inorder-proxy/inorder/authn"
 	"github.com/inorder-proxy/inorder/authz"
 	"github.com/inorder-proxy/inorder/clientauth"
@@ -652,6 +654,71 @@ func TestACLRevokedWhileFetching(t *testing.T) {
 					}
 					denied = true
 				}
+			}
+		})
+	}
+}
+
+// TestACLRefusalAudited: a request the ACL file refuses, answered by the
+// proxy and never forwarded, is in the audit trail as denied, with the
+// resources refused and the code the client got; a refusal of the whole
+// request names the resource its code speaks of. One forwarded without
+// its refused entries is a denial too, those entries denied.
+func TestACLRefusalAudited(t *testing.T) {
+	for _, tc := range aclCases {
+		t.Run(tc.name, func(t *testing.T) {
+			kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "a", "b"))
+			rec := &recorded{}
+			p, _, _, _ := aclProxy(t, kc, tc.topology, tc.mode, aclTestFile(authz.Anonymous, ""), proxy.WithRecorder(rec))
+			ctx := testContext(t, 20*time.Second)
+			create := kmsg.NewPtrCreateTopicsRequest()
+			nt := kmsg.NewCreateTopicsRequestTopic()
+			nt.Topic, nt.NumPartitions, nt.ReplicationFactor = "secret", 1, 1
+			create.Topics = append(create.Topics, nt)
+			join := kmsg.NewPtrJoinGroupRequest()
+			join.Group, join.ProtocolType, join.SessionTimeoutMillis = "g", "consumer", 10000
+			for _, req := range []kmsg.Request{produceReq(-1, "b1", "b"), create, join, produceReq(-1, "ab", "a", "b")} {
+				if _, err := pipeprobe.Do(ctx, p.Addr(), req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A forwarded request is recorded as its answer is delivered.
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				rec.mu.Lock()
+				n := len(rec.reqs)
+				rec.mu.Unlock()
+				if n >= 4 {
+					break
+				}
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			type res struct {
+				key                   int16
+				typ, name, op         string
+				code, resourceCode    int16
+				decision, resDecision audit.Decision
+			}
+			var got []res
+			for _, q := range rec.reqs {
+				if q.Decision != audit.Deny {
+					continue
+				}
+				for _, r := range q.Resources {
+					got = append(got, res{q.APIKey, r.Type, r.Name, r.Operation, q.ErrorCode, r.ErrorCode, q.Decision, r.Decision})
+				}
+			}
+			want := []res{
+				{0, "Topic", "b", "Write", acl.TopicAuthorizationFailed, acl.TopicAuthorizationFailed, audit.Deny, audit.Deny},
+				{19, "Topic", "secret", "Create", acl.TopicAuthorizationFailed, acl.TopicAuthorizationFailed, audit.Deny, audit.Deny},
+				// A refusal of the whole request: the group by its type.
+				{11, "Group", "", "Read", acl.GroupAuthorizationFailed, acl.GroupAuthorizationFailed, audit.Deny, audit.Deny},
+				// Forwarded without b: a written, b denied.
+				{0, "Topic", "a", "Write", acl.TopicAuthorizationFailed, 0, audit.Deny, audit.Allow},
+				{0, "Topic", "b", "Write", acl.TopicAuthorizationFailed, acl.TopicAuthorizationFailed, audit.Deny, audit.Deny},
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("denied events\n got %+v\nwant %+v", got, want)
 			}
 		})
 	}

@@ -65,6 +65,9 @@ type request struct {
 	// fix completes the answer as the request's authorization asks
 	// (authz.go); nil: the answer goes as the upstream gave it.
 	fix *authz.Fix
+	// refused is what the authorization left out of the request
+	// forwarded, for its audit event.
+	refused []authz.Refusal
 	// aud is what its audit event needs; nil when not audited.
 	aud *auditReq
 

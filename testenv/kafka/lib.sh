@@ -12,6 +12,9 @@
 #                  controllers 24192-24194, inter-broker PLAINTEXT 24292-24294
 #   authz        : node.id 1, SASL_PLAINTEXT 127.0.0.1:25092, controller 25192,
 #                  inter-broker PLAINTEXT 25292; StandardAuthorizer
+#   audit        : node.id 1, broker 127.0.0.1:26092, controller 127.0.0.1:26192;
+#                  the single node again on ports of its own, for a test that
+#                  stops and restarts it (the audit trail's Kafka sink)
 
 TESTENV_KAFKA_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
@@ -40,6 +43,7 @@ KAFKA_RELAYED_LISTENER="${KAFKA_RELAYED_LISTENER:-}"
 SECURE_BASE=23091             # secure: node N -> SASL_SSL 23091+N, controller +100, inter-broker +200
 SECURE_CLUSTER_BASE=24091     # secure-cluster: the same layout from 24091+N
 AUTHZ_BASE=25091              # authz: node N -> SASL_PLAINTEXT 25091+N, controller +100, inter-broker +200
+AUDIT_BASE=26091              # audit: node N -> PLAINTEXT 26091+N, controller +100
 
 # Test-only SCRAM/PLAIN users of the secure modes (documented in README.md):
 # "client" is what clients use, "inorder" what the proxy authenticates as.
@@ -55,15 +59,15 @@ klog() { printf '[testenv/kafka %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 # mode -> node ids
 mode_nodes() {
   case "$1" in
-    single|secure|authz) echo 1 ;;
+    single|secure|authz|audit) echo 1 ;;
     cluster|secure-cluster) echo 1 2 3 ;;
-    *) klog "unknown mode '$1' (single|cluster|secure|secure-cluster|authz)"; return 2 ;;
+    *) klog "unknown mode '$1' (single|cluster|secure|secure-cluster|authz|audit)"; return 2 ;;
   esac
 }
 mode_secure() { case "$1" in secure|secure-cluster) return 0 ;; esac; return 1; }
 mode_multi() { case "$1" in cluster|secure-cluster) return 0 ;; esac; return 1; }
 mode_authz() { [ "$1" = authz ]; }
-ALL_MODES="single cluster secure secure-cluster authz"
+ALL_MODES="single cluster secure secure-cluster authz audit"
 
 broker_port() { # mode node
   case "$1" in
@@ -72,6 +76,7 @@ broker_port() { # mode node
     secure) echo $((SECURE_BASE + $2)) ;;
     secure-cluster) echo $((SECURE_CLUSTER_BASE + $2)) ;;
     authz) echo $((AUTHZ_BASE + $2)) ;;
+    audit) echo $((AUDIT_BASE + $2)) ;;
   esac
 }
 controller_port() { # mode node
@@ -81,6 +86,7 @@ controller_port() { # mode node
     secure) echo $((SECURE_BASE + 100 + $2)) ;;
     secure-cluster) echo $((SECURE_CLUSTER_BASE + 100 + $2)) ;;
     authz) echo $((AUTHZ_BASE + 100 + $2)) ;;
+    audit) echo $((AUDIT_BASE + 100 + $2)) ;;
   esac
 }
 # The plaintext inter-broker listener of the secure modes, and the

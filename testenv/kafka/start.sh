@@ -4,7 +4,8 @@
 # (node 1, SASL_SSL on 127.0.0.1:23092) or `start.sh secure-cluster` (nodes
 # 1,2,3, SASL_SSL on 127.0.0.1:24092-24094) with certificates and SCRAM users
 # made at start; `start.sh authz` (node 1, SASL_PLAINTEXT on 127.0.0.1:25092,
-# SCRAM users, StandardAuthorizer, admin the super user) (see README.md). Installs Kafka first if needed, formats fresh
+# SCRAM users, StandardAuthorizer, admin the super user); `start.sh audit`
+# (node 1, 127.0.0.1:26092, a single node on ports of its own) (see README.md). Installs Kafka first if needed, formats fresh
 # storage, waits until the broker(s) answer a metadata request, and prints the
 # bootstrap address on stdout.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stops the Kafka started by start.sh: `stop.sh single|cluster|secure|secure-cluster|authz|all`.
+# Stops the Kafka started by start.sh: `stop.sh single|cluster|secure|secure-cluster|authz|audit|all`.
 # SIGTERM to each node, waits up to $KAFKA_STOP_TIMEOUT s, then SIGKILL.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
