@@ -30,7 +30,7 @@ func cannedProduce(pad int) []byte {
 // correlation id copied in. It reads each request into one buffer and
 // writes from another, so it allocates nothing per request: what a test
 // counts is the proxy's.
-func cannedBackend(t *testing.T, body []byte) string {
+func cannedBackend(t testing.TB, body []byte) string {
 	t.Helper()
 	resp := binary.BigEndian.AppendUint32(nil, 0)
 	resp = append(resp, 0, 0, 0, 0, 0) // correlation id, no header tags
