@@ -21,6 +21,10 @@ package proxy
 //     response recorded as it arrives: over the quota, the client gets an
 //     empty response in its place with the broker's session id, and the
 //     reader is muted likewise.
+//   - In the single topology the same holds of the merged answer
+//     (single_quota.go): a Produce's carries the throttle, a Fetch's is
+//     counted whole and, over the quota, replaced by an empty one; the
+//     decoded Fetch, which is split, has its max_bytes lowered.
 //
 // The client reader alone reads and writes connQuota, but for muted,
 // which the upstream reader sets; a forwarded Fetch carries its client's
@@ -285,9 +289,14 @@ func (c *conn) quotaRequest(r *request) error {
 		return nil
 	}
 	r.quota = cl
-	if f.maxBytesAt > 0 && r.split == nil {
+	if f.maxBytesAt > 0 {
 		if max := cl.MaxFetchBytes(); max > 0 && int64(f.maxBytes) > max {
 			binary.BigEndian.PutUint32(r.frame.B[f.maxBytesAt:], uint32(max))
+			if r.split != nil {
+				// The single topology splits the decoded request,
+				// not the frame.
+				r.split.req.(*kmsg.FetchRequest).MaxBytes = int32(max)
+			}
 		}
 	}
 	return nil
