@@ -148,21 +148,8 @@ func TestLargeFramesAllocateNothing(t *testing.T) {
 // exchange writes the request frame to c and reads its response into
 // resp, whose correlation id must be the request's. It allocates nothing.
 func exchange(t *testing.T, c net.Conn, frame, resp []byte) {
-	if _, err := c.Write(frame); err != nil {
+	if err := roundTripFrame(c, frame, resp); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := io.ReadFull(c, resp[:4]); err != nil {
-		t.Fatal(err)
-	}
-	n := binary.BigEndian.Uint32(resp)
-	if n > uint32(len(resp)) {
-		t.Fatalf("response of %d bytes", n)
-	}
-	if _, err := io.ReadFull(c, resp[:n]); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := binary.BigEndian.Uint32(resp), binary.BigEndian.Uint32(frame[8:]); got != want {
-		t.Fatalf("response correlation id %d, want %d", got, want)
 	}
 }
 

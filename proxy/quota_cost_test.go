@@ -70,7 +70,8 @@ func quotaCostRoundTrip(tb testing.TB, body, frame []byte, quotas bool, m *metri
 }
 
 // roundTripFrame writes the request frame to c and reads its response into
-// resp. It allocates nothing.
+// resp, whose correlation id must be the request's. It allocates nothing
+// but the error.
 func roundTripFrame(c net.Conn, frame, resp []byte) error {
 	if _, err := c.Write(frame); err != nil {
 		return err
