@@ -370,7 +370,7 @@ start_security() {
 	SEC_ACL_PID=$SERVED_PID
 	serve_conn inorder-audit "$AUDIT" --log-level warn --audit-file "$WORK/audit-$1.jsonl" --audit-data-path request
 	SEC_AUDIT_PID=$SERVED_PID
-	serve_conn inorder-quota "$QUOTA" --log-level warn --config "$WORK/quotas.yaml"
+	serve_conn inorder-quota "$QUOTA" --log-level warn --config "$WORK/quota/quotas.yaml"
 	SEC_QUOTA_PID=$SERVED_PID
 	local p
 	for p in "$CONN" "$TWIN" "$ACL" "$AUDIT" "$QUOTA"; do
@@ -403,7 +403,11 @@ security_section() {
 	# bench client's id under it (kgo's default client id) and of the
 	# default client id, each a hundred times what one path here moves,
 	# and connection caps far above the bench's connections.
-	cat >"$WORK/quotas.yaml" <<-EOF
+	# In a folder of its own: the proxy watches the folder of its
+	# --config, and would wake (and read the file again) on every write
+	# of the other proxies' logs and audit trail to $WORK.
+	mkdir -p "$WORK/quota"
+	cat >"$WORK/quota/quotas.yaml" <<-EOF
 		quotas:
 		  - user: <default>
 		    producer_byte_rate: 10000000000

@@ -16,7 +16,7 @@ import (
 // connBackend starts a backend that runs serve on every connection it
 // accepts, each in a goroutine of its own, and closes the connection when
 // serve returns.
-func connBackend(t *testing.T, serve func(net.Conn)) string {
+func connBackend(t testing.TB, serve func(net.Conn)) string {
 	t.Helper()
 	return loopbackBackend(t, func(ln net.Listener) {
 		for {

@@ -15,7 +15,7 @@ import (
 // loopbackBackend listens on a loopback port and runs serve on the
 // listener; when the test ends it closes the listener and waits for serve
 // to return.
-func loopbackBackend(t *testing.T, serve func(ln net.Listener)) string {
+func loopbackBackend(t testing.TB, serve func(ln net.Listener)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

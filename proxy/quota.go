@@ -21,6 +21,10 @@ package proxy
 //     response recorded as it arrives: over the quota, the client gets an
 //     empty response in its place with the broker's session id, and the
 //     reader is muted likewise.
+//   - In the single topology the same holds of the merged answer
+//     (single_quota.go): a Produce's carries the throttle, a Fetch's is
+//     counted whole and, over the quota, replaced by an empty one; the
+//     decoded Fetch, which is split, has its max_bytes lowered.
 //
 // The client reader alone reads and writes connQuota, but for muted,
 // which the upstream reader sets; a forwarded Fetch carries its client's
@@ -51,11 +55,12 @@ const anonymous = "ANONYMOUS"
 
 // connQuota is a connection's part in the quotas.
 type connQuota struct {
-	ip       netip.Addr // counted by Conns.Accept; invalid: not counted
-	user     string     // counted by Conns.AcquireUser; "": not counted
-	cl       *quota.Client
-	clUser   string // cl's user and client id
-	clientID string
+	ip   netip.Addr // counted by Conns.Accept; invalid: not counted
+	user string     // counted by Conns.AcquireUser; "": not counted
+	cl   *quota.Client
+	// principal and clientID are what cl was made for.
+	principal string
+	clientID  string
 	// muted is when the client reader may read again, in unix
 	// nanoseconds; 0: not muted.
 	muted atomic.Int64
@@ -202,29 +207,36 @@ func (c *conn) requestHead(r *request) ([]byte, int) {
 }
 
 // quotaClient returns the connection's view of the quotas for the client
-// id in head, made anew when the principal or the client id changes.
+// id in head, made anew when the principal or the client id changes. The
+// client id is compared where it lies in the frame, copied only when it
+// changes: a connection keeps one, so a request costs no allocation.
 func (c *conn) quotaClient(head []byte) *quota.Client {
-	user := c.quotaUser()
-	id := clientID(head)
-	if c.quota.cl == nil || user != c.quota.clUser || id != c.quota.clientID {
-		c.quota.cl = c.p.quotas.Client(user, id)
-		c.quota.clUser, c.quota.clientID = user, id
+	principal := c.principal()
+	id := clientIDBytes(head)
+	if c.quota.cl == nil || principal != c.quota.principal || string(id) != c.quota.clientID {
+		user := c.quotaUser()
+		c.quota.clientID = string(id)
+		c.quota.cl = c.p.quotas.Client(user, c.quota.clientID)
+		c.quota.principal = principal
 	}
 	return c.quota.cl
 }
 
 // clientID reads the client id of a request frame (length prefix
 // included); "" when null or cut short.
-func clientID(frame []byte) string {
+func clientID(frame []byte) string { return string(clientIDBytes(frame)) }
+
+// clientIDBytes is clientID within the frame, not copied.
+func clientIDBytes(frame []byte) []byte {
 	const at = 4 + 8
 	if len(frame) < at+2 {
-		return ""
+		return nil
 	}
 	n := int(int16(binary.BigEndian.Uint16(frame[at:])))
 	if n <= 0 || len(frame) < at+2+n {
-		return ""
+		return nil
 	}
-	return string(frame[at+2 : at+2+n])
+	return frame[at+2 : at+2+n]
 }
 
 // errUserConnections closes a connection whose user has its most
@@ -277,9 +289,14 @@ func (c *conn) quotaRequest(r *request) error {
 		return nil
 	}
 	r.quota = cl
-	if f.maxBytesAt > 0 && r.split == nil {
+	if f.maxBytesAt > 0 {
 		if max := cl.MaxFetchBytes(); max > 0 && int64(f.maxBytes) > max {
 			binary.BigEndian.PutUint32(r.frame.B[f.maxBytesAt:], uint32(max))
+			if r.split != nil {
+				// The single topology splits the decoded request,
+				// not the frame.
+				r.split.req.(*kmsg.FetchRequest).MaxBytes = int32(max)
+			}
 		}
 	}
 	return nil

@@ -30,6 +30,26 @@ import (
 // its quota before it is throttled at all).
 var quotaWindow = quota.Window{Samples: 11, Size: 200 * time.Millisecond}
 
+// quotaTopologies runs test in the port-per-broker topology and in the
+// single one, which applies the quotas to its merged answers.
+func quotaTopologies(t *testing.T, test func(*testing.T, config.Topology)) {
+	for _, topo := range []config.Topology{config.TopologyPorts, config.TopologySingle} {
+		t.Run(string(topo), func(t *testing.T) { test(t, topo) })
+	}
+}
+
+// inTopology is mut in the topology topo ("": the default).
+func inTopology(topo config.Topology, mut func(*config.Config)) func(*config.Config) {
+	return func(c *config.Config) {
+		if topo != "" {
+			c.Topology = topo
+		}
+		if mut != nil {
+			mut(c)
+		}
+	}
+}
+
 func parseQuotas(t *testing.T, doc string) *quota.Config {
 	t.Helper()
 	q, err := quota.Parse([]byte(doc))
@@ -54,16 +74,17 @@ func randomValue(n int) []byte {
 // proxy, with no quota, is never throttled.
 func TestQuotaProduceHeldToRate(t *testing.T) {
 	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
-		t.Run(string(mode), func(t *testing.T) { testQuotaProduceHeldToRate(t, mode) })
+		t.Run(string(mode), func(t *testing.T) { testQuotaProduceHeldToRate(t, mode, "") })
 	}
+	t.Run("single", func(t *testing.T) { testQuotaProduceHeldToRate(t, config.OrderingConnection, config.TopologySingle) })
 }
 
-func testQuotaProduceHeldToRate(t *testing.T, mode config.Ordering) {
+func testQuotaProduceHeldToRate(t *testing.T, mode config.Ordering, topo config.Topology) {
 	const rate = 1 << 20
 	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "q", "free"))
 	q := parseQuotas(t, "- client-id: slow\n  producer_byte_rate: 1048576\n")
 	m := metrics.New()
-	p := startProxy(t, mode, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow), proxy.WithMetrics(m))
+	p := startProxy(t, mode, kc.ListenAddrs(), inTopology(topo, func(c *config.Config) { c.Quotas = q }), proxy.WithQuotaWindow(quotaWindow), proxy.WithMetrics(m))
 
 	client := func(id string, h *quotaprobe.Hook) *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID(id), kgo.WithHooks(h),
@@ -136,7 +157,9 @@ func testQuotaProduceHeldToRate(t *testing.T, mode config.Ordering) {
 // quota and 0.5s as fast as it may; its throttled fetches come back
 // empty, the records fetched again later, none lost; another client id
 // reading the same records is never throttled.
-func TestQuotaFetchHeldToRate(t *testing.T) {
+func TestQuotaFetchHeldToRate(t *testing.T) { quotaTopologies(t, testQuotaFetchHeldToRate) }
+
+func testQuotaFetchHeldToRate(t *testing.T, topo config.Topology) {
 	const (
 		rate  = 1 << 20
 		size  = 8 << 10
@@ -157,7 +180,7 @@ func TestQuotaFetchHeldToRate(t *testing.T) {
 	seed.Close()
 
 	q := parseQuotas(t, "- client-id: slow\n  consumer_byte_rate: 1048576\n")
-	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow))
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), inTopology(topo, func(c *config.Config) { c.Quotas = q }), proxy.WithQuotaWindow(quotaWindow))
 	consumer := func(id string, h *quotaprobe.Hook) *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID(id), kgo.WithHooks(h),
 			kgo.ConsumeTopics("c"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -235,9 +258,11 @@ func apiVersionsVia(nc net.Conn) error {
 // TestQuotaConnectionsPerIP: with --max-connections-per-ip 2 the third
 // connection from the address is closed at once, with a log line, and
 // one more is served once one of the two closes.
-func TestQuotaConnectionsPerIP(t *testing.T) {
+func TestQuotaConnectionsPerIP(t *testing.T) { quotaTopologies(t, testQuotaConnectionsPerIP) }
+
+func testQuotaConnectionsPerIP(t *testing.T, topo config.Topology) {
 	kc := newCluster(t, kfake.NumBrokers(1))
-	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.MaxConnectionsPerIP = 2 })
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), inTopology(topo, func(c *config.Config) { c.MaxConnectionsPerIP = 2 }))
 	var open []net.Conn
 	for i := range 2 {
 		nc := dialProxy(t, p.Addr())
@@ -269,8 +294,12 @@ func TestQuotaConnectionsPerIP(t *testing.T) {
 // TestQuotaReloadAppliesToOpenConnections: a producer_byte_rate added by
 // a reload throttles a client on the connection it already had open.
 func TestQuotaReloadAppliesToOpenConnections(t *testing.T) {
+	quotaTopologies(t, testQuotaReloadAppliesToOpenConnections)
+}
+
+func testQuotaReloadAppliesToOpenConnections(t *testing.T, topo config.Topology) {
 	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "q"))
-	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), nil, proxy.WithQuotaWindow(quotaWindow))
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), inTopology(topo, nil), proxy.WithQuotaWindow(quotaWindow))
 	var h quotaprobe.Hook
 	var dials atomic.Int64
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID("slow"), kgo.WithHooks(&h),
@@ -302,6 +331,7 @@ func TestQuotaReloadAppliesToOpenConnections(t *testing.T) {
 	cfg.Upstreams = kc.ListenAddrs()
 	cfg.UpstreamOrdering = config.OrderingConnection
 	cfg.DialTimeout = 5 * time.Second
+	cfg.Topology = topo
 	cfg.Quotas = parseQuotas(t, "- client-id: slow\n  producer_byte_rate: 262144\n")
 	if err := p.Reload(cfg); err != nil {
 		t.Fatal(err)
@@ -370,6 +400,10 @@ func sessionlessFetch(topic string) *kmsg.FetchRequest {
 // once, empty, with throttle_time_ms set and no session, without reaching
 // the broker; then the connection is not read for the throttle time.
 func TestQuotaThrottledFetchAnsweredByProxy(t *testing.T) {
+	quotaTopologies(t, testQuotaThrottledFetchAnsweredByProxy)
+}
+
+func testQuotaThrottledFetchAnsweredByProxy(t *testing.T, topo config.Topology) {
 	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "c"))
 	seed, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
@@ -394,9 +428,10 @@ func TestQuotaThrottledFetchAnsweredByProxy(t *testing.T) {
 	cfg.Upstreams = kc.ListenAddrs()
 	cfg.UpstreamOrdering = config.OrderingConnection
 	cfg.DialTimeout = 5 * time.Second
+	cfg.Topology = topo
 	cfg.Quotas = parseQuotas(t, "- client-id: slow\n  consumer_byte_rate: 1048576\n")
 	m := metrics.New()
-	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = cfg.Quotas }, proxy.WithQuotaWindow(quotaWindow), proxy.WithMetrics(m))
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), inTopology(topo, func(c *config.Config) { c.Quotas = cfg.Quotas }), proxy.WithQuotaWindow(quotaWindow), proxy.WithMetrics(m))
 	nc := dialProxy(t, p.Addr())
 
 	first := quotaRoundTrip(t, nc, sessionlessFetch("c"), 1).(*kmsg.FetchResponse)
@@ -438,11 +473,13 @@ func TestQuotaThrottledFetchAnsweredByProxy(t *testing.T) {
 // second connection is closed once it authenticates, its answer given
 // first; another user is not affected, and alice may connect again once
 // her first connection closes.
-func TestQuotaConnectionsPerUser(t *testing.T) {
+func TestQuotaConnectionsPerUser(t *testing.T) { quotaTopologies(t, testQuotaConnectionsPerUser) }
+
+func testQuotaConnectionsPerUser(t *testing.T, topo config.Topology) {
 	kc := newCluster(t, kfake.NumBrokers(1))
 	m := metrics.New()
 	q := parseQuotas(t, "- user: alice\n  max_connections: 1\n")
-	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q },
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), inTopology(topo, func(c *config.Config) { c.Quotas = q }),
 		proxy.WithMetrics(m), proxy.WithClientAuth(authGate(t, m, 0, true)))
 	alice := scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()
 	apiVersions := func(c *authClient) {
@@ -491,9 +528,13 @@ func TestQuotaConnectionsPerUser(t *testing.T) {
 // connection_creation_rate are held unserved and closed once their
 // throttle (at most one sample's span) has passed.
 func TestQuotaConnectionCreationRate(t *testing.T) {
+	quotaTopologies(t, testQuotaConnectionCreationRate)
+}
+
+func testQuotaConnectionCreationRate(t *testing.T, topo config.Topology) {
 	kc := newCluster(t, kfake.NumBrokers(1))
 	q := parseQuotas(t, "- ip: 127.0.0.1\n  connection_creation_rate: 2\n")
-	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow))
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), inTopology(topo, func(c *config.Config) { c.Quotas = q }), proxy.WithQuotaWindow(quotaWindow))
 	var served, refused int
 	for range 10 {
 		nc := dialProxy(t, p.Addr())
@@ -521,7 +562,9 @@ func TestQuotaConnectionCreationRate(t *testing.T) {
 // client's consumer_byte_rate allows over the window reaches the broker
 // with max_bytes lowered to that (Kafka's getMaxValueInQuotaWindow); one
 // with no quota goes as the client sent it.
-func TestQuotaFetchMaxBytesLowered(t *testing.T) {
+func TestQuotaFetchMaxBytesLowered(t *testing.T) { quotaTopologies(t, testQuotaFetchMaxBytesLowered) }
+
+func testQuotaFetchMaxBytesLowered(t *testing.T, topo config.Topology) {
 	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "c"))
 	var mu sync.Mutex
 	var seen []int32
@@ -533,7 +576,7 @@ func TestQuotaFetchMaxBytesLowered(t *testing.T) {
 		return nil, nil, false
 	})
 	q := parseQuotas(t, "- client-id: slow\n  consumer_byte_rate: 10240\n")
-	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow))
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), inTopology(topo, func(c *config.Config) { c.Quotas = q }), proxy.WithQuotaWindow(quotaWindow))
 	nc := dialProxy(t, p.Addr())
 	quotaRoundTrip(t, nc, sessionlessFetch("c"), 1)
 	other := dialProxy(t, p.Addr())

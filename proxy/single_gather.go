@@ -380,6 +380,7 @@ func (s *singleConn) finish(st *splitState) {
 			av.Version = 0
 		}
 	}
+	resp = s.quotaAnswer(r, resp)
 	out, ch, err := s.encode(st, resp)
 	if err != nil {
 		st.releaseAll(c.p.budget)

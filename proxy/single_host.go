@@ -8,7 +8,8 @@ package proxy
 // single_gather.go, the Fetch rounds in single_fetch.go, what orders a
 // Fetch after the writes before it in single_fetchdeps.go, and the memory
 // a split request, a Fetch's room and a merged answer reserve in
-// single_cost.go.
+// single_cost.go, the quotas applied to a merged answer in
+// single_quota.go.
 // DESIGN.md, "The single endpoint", tells the whole.
 
 import (

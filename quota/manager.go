@@ -239,9 +239,13 @@ type Client struct {
 	cache          atomic.Pointer[resolved]
 }
 
+// resolved is what a Client resolved under one generation of the
+// quotas, so that a record looks nothing up.
 type resolved struct {
 	gen   uint64
 	rates [kinds]*rate
+	// maxFetch is MaxFetchBytes' answer; 0: no fetch quota.
+	maxFetch int64
 }
 
 // Client returns the view of a client authenticated as user (Kafka's
@@ -261,24 +265,34 @@ func (c *Client) rate(k Kind, now int64) *rate {
 	if !st.on {
 		return nil
 	}
+	return c.resolve(st, k, now).rates[k]
+}
+
+// resolve returns the client's rates under st, resolved again only when
+// a reload made st or an expiry dropped the rate of kind k.
+func (c *Client) resolve(st *state, k Kind, now int64) *resolved {
 	res := c.cache.Load()
-	if res == nil || res.gen != st.gen || (res.rates[k] != nil && res.rates[k].dead.Load()) {
-		res = &resolved{gen: st.gen}
-		for kk := Kind(0); kk < kinds; kk++ {
-			if q, ok := st.r.Resolve(kk, c.user, c.clientID); ok {
-				res.rates[kk] = c.m.rateFor(kk, q, now)
+	if res != nil && res.gen == st.gen && (res.rates[k] == nil || !res.rates[k].dead.Load()) {
+		return res
+	}
+	res = &resolved{gen: st.gen}
+	for kk := Kind(0); kk < kinds; kk++ {
+		if q, ok := st.r.Resolve(kk, c.user, c.clientID); ok {
+			res.rates[kk] = c.m.rateFor(kk, q, now)
+			if kk == Fetch {
+				res.maxFetch = c.m.maxFetch(q.Bound)
 			}
 		}
-		c.cache.Store(res)
 	}
-	return res.rates[k]
+	c.cache.Store(res)
+	return res
 }
 
 // record records value on the client's rate of kind k and returns the
 // throttle time, at most limit when positive. It retries once when an
 // expiry dropped the rate between the lookup and the record.
 func (c *Client) record(k Kind, now time.Time, value float64, amount int64, limit time.Duration, unrecordOver bool) time.Duration {
-	if c == nil || !c.m.state.Load().on {
+	if c == nil {
 		return 0
 	}
 	t := ms(now)
@@ -385,12 +399,17 @@ func (c *Client) MaxFetchBytes() int64 {
 	if !st.on {
 		return 0
 	}
-	q, ok := st.r.Resolve(Fetch, c.user, c.clientID)
-	if !ok {
-		return 0
+	res := c.cache.Load()
+	if res == nil || res.gen != st.gen {
+		res = c.resolve(st, Fetch, ms(time.Now()))
 	}
-	w := c.m.opts.Window
-	v := q.Bound * float64(w.samples()-1) * float64(w.sizeMs()) / 1000
+	return res.maxFetch
+}
+
+// maxFetch is MaxFetchBytes for a fetch quota of bound bytes a second.
+func (m *Manager) maxFetch(bound float64) int64 {
+	w := m.opts.Window
+	v := bound * float64(w.samples()-1) * float64(w.sizeMs()) / 1000
 	if v >= math.MaxInt32 {
 		return math.MaxInt32
 	}

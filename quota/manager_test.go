@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -383,5 +384,78 @@ func TestFetchAnswered(t *testing.T) {
 	s := stats[0]
 	if s.Kind != Fetch || s.Throttle.Load() != int64(time.Second) || s.Throttled.Load() != 1 || s.Amount.Load() != 0 {
 		t.Fatalf("stats %v %v: throttle %d, throttled %d, amount %d", s.Kind, s.Entity, s.Throttle.Load(), s.Throttled.Load(), s.Amount.Load())
+	}
+}
+
+// TestRecordLooksNothingUp counts the work of a client's records between
+// reloads: after its first record resolves its quotas, Produce and Fetch
+// records, the fetch throttle check and MaxFetchBytes make no map lookup
+// and no allocation; a reload resolves them again, once, under the new
+// bounds.
+func TestRecordLooksNothingUp(t *testing.T) {
+	const doc = "- user: <default>\n  producer_byte_rate: 1000000000\n  consumer_byte_rate: 1000000000\n" +
+		"- user: <default>\n  client-id: kgo\n  producer_byte_rate: 1000000000\n  consumer_byte_rate: 1000000000\n" +
+		"- client-id: <default>\n  producer_byte_rate: 1000000000\n  consumer_byte_rate: 1000000000\n"
+	m := NewManager(mustParse(t, doc), Options{})
+	c := m.Client("ANONYMOUS", "kgo")
+	lookups := 0
+	m.state.Load().r.lookups = &lookups
+	now := int64(0)
+	work := func() {
+		now++
+		c.RecordProduce(at(now), 1000)
+		c.FetchThrottle(at(now))
+		c.RecordFetch(at(now), 1000)
+		if got := c.MaxFetchBytes(); got != math.MaxInt32 {
+			t.Fatalf("MaxFetchBytes %d, want %d", got, math.MaxInt32)
+		}
+	}
+	work()
+	if lookups == 0 {
+		t.Fatal("the first record looked nothing up: the counter is not on the resolver in use")
+	}
+	lookups = 0
+	if n := testing.AllocsPerRun(1000, work); n != 0 {
+		t.Errorf("%.2f allocations per round of records, want none", n)
+	}
+	if lookups != 0 {
+		t.Errorf("%d map lookups over 1001 rounds of records, want none", lookups)
+	}
+
+	// A reload to a fetch quota of 1000/s: the next record resolves
+	// again, and MaxFetchBytes is 1000 over 10 samples of 1s.
+	m.Update(mustParse(t, "- user: <default>\n  client-id: kgo\n  consumer_byte_rate: 1000\n"))
+	lookups = 0
+	m.state.Load().r.lookups = &lookups
+	if got := c.MaxFetchBytes(); got != 10000 {
+		t.Fatalf("MaxFetchBytes after the reload %d, want 10000", got)
+	}
+	resolved := lookups
+	if resolved == 0 {
+		t.Fatal("the reload was not resolved")
+	}
+	for range 100 {
+		now++
+		c.RecordFetch(at(now), 1)
+		c.MaxFetchBytes()
+	}
+	if lookups != resolved {
+		t.Errorf("%d map lookups after the reload's resolution, want none", lookups-resolved)
+	}
+}
+
+// BenchmarkFetchRecords measures what the proxy runs per Fetch under a
+// quota not exceeded: the throttle check and MaxFetchBytes as the request
+// is read, the record as its response arrives.
+func BenchmarkFetchRecords(b *testing.B) {
+	c := NewManager(mustParse(b, "- user: <default>\n  client-id: kgo\n  consumer_byte_rate: 1000000000000\n"), Options{}).Client("ANONYMOUS", "kgo")
+	b.ReportAllocs()
+	i := int64(0)
+	for b.Loop() {
+		i++
+		now := at(i / 1000)
+		c.FetchThrottle(now)
+		c.MaxFetchBytes()
+		c.RecordFetch(now, 100)
 	}
 }

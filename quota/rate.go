@@ -130,10 +130,16 @@ func (r *Rate) oldest(now int64) *sample {
 // otherwise be ten times too high) and never 0.
 func (r *Rate) windowMs(now int64) int64 {
 	r.purge(now)
-	elapsed := now - r.oldest(now).start
-	full := elapsed / r.w.sizeMs()
+	return r.span(now, r.oldest(now).start)
+}
+
+// span is windowMs for the oldest live sample starting at oldest.
+func (r *Rate) span(now, oldest int64) int64 {
+	size := r.w.sizeMs()
+	elapsed := now - oldest
+	full := elapsed / size
 	if min := int64(r.w.samples() - 1); full < min {
-		elapsed += (min - full) * r.w.sizeMs()
+		elapsed += (min - full) * size
 	}
 	return max(elapsed, 1)
 }
@@ -146,13 +152,29 @@ func (r *Rate) WindowSize(now time.Time) time.Duration {
 // Measure returns the rate per second at now.
 func (r *Rate) Measure(now time.Time) float64 { return r.measure(ms(now)) }
 
+// measure is the rate per second at now and the span it is measured
+// over: purge, sum and oldest start in one pass over the samples, as a
+// record of every request runs it.
 func (r *Rate) measure(now int64) float64 {
-	r.purge(now)
+	observed, _ := r.measureSpan(now)
+	return observed
+}
+
+func (r *Rate) measureSpan(now int64) (float64, int64) {
+	r.cur(now)
+	expire := r.w.spanMs()
 	var sum float64
+	oldest := int64(math.MaxInt64)
 	for i := range r.samples {
-		sum += r.samples[i].value
+		s := &r.samples[i]
+		if now-s.lastEvent >= expire {
+			s.reset(now)
+		}
+		sum += s.value
+		oldest = min(oldest, s.start)
 	}
-	return sum / (float64(r.windowMs(now)) / 1000)
+	span := r.span(now, oldest)
+	return sum / (float64(span) / 1000), span
 }
 
 // ThrottleTime is how long a client whose rate was measured at observed,
@@ -184,11 +206,11 @@ func (r *Rate) check(now int64, value, bound float64, limit time.Duration) time.
 
 // over returns the throttle time at now against bound, recording nothing.
 func (r *Rate) over(now int64, bound float64, limit time.Duration) time.Duration {
-	observed := r.measure(now)
+	observed, span := r.measureSpan(now)
 	if observed <= bound {
 		return 0
 	}
-	t := ThrottleTime(observed, bound, time.Duration(r.windowMs(now))*time.Millisecond)
+	t := ThrottleTime(observed, bound, time.Duration(span)*time.Millisecond)
 	if limit > 0 && t > limit {
 		t = limit
 	}

@@ -1,0 +1,204 @@
+package proxy_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/metrics"
+	"github.com/inorder-proxy/inorder/proxy"
+	"github.com/inorder-proxy/inorder/quota"
+)
+
+// benchQuotas are the quotas of bench/run.sh's security section: every
+// level the bench client resolves through, none of them exceeded.
+const benchQuotas = `
+- user: <default>
+  producer_byte_rate: 10000000000
+  consumer_byte_rate: 10000000000
+  max_connections: 100000
+- user: <default>
+  client-id: kgo
+  producer_byte_rate: 10000000000
+  consumer_byte_rate: 10000000000
+- client-id: <default>
+  producer_byte_rate: 10000000000
+  consumer_byte_rate: 10000000000
+- ip: <default>
+  connection_creation_rate: 10000
+`
+
+// quotaCostRoundTrip starts a connection-mode proxy in front of a canned
+// backend answering body, with the bench's quotas when quotas, and
+// returns a round trip of frame over one connection, done once already
+// (the connection's one-time state). Each round trip numbers its request
+// one past the last, as kgo does, so that large ones go upstream unread.
+func quotaCostRoundTrip(tb testing.TB, body, frame []byte, quotas bool, m *metrics.Metrics) func() {
+	tb.Helper()
+	var mut func(*config.Config)
+	if quotas {
+		q, err := quota.Parse([]byte(benchQuotas))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		mut = func(c *config.Config) { c.Quotas = q }
+	}
+	p := startProxy(tb, config.OrderingConnection, []string{cannedBackend(tb, body)}, mut, proxy.WithMetrics(m))
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Minute))
+	resp := make([]byte, 1<<20)
+	corr := uint32(7)
+	roundTrip := func() {
+		binary.BigEndian.PutUint32(frame[8:], corr)
+		corr++
+		if err := roundTripFrame(c, frame, resp); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	roundTrip()
+	return roundTrip
+}
+
+// roundTripFrame writes the request frame to c and reads its response into
+// resp, whose correlation id must be the request's. It allocates nothing
+// but the error.
+func roundTripFrame(c net.Conn, frame, resp []byte) error {
+	if _, err := c.Write(frame); err != nil {
+		return err
+	}
+	if _, err := io.ReadFull(c, resp[:4]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(resp)
+	if n > uint32(len(resp)) {
+		return fmt.Errorf("response of %d bytes", n)
+	}
+	if _, err := io.ReadFull(c, resp[:n]); err != nil {
+		return err
+	}
+	if got, want := binary.BigEndian.Uint32(resp), binary.BigEndian.Uint32(frame[8:]); got != want {
+		return fmt.Errorf("response correlation id %d, want %d", got, want)
+	}
+	return nil
+}
+
+// quotaProduce is a Produce v9 request of kgo's client id to parts
+// partitions, 16 KiB each, and the backend's answer to it.
+func quotaProduce(parts int) (body, frame []byte) {
+	ps := make([]int32, parts)
+	labels := make([]string, parts)
+	for j := range ps {
+		ps[j], labels[j] = int32(j), "p"
+	}
+	req := multiProduce(9, "quota", ps, labels, 16<<10)
+	return cannedProduce(0), kmsg.NewRequestFormatter(kmsg.FormatterClientID("kgo")).AppendRequest(nil, req, 5)
+}
+
+// quotaFetch is a Fetch v16 request of kgo's client id in a fetch
+// session, and the backend's answer: 12 partitions of 40 KiB of records.
+func quotaFetch() (body, frame []byte) {
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 16
+	resp.SessionID = 1
+	for p := range int32(12) {
+		tp := kmsg.NewFetchResponseTopicPartition()
+		tp.Partition = p
+		tp.RecordBatches = make([]byte, 40<<10)
+		resp.Topics = append(resp.Topics, kmsg.FetchResponseTopic{Partitions: []kmsg.FetchResponseTopicPartition{tp}})
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 16
+	req.MaxBytes = 50 << 20
+	req.SessionID = 1
+	req.SessionEpoch = 1
+	return resp.AppendTo(nil), kmsg.NewRequestFormatter(kmsg.FormatterClientID("kgo")).AppendRequest(nil, req, 5)
+}
+
+// TestQuotaNotExceededAllocatesNothing counts the proxy's allocations
+// per Produce (1 and 12 partitions) and per Fetch round trip with the
+// bench's quotas configured and never exceeded: as without quotas, none.
+// The client id is read, the client's quotas resolved and its rate
+// recorded without a copy or a lookup per request. Like
+// TestLargeFramesAllocateNothing it runs without the race detector.
+func TestQuotaNotExceededAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	p1Body, p1 := quotaProduce(1)
+	p12Body, p12 := quotaProduce(12)
+	fBody, f := quotaFetch()
+	const runs = 200
+	for _, tc := range []struct {
+		name        string
+		body, frame []byte
+		kind        string
+		// counted is the bytes one round trip counts against the
+		// quota: the request's frame for a Produce, the response's for
+		// a Fetch, less the length prefix and, for the response, the
+		// correlation id and the empty header tags the backend adds.
+		counted int
+	}{
+		{"produce1", p1Body, p1, "produce", len(p1) - 4},
+		{"produce12", p12Body, p12, "produce", len(p12) - 4},
+		{"fetch", fBody, f, "fetch", len(fBody) + 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, quotas := range []bool{false, true} {
+				m := metrics.New()
+				n := testing.AllocsPerRun(runs, quotaCostRoundTrip(t, tc.body, tc.frame, quotas, m))
+				t.Logf("quotas %v: %.2f allocations per round trip", quotas, n)
+				if n >= 0.5 {
+					t.Errorf("quotas %v: %.2f allocations per round trip, want none", quotas, n)
+				}
+				if !quotas {
+					continue
+				}
+				// Every round trip counted, AllocsPerRun's warm-up
+				// and the first included.
+				want := float64((runs + 2) * tc.counted)
+				if got := counter(t, m, metrics.NameQuotaBytes, "kind", tc.kind, "entity", "users/<default>/clients/kgo"); got != want {
+					t.Errorf("%v bytes counted against the %s quota, want %v", got, tc.kind, want)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkQuotaCost measures Produce (1 and 12 partitions) and Fetch
+// round trips through a connection-mode proxy without quotas and with
+// the bench's quotas, never exceeded: compare the proxy's share of CPU in
+// quota code (-cpuprofile) rather than the wall time, which the
+// loopback's own cost drowns.
+func BenchmarkQuotaCost(b *testing.B) {
+	p1Body, p1 := quotaProduce(1)
+	p12Body, p12 := quotaProduce(12)
+	fBody, f := quotaFetch()
+	for _, tc := range []struct {
+		name        string
+		body, frame []byte
+	}{
+		{"produce1", p1Body, p1},
+		{"produce12", p12Body, p12},
+		{"fetch", fBody, f},
+	} {
+		for _, quotas := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/quotas=%v", tc.name, quotas), func(b *testing.B) {
+				rt := quotaCostRoundTrip(b, tc.body, tc.frame, quotas, metrics.New())
+				b.ReportAllocs()
+				for b.Loop() {
+					rt()
+				}
+			})
+		}
+	}
+}
