@@ -366,7 +366,7 @@ start_security() {
 	SEC_TWIN_PID=$SERVED_PID
 	# At info, the proxy logs every denial (at most one line in 10 s), and
 	# otherwise a line per connection closed: a denied request is seen.
-	serve_conn "inorder-acl-$1" "$ACL" --log-level info --acl-file "$WORK/acls.yaml"
+	serve_conn "inorder-acl-$1" "$ACL" --log-level info --acl-file "$WORK/acl/acls.yaml"
 	SEC_ACL_PID=$SERVED_PID
 	serve_conn inorder-audit "$AUDIT" --log-level warn --audit-file "$WORK/audit-$1.jsonl" --audit-data-path request
 	SEC_AUDIT_PID=$SERVED_PID
@@ -398,14 +398,15 @@ security_denials() {
 }
 
 security_section() {
-	write_acls "$WORK/acls.yaml" "$SEC_ACLS"
+	# The ACL file and the quotas' --config each in a folder of their own:
+	# a proxy watches the folder of the file it reloads, and would wake on
+	# every write of the other proxies' logs and audit trail to $WORK.
+	mkdir -p "$WORK/acl"
+	write_acls "$WORK/acl/acls.yaml" "$SEC_ACLS"
 	# Quotas of the default user (the client is User:ANONYMOUS), of the
 	# bench client's id under it (kgo's default client id) and of the
 	# default client id, each a hundred times what one path here moves,
 	# and connection caps far above the bench's connections.
-	# In a folder of its own: the proxy watches the folder of its
-	# --config, and would wake (and read the file again) on every write
-	# of the other proxies' logs and audit trail to $WORK.
 	mkdir -p "$WORK/quota"
 	cat >"$WORK/quota/quotas.yaml" <<-EOF
 		quotas:
