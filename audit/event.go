@@ -152,6 +152,10 @@ type Event struct {
 	Mechanism  string // PLAIN, SCRAM-SHA-256, ..., or TLS for a client certificate
 	TLSSubject string // the client certificate's subject, as Kafka prints it
 	Reason     string // why it failed; empty on success
+	// ClaimedPrincipal is, for a failed authentication, whom the client
+	// named as itself, unverified; Principal stays who the connection
+	// had proven to be.
+	ClaimedPrincipal string
 
 	// Summary only: the interval's start (Time is its end).
 	Since time.Time
@@ -306,6 +310,10 @@ func AppendEvent(b []byte, src *Source, e *Event) []byte {
 	if e.Mechanism != "" {
 		b = append(b, `,"mechanism":`...)
 		b = appendString(b, e.Mechanism)
+	}
+	if e.ClaimedPrincipal != "" {
+		b = append(b, `,"claimed_principal":`...)
+		b = appendString(b, e.ClaimedPrincipal)
 	}
 	if e.TLSSubject != "" {
 		b = append(b, `,"tls_subject":`...)

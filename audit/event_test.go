@@ -255,3 +255,26 @@ func FuzzEncodeString(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeClaimedPrincipal checks that a refused authentication's claim
+// is written apart from the principal, round-tripping whatever the client
+// sent, and that it is absent when not set.
+func TestEncodeClaimedPrincipal(t *testing.T) {
+	claim := "User:ev\"il\n\\x,y=z"
+	line := AppendEvent(nil, NewSource("x"), &Event{Kind: KindAuthentication, APIKey: 36, Mechanism: "PLAIN", Principal: "User:ANONYMOUS", ClaimedPrincipal: claim, Decision: Deny, Reason: "r"})
+	var got map[string]any
+	if err := json.Unmarshal(line, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["claimed_principal"] != claim || got["principal"] != "User:ANONYMOUS" || strings.Count(string(line), "\n") != 1 {
+		t.Errorf("%s", line)
+	}
+	got = nil
+	line = AppendEvent(nil, NewSource("x"), &Event{Kind: KindAuthentication, APIKey: 36, Mechanism: "PLAIN", Principal: "User:alice"})
+	if err := json.Unmarshal(line, &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got["claimed_principal"]; ok {
+		t.Errorf("a claim in a success: %s", line)
+	}
+}

@@ -56,9 +56,14 @@ type Authentication struct {
 	Mechanism  string    // PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, or TLS
 	APIKey     int16     // SaslAuthenticate, SaslHandshake for a legacy exchange; NoAPIKey for TLS alone
 	APIVersion int16
-	// Principal is who the client proved to be; on a failure, who it
-	// claimed to be, if known.
+	// Principal is who the client proved to be; ignored on a failure,
+	// whose event carries the connection's principal (User:ANONYMOUS, or
+	// the one proven before), since nothing was proven.
 	Principal string
+	// Claimed is, on a failure, whom the client named as itself in its
+	// credentials, unverified (Kafka's form, User:mallory); empty when it
+	// named no one readable. Never a secret.
+	Claimed string
 	// Reason is why the authentication failed; empty for a success. It
 	// must never hold a secret.
 	Reason    string
@@ -257,14 +262,19 @@ func (t *Trail) Authentication(ctx context.Context, c *Conn, a *Authentication) 
 		c.principal = a.Principal
 	}
 	c.mu.Unlock()
+	// A failure proved nothing: its event names the connection's
+	// principal, and whom the client claimed apart.
 	principal := a.Principal
-	if principal == "" {
+	if principal == "" || d == Deny {
 		principal = c.principalNow()
 	}
 	e := Event{
 		Kind: KindAuthentication, Time: a.Time, Listener: c.info.Listener, Principal: principal,
 		ClientAddress: c.info.ClientAddress, Connection: c.info.ID, APIKey: a.APIKey, APIVersion: a.APIVersion,
 		Decision: d, ErrorCode: a.ErrorCode, Mechanism: a.Mechanism, TLSSubject: c.info.TLSSubject, Reason: a.Reason,
+	}
+	if d == Deny {
+		e.ClaimedPrincipal = a.Claimed
 	}
 	return t.enqueue(ctx, &e)
 }

@@ -27,19 +27,20 @@ func (c *fakeClock) add(d time.Duration) {
 }
 
 type decoded struct {
-	Type              string `json:"type"`
-	Time              string `json:"time"`
-	Since             string `json:"since"`
-	Principal         string `json:"principal"`
-	APIKey            string `json:"api_key"`
-	ClientID          string `json:"client_id"`
-	Decision          string `json:"decision"`
-	ErrorCode         int    `json:"error_code"`
-	ResourceName      string `json:"resource_name"`
-	Mechanism         string `json:"mechanism"`
-	Reason            string `json:"reason"`
-	TLSSubject        string `json:"tls_subject"`
-	PartitionsOmitted int64  `json:"partitions_omitted"`
+	Type              string  `json:"type"`
+	Time              string  `json:"time"`
+	Since             string  `json:"since"`
+	Principal         string  `json:"principal"`
+	APIKey            string  `json:"api_key"`
+	ClientID          string  `json:"client_id"`
+	Decision          string  `json:"decision"`
+	ErrorCode         int     `json:"error_code"`
+	ResourceName      string  `json:"resource_name"`
+	Mechanism         string  `json:"mechanism"`
+	Reason            string  `json:"reason"`
+	TLSSubject        string  `json:"tls_subject"`
+	Claimed           *string `json:"claimed_principal"`
+	PartitionsOmitted int64   `json:"partitions_omitted"`
 	Resources         []struct {
 		Type       string `json:"resource_type"`
 		Name       string `json:"resource_name"`
@@ -246,12 +247,20 @@ func TestAuthenticationFailure(t *testing.T) {
 	tr, sink, _ := newTestTrail(Options{})
 	ctx := context.Background()
 	c := tr.Open(ConnInfo{TLSSubject: "CN=app,O=Example", Principal: "User:CN=app"})
-	tr.Authentication(ctx, c, &Authentication{Mechanism: "PLAIN", APIKey: 36, Principal: "User:mallory", Reason: "invalid credentials", ErrorCode: 58})
+	tr.Authentication(ctx, c, &Authentication{Mechanism: "PLAIN", APIKey: 36, Principal: "User:mallory", Claimed: "User:mallory", Reason: "invalid credentials", ErrorCode: 58})
 	tr.Request(ctx, c, &Request{APIKey: int16(kmsg.CreateTopics), Resources: []Resource{{Type: "Topic", Name: "x", Operation: "Create"}}})
+	// A success names whom it proved; a claim is a failure's alone.
+	tr.Authentication(ctx, c, &Authentication{Mechanism: "PLAIN", APIKey: 36, Principal: "User:alice", Claimed: "User:alice"})
 	tr.Shutdown(ctx)
 	evs := decodeAll(t, sink)
-	if evs[0].Decision != "deny" || evs[0].ErrorCode != 58 || evs[0].Principal != "User:mallory" || evs[0].Reason != "invalid credentials" || evs[0].TLSSubject != "CN=app,O=Example" {
+	// The failure names the connection's principal, proven by its
+	// certificate, and the unverified claim apart.
+	if evs[0].Decision != "deny" || evs[0].ErrorCode != 58 || evs[0].Principal != "User:CN=app" || evs[0].Claimed == nil || *evs[0].Claimed != "User:mallory" ||
+		evs[0].Reason != "invalid credentials" || evs[0].TLSSubject != "CN=app,O=Example" {
 		t.Errorf("failure: %+v", evs[0])
+	}
+	if evs[2].Decision != "allow" || evs[2].Principal != "User:alice" || evs[2].Claimed != nil {
+		t.Errorf("success: %+v", evs[2])
 	}
 	// A failure does not change who the connection is.
 	if evs[1].Principal != "User:CN=app" {

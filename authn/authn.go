@@ -60,6 +60,15 @@ type Exchange interface {
 	Lifetime() time.Duration
 }
 
+// Claimant is an Exchange that can tell whom the client named as itself,
+// proven or not, so that a refused authentication is recorded with the
+// identity it claimed. ok is false when the client named no one the
+// mechanism could read. What it gives is the client's word alone until
+// Step reports done: never an identity to act on.
+type Claimant interface {
+	Claimed() (p Principal, ok bool)
+}
+
 // Mechanism starts exchanges of one SASL mechanism.
 type Mechanism interface {
 	// Name is the mechanism's name as SaslHandshake carries it

@@ -228,6 +228,19 @@ type oauthExchange struct {
 	refusal error
 	who     Principal
 	expiry  time.Time
+	// claimed is the principal claim of the client's token, read
+	// whether or not its signature holds, for the audit of a refusal.
+	claimed string
+}
+
+// Claimed implements Claimant: the configured principal claim of the
+// token the client sent, if the token parses as a JWT; its signature and
+// claims may have failed every check.
+func (x *oauthExchange) Claimed() (Principal, bool) {
+	if x.claimed == "" {
+		return Principal{}, false
+	}
+	return Principal{Type: "User", Name: x.claimed}, true
 }
 
 const (
@@ -261,6 +274,7 @@ func (x *oauthExchange) Step(token []byte) ([]byte, bool, error) {
 	}
 	who, expiry, err := x.m.validate(msg.token)
 	if err != nil {
+		x.claimed = x.m.unverifiedName(msg.token)
 		// The client learns only that its token is invalid, and must
 		// acknowledge before the exchange fails.
 		x.state = oauthStateErrorSent
@@ -271,6 +285,7 @@ func (x *oauthExchange) Step(token []byte) ([]byte, bool, error) {
 	// names the token's own principal: the proxy does not act for
 	// another user.
 	if msg.authzid != "" && msg.authzid != who {
+		x.claimed = who
 		x.state = oauthStateFailed
 		return nil, false, oauthRefuse("authorization id differs from the token's principal")
 	}
@@ -531,6 +546,22 @@ func (m *OAuthBearer) validate(raw string) (string, time.Time, error) {
 		return "", time.Time{}, oauthRefuse("JWT claim %q is not a non-blank string", m.claim)
 	}
 	return name, std.Expiry.Time(), nil
+}
+
+// unverifiedName is the principal claim of raw read without any check of
+// its signature or claims, for the audit of a refused token alone; empty
+// when raw is not a JWT of an allowed algorithm or has no such claim.
+func (m *OAuthBearer) unverifiedName(raw string) string {
+	tok, err := jwt.ParseSigned(raw, oauthAlgorithms)
+	if err != nil {
+		return ""
+	}
+	var all map[string]any
+	if tok.UnsafeClaimsWithoutVerification(&all) != nil {
+		return ""
+	}
+	name, _ := all[m.claim].(string)
+	return strings.TrimFunc(name, func(r rune) bool { return r <= ' ' })
 }
 
 // oauthKeyFits says whether a key may verify a signature of alg: the key's

@@ -172,6 +172,17 @@ type plainExchange struct {
 	over    bool
 	user    string
 	done    bool
+	// claimed is the authcid the client sent, kept after a refusal for
+	// its audit; never the password.
+	claimed string
+}
+
+// Claimed implements Claimant: the authcid of the client's message.
+func (x *plainExchange) Claimed() (Principal, bool) {
+	if x.claimed == "" {
+		return Principal{}, false
+	}
+	return Principal{Type: "User", Name: x.claimed}, true
 }
 
 func (x *plainExchange) Principal() Principal {
@@ -199,6 +210,7 @@ func (x *plainExchange) Step(token []byte) ([]byte, bool, error) {
 		return nil, false, errPlainMalformed
 	}
 	authzid, user, password := string(fields[0]), string(fields[1]), fields[2]
+	x.claimed = user
 	if user == "" || len(password) == 0 {
 		return nil, false, errPlainEmpty
 	}

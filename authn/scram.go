@@ -137,6 +137,18 @@ type scramExchange struct {
 	// the combined nonce, a part of it.
 	authPrefix string
 	nonce      string
+	// claimed is the user name the client-first-message gave, unescaped,
+	// kept after a refusal for its audit.
+	claimed string
+}
+
+// Claimed implements Claimant: the user name of the client-first-message,
+// as the server read it.
+func (x *scramExchange) Claimed() (Principal, bool) {
+	if x.claimed == "" {
+		return Principal{}, false
+	}
+	return Principal{Type: "User", Name: x.claimed}, true
 }
 
 func (x *scramExchange) Principal() Principal {
@@ -237,6 +249,7 @@ func (x *scramExchange) first(msg string) ([]byte, error) {
 	if !ok {
 		return nil, errMalformed
 	}
+	x.claimed = strings.Clone(user)
 	clientNonce, ok := strings.CutPrefix(fields[1], "r=")
 	if !ok || !printableNonce(clientNonce) {
 		return nil, errMalformed

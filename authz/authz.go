@@ -260,16 +260,17 @@ type Outcome struct {
 // Refusal is one resource a request was refused on.
 type Refusal struct {
 	Resource  acl.ResourceType
-	Name      string // acl.ClusterName for the cluster; empty when a whole refusal names no resource
+	Name      string // acl.ClusterName for the cluster; a whole refusal's group or transactional id from the request; empty when it names none
 	Operation acl.Operation
 	Code      int16
 }
 
-// refused lists what v refuses of a request with key key.
-func refused(key int16, v acl.Verdict) []Refusal {
+// refused lists what v refuses of req.
+func refused(req kmsg.Request, v acl.Verdict) []Refusal {
+	key := req.Key()
 	if v.Code != 0 {
 		rt := codeResource(v.Code)
-		name := ""
+		name := wholeName(req, rt)
 		if rt == acl.Cluster {
 			name = acl.ClusterName
 		}
@@ -340,9 +341,9 @@ func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []
 	g.count(c, hdr.Key, v)
 	if v.Code != 0 {
 		if noResp {
-			return Outcome{Action: Close, Err: ErrDenied, Refused: refused(hdr.Key, v)}, nil
+			return Outcome{Action: Close, Err: ErrDenied, Refused: refused(req, v)}, nil
 		}
-		return g.refuse(hdr, errorResponse(req, v.Code), v), nil
+		return g.refuse(hdr, req, errorResponse(req, v.Code), v), nil
 	}
 	fix := g.fixFor(a, c, req, v)
 	if len(v.Denied) == 0 {
@@ -361,9 +362,9 @@ func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []
 		// refused whole, with the first denial's code: a denied entry is
 		// never forwarded.
 		if noResp {
-			return Outcome{Action: Close, Err: ErrDenied, Refused: refused(hdr.Key, v)}, nil
+			return Outcome{Action: Close, Err: ErrDenied, Refused: refused(req, v)}, nil
 		}
-		return g.refuse(hdr, errorResponse(req, v.Denied[0].Code), v), nil
+		return g.refuse(hdr, req, errorResponse(req, v.Denied[0].Code), v), nil
 	}
 	if fix == nil {
 		fix = &Fix{g: g, a: a, c: c}
@@ -371,23 +372,23 @@ func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []
 	fix.parts = parts
 	if noResp {
 		if !kept {
-			return Outcome{Action: Close, Err: ErrDenied, Refused: refused(hdr.Key, v)}, nil
+			return Outcome{Action: Close, Err: ErrDenied, Refused: refused(req, v)}, nil
 		}
 		out := g.forward(hdr, frame, req, nil)
-		out.CloseAfter, out.Err, out.Refused = true, ErrDenied, refused(hdr.Key, v)
+		out.CloseAfter, out.Err, out.Refused = true, ErrDenied, refused(req, v)
 		return out, nil
 	}
 	if !kept {
 		resp := req.ResponseKind()
 		resp.SetVersion(req.GetVersion())
 		fix.Apply(resp)
-		return g.refuse(hdr, resp, v), nil
+		return g.refuse(hdr, req, resp, v), nil
 	}
 	if hdr.Key == 3 {
 		g.autoCreate(a, c, req.(*kmsg.MetadataRequest), fix)
 	}
 	out := g.forward(hdr, frame, req, fix)
-	out.Refused = refused(hdr.Key, v)
+	out.Refused = refused(req, v)
 	return out, nil
 }
 
@@ -401,10 +402,10 @@ func (g *Guard) answer(hdr wire.RequestHeader, resp kmsg.Response) Outcome {
 	return Outcome{Action: Answer, Response: wire.AppendResponse(nil, hdr.Correlation, hdr.ResponseFlexible(), resp.AppendTo)}
 }
 
-// refuse answers with resp, a refusal of what v denies.
-func (g *Guard) refuse(hdr wire.RequestHeader, resp kmsg.Response, v acl.Verdict) Outcome {
+// refuse answers req with resp, a refusal of what v denies.
+func (g *Guard) refuse(hdr wire.RequestHeader, req kmsg.Request, resp kmsg.Response, v acl.Verdict) Outcome {
 	out := g.answer(hdr, resp)
-	out.Refused = refused(hdr.Key, v)
+	out.Refused = refused(req, v)
 	return out
 }
 

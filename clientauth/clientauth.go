@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -113,7 +114,21 @@ type Session interface {
 	// Principal is who the client is, as Kafka writes it
 	// ("User:alice"); empty until known.
 	Principal() string
+	// Claimed is whom the client named as itself in its last SASL
+	// exchange, proven or not, as Kafka writes a principal, for the
+	// audit of a refusal: the SCRAM or PLAIN user name, the principal
+	// claim of an OAUTHBEARER token whatever its signature. Empty when
+	// the exchange named no one. Never a password, token or proof; at
+	// most MaxClaimed bytes of the name.
+	Claimed() string
+	// CertRefused is why the client certificate maps to no principal,
+	// when the gate refuses the connection for it; nil otherwise.
+	CertRefused() error
 }
+
+// MaxClaimed bounds the name Session.Claimed gives: the client chose
+// it, and it goes into every record of its refusal.
+const MaxClaimed = 256
 
 // Config configures a Gate. The zero value authenticates nobody and lets
 // every request pass.
@@ -229,6 +244,27 @@ func (s *session) Principal() string {
 	}
 	return s.principal.String()
 }
+
+func (s *session) Claimed() string {
+	c, ok := s.x.(authn.Claimant)
+	if !ok {
+		return ""
+	}
+	p, ok := c.Claimed()
+	if !ok {
+		return ""
+	}
+	if len(p.Name) > MaxClaimed {
+		n := MaxClaimed
+		for n > 0 && !utf8.RuneStart(p.Name[n]) {
+			n--
+		}
+		p.Name = p.Name[:n] + "..."
+	}
+	return p.String()
+}
+
+func (s *session) CertRefused() error { return s.refused }
 
 func (s *session) Request(h wire.RequestHeader, frame []byte) Verdict {
 	switch s.state {

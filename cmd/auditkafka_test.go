@@ -44,6 +44,7 @@ type auditEvent struct {
 	APIKey    string `json:"api_key"`
 	Decision  string `json:"decision"`
 	Reason    string `json:"reason"`
+	Claimed   string `json:"claimed_principal"`
 	Resources []struct {
 		Name       string `json:"resource_name"`
 		Partitions []struct {
@@ -530,7 +531,11 @@ func TestAuditKafkaSinkApacheRestart(t *testing.T) {
 		if e.Type == "io.inorder.audit.authentication" {
 			kind = "authentication"
 			if e.Reason != "" {
-				// Refused before any principal was established.
+				// Refused before any principal was established: the
+				// event names none, and whom the client claimed apart.
+				if e.Principal != "User:ANONYMOUS" || e.Claimed != "User:mallory" {
+					t.Errorf("refused login: principal %q, claimed %q; want User:ANONYMOUS, User:mallory", e.Principal, e.Claimed)
+				}
 				kind, principal = "authentication refused", "refused"
 			}
 		}

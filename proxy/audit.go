@@ -271,6 +271,7 @@ func (c *conn) auditOpen() {
 	if info.Principal != "" {
 		_ = rec.Authentication(c.auditContext(), c.aud.a, &audit.Authentication{Mechanism: "TLS", APIKey: audit.NoAPIKey, Principal: info.Principal})
 	}
+	c.auditCertRefused(info.TLSSubject)
 }
 
 // listenerName names the listener the connection came in on.
@@ -694,6 +695,7 @@ func (c *conn) auditVerdict(key, version int16, v clientauth.Verdict) {
 		// never a secret.
 		a.Reason = v.Err.Error()
 		a.ErrorCode = refusalCode(v.Err)
+		a.Claimed = c.auth.s.Claimed()
 	case clientauth.Answer:
 		if !c.aud.exchanging || c.principal() == "" {
 			return

@@ -24,8 +24,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/inorder-proxy/inorder/audit"
-	"github.com/inorder-proxy/inorder/authn"
-	"github.com/inorder-proxy/inorder/clientauth"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/metrics"
@@ -62,6 +60,9 @@ type auditEvent struct {
 			Fetch     *int64 `json:"fetch_offset"`
 		} `json:"partitions"`
 	} `json:"resources"`
+	Claimed       *string `json:"claimed_principal"`
+	ClientAddress string  `json:"client_address"`
+	TLSSubject    string  `json:"tls_subject"`
 }
 
 func readAuditFile(t *testing.T, path string) []auditEvent {
@@ -226,7 +227,8 @@ func testAuditSession(t *testing.T, mode config.Ordering, topology config.Topolo
 		switch {
 		case e.Type == "io.inorder.audit.authentication" && e.Decision == "deny":
 			denied++
-			if e.Mechanism != "SCRAM-SHA-256" || e.ErrorCode != kerr.SaslAuthenticationFailed.Code || e.Reason == "" {
+			if e.Mechanism != "SCRAM-SHA-256" || e.ErrorCode != kerr.SaslAuthenticationFailed.Code || e.Reason == "" ||
+				e.Principal != "User:ANONYMOUS" || e.Claimed == nil || *e.Claimed != "User:bob" {
 				t.Errorf("refused login: %+v", e)
 			}
 		case e.Type == "io.inorder.audit.authentication":
@@ -594,17 +596,7 @@ func TestAuditDenied(t *testing.T) {
 // connection's from its open, recorded as a TLS authentication with the
 // certificate's subject.
 func TestAuditCertificatePrincipal(t *testing.T) {
-	k := newPKI(t)
-	kc := newCluster(t, kfake.SeedTopics(1, "t"))
-	cert, key := k.files(t, "proxy", "127.0.0.1")
-	mapper, err := authn.ParsePrincipalMappingRules(`RULE:^CN=([^,]*)(,.*)?$/$1/U`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorded{}
-	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), func(c *config.Config) {
-		c.TLSCert, c.TLSKey, c.TLSClientCA = cert, key, k.caFile
-	}, proxy.WithClientAuth(clientauth.New(clientauth.Config{CertPrincipal: mapper.Principal})), proxy.WithRecorder(rec))
+	p, k, rec := certAuditProxy(t, `RULE:^CN=([^,]*)(,.*)?$/$1/U`)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DialTLSConfig(k.tlsConfig(t, "alice")), kgo.DefaultProduceTopic("t"))
 	if err != nil {
 		t.Fatal(err)

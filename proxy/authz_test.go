@@ -662,7 +662,8 @@ func TestACLRevokedWhileFetching(t *testing.T) {
 // TestACLRefusalAudited: a request the ACL file refuses, answered by the
 // proxy and never forwarded, is in the audit trail as denied, with the
 // resources refused and the code the client got; a refusal of the whole
-// request names the resource its code speaks of. One forwarded without
+// request names the resource its code speaks of, by the name the request
+// gives it (the group, the transactional id). One forwarded without
 // its refused entries is a denial too, those entries denied.
 func TestACLRefusalAudited(t *testing.T) {
 	for _, tc := range aclCases {
@@ -677,7 +678,9 @@ func TestACLRefusalAudited(t *testing.T) {
 			create.Topics = append(create.Topics, nt)
 			join := kmsg.NewPtrJoinGroupRequest()
 			join.Group, join.ProtocolType, join.SessionTimeoutMillis = "g", "consumer", 10000
-			for _, req := range []kmsg.Request{produceReq(-1, "b1", "b"), create, join, produceReq(-1, "ab", "a", "b")} {
+			initPID := kmsg.NewPtrInitProducerIDRequest()
+			initPID.TransactionalID, initPID.TransactionTimeoutMillis = kmsg.StringPtr("tx-1"), 10000
+			for _, req := range []kmsg.Request{produceReq(-1, "b1", "b"), create, join, initPID, produceReq(-1, "ab", "a", "b")} {
 				if _, err := pipeprobe.Do(ctx, p.Addr(), req); err != nil {
 					t.Fatal(err)
 				}
@@ -687,7 +690,7 @@ func TestACLRefusalAudited(t *testing.T) {
 				rec.mu.Lock()
 				n := len(rec.reqs)
 				rec.mu.Unlock()
-				if n >= 4 {
+				if n >= 5 {
 					break
 				}
 			}
@@ -711,8 +714,10 @@ func TestACLRefusalAudited(t *testing.T) {
 			want := []res{
 				{0, "Topic", "b", "Write", acl.TopicAuthorizationFailed, acl.TopicAuthorizationFailed, audit.Deny, audit.Deny},
 				{19, "Topic", "secret", "Create", acl.TopicAuthorizationFailed, acl.TopicAuthorizationFailed, audit.Deny, audit.Deny},
-				// A refusal of the whole request: the group by its type.
-				{11, "Group", "", "Read", acl.GroupAuthorizationFailed, acl.GroupAuthorizationFailed, audit.Deny, audit.Deny},
+				// Refusals of the whole request name the group and the
+				// transactional id they were refused on.
+				{11, "Group", "g", "Read", acl.GroupAuthorizationFailed, acl.GroupAuthorizationFailed, audit.Deny, audit.Deny},
+				{22, "TransactionalId", "tx-1", "Write", acl.TransactionalIDAuthorizationFailed, acl.TransactionalIDAuthorizationFailed, audit.Deny, audit.Deny},
 				// Forwarded without b: a written, b denied.
 				{0, "Topic", "a", "Write", acl.TopicAuthorizationFailed, 0, audit.Deny, audit.Allow},
 				{0, "Topic", "b", "Write", acl.TopicAuthorizationFailed, acl.TopicAuthorizationFailed, audit.Deny, audit.Deny},
