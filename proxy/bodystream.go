@@ -19,11 +19,14 @@ import (
 // spliced by the kernel, while wire.ProduceStream reads the few bytes
 // between one partition's records and the next (topic, partition, record
 // length). Each partition found is added to the write in the sequencer
-// (Extend) before the bytes after it are sent; if an earlier write still in
-// flight holds it, the stream pauses until that write is answered. The
-// upstream cannot act on a request it has not received whole, so the
-// request is processed after every earlier write it overlaps, as if it had
-// waited whole.
+// (Extend). One that an earlier write still in flight holds is set aside
+// and the stream goes on: the bytes after it pass while that write is
+// answered, and the request's last byte waits until every partition set
+// aside is added (settle). The upstream cannot act on a request it has not
+// received whole, so the request is processed after every earlier write it
+// overlaps, as if it had waited whole; in the meantime its bytes cross
+// while the upstream answers the write before it, instead of waiting in the
+// client socket.
 //
 // A request streams once nothing pushed before it waits to be forwarded
 // and no barrier is in flight (Sequencer.Open): then every wait is for a
@@ -34,7 +37,7 @@ import (
 // in flight. Only a connection that stops forwarding (a failed acks=0
 // write, a failed upstream write) reads it whole instead, to end cleanly.
 //
-// The trade: a streaming request that pauses, or waits its turn, holds the
+// The trade: a streaming request that waits, or waits its turn, holds the
 // client reader, so a later request whose partitions it does not share
 // cannot overtake it as it could if the paused one were held in memory.
 // Requests this large come from producers that batch per partition and
@@ -51,6 +54,11 @@ const streamWindow = 4 << 10
 // partition without reading it: enough for a partition's index and record
 // length, and for the topic before it with a name of Kafka's longest.
 const streamPeek = 512
+
+// streamDeferred is how many partitions a streaming request sets aside
+// before it waits for them: a request that writes more partitions than
+// this that earlier writes hold waits, for those, where it found them.
+const streamDeferred = 16
 
 // bodyStream is the client reader's state while it streams one request.
 type bodyStream struct {
@@ -71,8 +79,13 @@ type bodyStream struct {
 	// barrier: the write grew past ordering.MaxWriteKeys and holds no
 	// keys; the partitions after are not the sequencer's concern.
 	barrier bool
-	one     [1][]byte
-	peeked  [streamPeek]byte // what peekNext saw
+	// deferred: partitions found that an earlier write in flight holds,
+	// still to add before the frame's last byte goes upstream.
+	deferred  [streamDeferred]ordering.Key
+	ndeferred int
+	seq       uint64 // the request streaming
+	one       [1][]byte
+	peeked    [streamPeek]byte // what peekNext saw
 }
 
 // streamWork counts, over every connection, the work of streaming
@@ -163,7 +176,7 @@ func (c *conn) startStream(body []byte, h wire.RequestHeader, total int) (int, b
 	bs.win, bs.winCh = wire.Get(n), charge{n: int64(wire.Cap(n))}
 	bs.win.B = bs.win.B[:0]
 	bs.done, bs.records, bs.lead, bs.leadN = 0, 0, 0, 0
-	bs.barrier = false
+	bs.barrier, bs.ndeferred = false, 0
 	return used, true
 }
 
@@ -211,6 +224,7 @@ func (c *conn) awaitOpenLocked() (open, waited bool) {
 // does in connection mode, and the upstream judges them.
 func (c *conn) streamProduce(seq uint64) error {
 	bs := c.bs
+	bs.seq = seq
 	defer c.endStream(seq)
 	for {
 		if bs.records > 0 {
@@ -369,9 +383,50 @@ func (c *conn) peekNext() int {
 }
 
 // extendPartition adds the partition p, just found, to the streaming write
-// seq.
+// seq, or sets it aside while an earlier write in flight holds it; once
+// streamDeferred are set aside, it waits for them first.
 func (c *conn) extendPartition(seq uint64, p wire.Partition) error {
-	return c.extendKey(seq, partitionKey('p', "", kbin.UnsafeString(p.Topic), p.TopicID, p.Partition))
+	bs := c.bs
+	k := partitionKey('p', "", kbin.UnsafeString(p.Topic), p.TopicID, p.Partition)
+	c.p.streamWork.extends.Add(1)
+	if bs.ndeferred == len(bs.deferred) {
+		if err := c.settle(); err != nil {
+			return err
+		}
+	}
+	if bs.barrier {
+		return nil
+	}
+	added, err := c.extendKey(seq, k, false)
+	if err == nil && !added {
+		bs.deferred[bs.ndeferred] = k
+		bs.ndeferred++
+	}
+	return err
+}
+
+// settle adds the partitions set aside to the streaming write seq, waiting
+// for the writes in flight that hold them. It comes before the frame's
+// last byte goes upstream.
+func (c *conn) settle() error {
+	bs := c.bs
+	for bs.ndeferred > 0 && !bs.barrier {
+		bs.ndeferred--
+		if _, err := c.extendKey(bs.seq, bs.deferred[bs.ndeferred], true); err != nil {
+			return err
+		}
+	}
+	bs.ndeferred = 0
+	return nil
+}
+
+// settleBefore settles before the scanned bytes at the front of the
+// window go upstream, if they end the frame.
+func (c *conn) settleBefore() error {
+	if c.bs.ndeferred == 0 || c.bs.socket > 0 {
+		return nil
+	}
+	return c.settle()
 }
 
 // passRest forwards the rest of the frame as it is: the window's bytes,
@@ -391,6 +446,25 @@ func (c *conn) passRest() error {
 // buffer holds go in the same system call, the rest is spliced from the
 // client socket after them. The window is left empty.
 func (c *conn) sendScanned(n int64) error {
+	if c.bs.ndeferred == 0 || n < c.bs.socket {
+		return c.sendNow(n)
+	}
+	// The frame ends here and partitions are set aside: all but its last
+	// byte cross while the writes that hold them are answered.
+	if n > 1 {
+		if err := c.sendNow(n - 1); err != nil {
+			return err
+		}
+		n = 1
+	}
+	if err := c.settle(); err != nil {
+		return err
+	}
+	return c.sendNow(n)
+}
+
+// sendNow is sendScanned with no regard to the partitions set aside.
+func (c *conn) sendNow(n int64) error {
 	bs := c.bs
 	c.p.streamWork.calls.Add(1)
 	bufs := c.spliced[:0]
@@ -410,51 +484,54 @@ func (c *conn) sendScanned(n int64) error {
 }
 
 // extendKey adds k to the streaming write seq, waiting while an earlier
-// write in flight holds it. Its state is charged to the budget first.
-func (c *conn) extendKey(seq uint64, k ordering.Key) error {
-	c.p.streamWork.extends.Add(1)
+// write in flight holds it if wait is true; otherwise it reports false
+// then, having changed nothing. Its state is charged to the budget first.
+func (c *conn) extendKey(seq uint64, k ordering.Key, wait bool) (added bool, err error) {
 	if err := c.accts[0].Reserve(ordering.KeyStateBytes); err != nil {
-		return c.timedOut(err)
+		return false, c.timedOut(err)
 	}
-	waited, err := c.extendLocked(seq, k)
-	if err != nil {
+	added, waited, err := c.extendLocked(seq, k, wait)
+	if err != nil || !added {
 		c.p.budget.Release(ordering.KeyStateBytes, false)
-		return err
+		return false, err
 	}
 	if waited {
 		// The rest of the frame gets a fresh read timeout: the wait
 		// was the upstream's, not the client's.
 		c.startFrame()
 	}
-	return nil
+	return true, nil
 }
 
 // extendLocked is extendKey's part under mu: the wait, and where the key
-// state charge goes.
-func (c *conn) extendLocked(seq uint64, k ordering.Key) (waited bool, err error) {
+// state charge goes. added is false only when wait is.
+func (c *conn) extendLocked(seq uint64, k ordering.Key, wait bool) (added, waited bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
 		did, err := c.seq.Extend(seq, k)
 		if err != nil {
-			return waited, fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
+			return false, waited, fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
 		}
 		switch did {
 		case ordering.ExtendAdded:
 			c.bs.keys.n += ordering.KeyStateBytes
-			return waited, nil
+			return true, waited, nil
 		case ordering.ExtendHeld:
 			c.p.budget.Release(ordering.KeyStateBytes, false)
-			return waited, nil
+			return true, waited, nil
 		case ordering.ExtendBarrier:
 			// The write holds no keys any more, and takes none.
 			c.p.budget.Release(ordering.KeyStateBytes, false)
 			c.bs.keys.release(c.p.budget)
 			c.bs.barrier = true
-			return waited, nil
+			return true, waited, nil
+		}
+		if !wait {
+			return false, false, nil
 		}
 		if c.dead.Load() {
-			return waited, ErrShutdown
+			return false, waited, ErrShutdown
 		}
 		if !waited {
 			c.pauseRead()
@@ -472,6 +549,11 @@ func (c *conn) writeScanned(more bool) error {
 	bs := c.bs
 	if bs.done == 0 {
 		return nil
+	}
+	if bs.done == len(bs.win.B) {
+		if err := c.settleBefore(); err != nil {
+			return err
+		}
 	}
 	c.p.streamWork.calls.Add(1)
 	b := bs.win.B[:bs.done]

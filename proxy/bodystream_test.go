@@ -554,3 +554,106 @@ func TestStreamedProduceManyPartitionsWork(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamedRequestCrossesWhileHeld pipelines, in none mode, two large
+// Produce requests to an upstream that does not answer the first until
+// told: the second writes a partition of its own, then the two the first
+// holds. All of the second but its last byte must reach the upstream
+// while the first is unanswered, and that byte only after the answer:
+// the upstream cannot act on a request before its last byte, so the bytes
+// before it need not wait in the client socket.
+func TestStreamedRequestCrossesWhileHeld(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	answerFirst := make(chan struct{})
+	failed := make(chan string, 1)
+	go func() {
+		fail := func(format string, a ...any) { failed <- fmt.Sprintf(format, a...) }
+		up, err := ln.Accept()
+		if err != nil {
+			fail("accept: %v", err)
+			return
+		}
+		// Open until the test ends, or the proxy may end the client's
+		// connection before it has the responses.
+		t.Cleanup(func() { up.Close() })
+		up.SetDeadline(time.Now().Add(20 * time.Second))
+		reply := func(frame []byte) error {
+			out, ok := answer(frame)
+			if !ok || out == nil {
+				return fmt.Errorf("no answer to %d bytes", len(frame))
+			}
+			_, err := up.Write(out)
+			return err
+		}
+		var lb [4]byte
+		first, err := wire.ReadFrame(up, &lb, wire.MinRequestFrame, 1<<20)
+		if err != nil {
+			fail("first request: %v", err)
+			return
+		}
+		if _, err := io.ReadFull(up, lb[:]); err != nil {
+			fail("second request's length: %v", err)
+			return
+		}
+		second := make([]byte, 4+binary.BigEndian.Uint32(lb[:]))
+		copy(second, lb[:])
+		up.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := io.ReadFull(up, second[4:len(second)-1]); err != nil {
+			fail("%d of the second request's %d bytes reached the upstream before the first was answered: %v", 4+n, len(second), err)
+			return
+		}
+		up.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := up.Read(second[len(second)-1:]); err == nil {
+			fail("the second request's last byte reached the upstream before the first was answered")
+			return
+		}
+		<-answerFirst
+		if err := reply(first.B); err != nil {
+			fail("answering the first: %v", err)
+			return
+		}
+		up.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(up, second[len(second)-1:]); err != nil {
+			fail("the second request's last byte: %v", err)
+			return
+		}
+		if err := reply(second); err != nil {
+			fail("answering the second: %v", err)
+			return
+		}
+		failed <- ""
+	}()
+
+	p := startProxy(t, config.OrderingNone, []string{ln.Addr().String()}, nil)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	f := kmsg.NewRequestFormatter()
+	first := f.AppendRequest(nil, multiProduce(9, "t", []int32{0, 1}, []string{"a", "b"}, 40<<10), 0)
+	second := f.AppendRequest(nil, multiProduce(9, "t", []int32{2, 0, 1}, []string{"c", "d", "e"}, 40<<10), 1)
+	if _, err := c.Write(append(first, second...)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case msg := <-failed:
+		t.Fatalf("before the first was answered: %s (proxy log: %s)", msg, p.log.String())
+	case <-time.After(time.Second):
+	}
+	close(answerFirst)
+	if msg := <-failed; msg != "" {
+		t.Fatalf("%s (proxy log: %s)", msg, p.log.String())
+	}
+	for corr := range int32(2) {
+		readResponse(t, c, corr)
+	}
+	if log := p.log.String(); log != "" {
+		t.Logf("proxy log: %s", log)
+	}
+}
