@@ -22,8 +22,8 @@ type ProduceLayout struct {
 	// ReqTags to End is the request's tag section (empty when not
 	// flexible); what follows End, which kmsg ignores, is not sent.
 	ReqTags, End int
-	T       []TopicSpan
-	P       []PartitionSpan // every topic's, in the body's order
+	T            []TopicSpan
+	P            []PartitionSpan // every topic's, in the body's order
 }
 
 // TopicSpan is one topic of a Produce request body.
