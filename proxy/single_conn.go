@@ -318,29 +318,37 @@ func (u *upstream) dialFailed(err error) {
 // or has it wait for u's dial. frame is req encoded, or nil; sendPart
 // owns it.
 func (u *upstream) sendPart(st *splitState, req kmsg.Request, frame *wire.Buf, ref *partRef) {
-	s := u.s
-	s.mu.Lock()
-	if u.dialing {
-		if ref != nil {
-			ref.node = u.key.node
-			s.sentLocked(u, ref)
-		} else {
-			// An acks=0 write: a Fetch after it fences u first.
-			u.blind = true
-		}
-		u.queued = append(u.queued, queuedPart{st: st, req: req, ref: ref})
-		st.holds++
-		st.queued++
-		s.mu.Unlock()
+	if u.queueIfDialing(queuedPart{st: st, req: req, ref: ref}) {
 		wire.Put(frame)
 		return
 	}
-	s.mu.Unlock()
 	if frame == nil {
 		frame = encodePart(st.r, req)
 	}
 	u.send([][]byte{frame.B}, []*partRef{ref})
 	wire.Put(frame)
+}
+
+// queueIfDialing has q wait for u's dial when u is being dialled, and
+// reports whether it does.
+func (u *upstream) queueIfDialing(q queuedPart) bool {
+	s := u.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !u.dialing {
+		return false
+	}
+	if q.ref != nil {
+		q.ref.node = u.key.node
+		s.sentLocked(u, q.ref)
+	} else {
+		// An acks=0 write: a Fetch after it fences u first.
+		u.blind = true
+	}
+	u.queued = append(u.queued, q)
+	q.st.holds++
+	q.st.queued++
+	return true
 }
 
 // unhold ends the hold a part that waited for a dial had on st, once it

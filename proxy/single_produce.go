@@ -138,22 +138,9 @@ func sameEntry(t *kmsg.ProduceRequestTopic, p *kmsg.ProduceRequestTopicPartition
 // sendVec sends a Produce part as its vector v (which it owns) on u, or
 // has it wait for u's dial, as sendPart does.
 func (u *upstream) sendVec(st *splitState, req kmsg.Request, v produceVec, ref *partRef) {
-	s := u.s
-	s.mu.Lock()
-	if u.dialing {
-		if ref != nil {
-			ref.node = u.key.node
-			s.sentLocked(u, ref)
-		} else {
-			u.blind = true
-		}
-		u.queued = append(u.queued, queuedPart{st: st, req: req, ref: ref, vec: v})
-		st.holds++
-		st.queued++
-		s.mu.Unlock()
+	if u.queueIfDialing(queuedPart{st: st, req: req, ref: ref, vec: v}) {
 		return
 	}
-	s.mu.Unlock()
 	u.sendv(v.vec[:1], v.vec, []*partRef{ref})
 	v.put()
 }
