@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand"
+	"net"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -254,5 +255,37 @@ func TestSingleProduceVectorBytes(t *testing.T) {
 	}
 	if copied > 1<<10 {
 		t.Fatalf("%d bytes of the parts are not the client's frame", copied)
+	}
+}
+
+// countingConn records each Write, as a TLS connection makes a record
+// of each.
+type countingConn struct {
+	net.Conn
+	writes [][]byte
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.writes = append(c.writes, append([]byte(nil), b...))
+	return len(b), nil
+}
+
+// TestSingleProduceVectorNotTCP: on a socket that takes no vector (TLS),
+// a part's pieces go in one write, joined; frames that are whole go one
+// write each, as they did.
+func TestSingleProduceVectorNotTCP(t *testing.T) {
+	c := &countingConn{}
+	if err := writeVector(c, net.Buffers{[]byte("head"), []byte("records"), []byte("tags")}, true); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.writes) != 1 || string(c.writes[0]) != "headrecordstags" {
+		t.Fatalf("writes %q, want one of the pieces joined", c.writes)
+	}
+	c.writes = nil
+	if err := writeVector(c, net.Buffers{[]byte("one"), []byte("two")}, false); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.writes) != 2 {
+		t.Fatalf("writes %q, want one a frame", c.writes)
 	}
 }
