@@ -64,6 +64,11 @@ type singleConn struct {
 	stamps       map[markKey]uint64 // the tick each partition was last written at
 	offsetsStamp uint64             // the tick of the last commit answered
 	stampAll     uint64             // every partition was written at this tick or later
+
+	// The flusher's, to lay out a Produce and place its partitions
+	// (single_produce.go).
+	layout wire.ProduceLayout
+	of     []int
 }
 
 // upKey names an upstream connection of a client connection: a broker,
@@ -107,12 +112,16 @@ type upstream struct {
 }
 
 // queuedPart is a part that waits for its upstream connection's dial:
-// it is encoded when sent, from its request, which it holds until then.
+// it is encoded when sent, from its request, which it holds until then,
+// unless it came as a vector.
 // Without a request it is a fence (single_fetchdeps.go).
 type queuedPart struct {
 	st  *splitState
 	req kmsg.Request
 	ref *partRef // nil: no answer comes (acks=0)
+	// vec: a Produce part's frame, slices of the client's, which is
+	// kept until the part is written (splitState.dropLater).
+	vec produceVec
 }
 
 // dialStarted, when set, is told the address of every dial a client
@@ -256,6 +265,12 @@ func (u *upstream) connect() {
 		}
 		s.mu.Unlock()
 		for _, e := range q {
+			if e.vec.head != nil {
+				u.sendv(e.vec.vec[:1], e.vec.vec, []*partRef{e.ref})
+				e.vec.put()
+				s.unhold(e.st)
+				continue
+			}
 			if e.st == nil {
 				u.send([][]byte{append([]byte(nil), fenceFrame...)}, []*partRef{e.ref})
 				continue
@@ -289,6 +304,7 @@ func (u *upstream) dialFailed(err error) {
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	for _, e := range q {
+		e.vec.put()
 		if e.ref != nil {
 			s.partFailed(e.ref, err)
 		}
@@ -302,29 +318,37 @@ func (u *upstream) dialFailed(err error) {
 // or has it wait for u's dial. frame is req encoded, or nil; sendPart
 // owns it.
 func (u *upstream) sendPart(st *splitState, req kmsg.Request, frame *wire.Buf, ref *partRef) {
-	s := u.s
-	s.mu.Lock()
-	if u.dialing {
-		if ref != nil {
-			ref.node = u.key.node
-			s.sentLocked(u, ref)
-		} else {
-			// An acks=0 write: a Fetch after it fences u first.
-			u.blind = true
-		}
-		u.queued = append(u.queued, queuedPart{st: st, req: req, ref: ref})
-		st.holds++
-		st.queued++
-		s.mu.Unlock()
+	if u.queueIfDialing(queuedPart{st: st, req: req, ref: ref}) {
 		wire.Put(frame)
 		return
 	}
-	s.mu.Unlock()
 	if frame == nil {
 		frame = encodePart(st.r, req)
 	}
 	u.send([][]byte{frame.B}, []*partRef{ref})
 	wire.Put(frame)
+}
+
+// queueIfDialing has q wait for u's dial when u is being dialled, and
+// reports whether it does.
+func (u *upstream) queueIfDialing(q queuedPart) bool {
+	s := u.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !u.dialing {
+		return false
+	}
+	if q.ref != nil {
+		q.ref.node = u.key.node
+		s.sentLocked(u, q.ref)
+	} else {
+		// An acks=0 write: a Fetch after it fences u first.
+		u.blind = true
+	}
+	u.queued = append(u.queued, q)
+	q.st.holds++
+	q.st.queued++
+	return true
 }
 
 // unhold ends the hold a part that waited for a dial had on st, once it
@@ -397,6 +421,13 @@ func (s *singleConn) retire(u *upstream, wait bool) {
 // acks=0), with u's next correlation ids. A failure fails u, and with it
 // every part it has in flight, these included.
 func (u *upstream) send(frames [][]byte, refs []*partRef) {
+	u.sendv(frames, frames, refs)
+}
+
+// sendv is send of frames whose bytes are bufs joined: heads[i] starts
+// frame i (its correlation id is set there), and bufs is written as it
+// is, one system call for all where the socket takes a vector.
+func (u *upstream) sendv(frames, bufs [][]byte, refs []*partRef) {
 	s := u.s
 	s.mu.Lock()
 	if err := u.gone; err != nil {
@@ -435,8 +466,7 @@ func (u *upstream) send(frames [][]byte, refs []*partRef) {
 	}
 	s.mu.Unlock()
 	u.wmu.Lock()
-	bufs := net.Buffers(frames)
-	_, err := bufs.WriteTo(u.nc)
+	err := writeVector(u.nc, bufs, len(bufs) > len(frames))
 	u.wmu.Unlock()
 	if err != nil {
 		s.fail(u, fmt.Errorf("%w: node %d: write: %v", ErrUpstreamFailed, u.key.node, err))

@@ -114,6 +114,10 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		return
 	}
 	st.out, st.holds, st.unanswered = n, 1, unanswered
+	var vecs []produceVec
+	if r.hdr.Key == keyProduce {
+		vecs = s.produceVectors(r, st.req, plan.Parts)
+	}
 	writes := 0
 	for i := range plan.Parts {
 		part := &plan.Parts[i]
@@ -133,17 +137,25 @@ func (s *singleConn) forward(r *request, now time.Time) {
 			if ref != nil {
 				s.partFailed(ref, err)
 			}
+			if vecs != nil {
+				vecs[i].put()
+			}
 			continue
 		}
-		u.sendPart(st, part.Request, nil, ref)
+		if vecs != nil {
+			u.sendVec(st, part.Request, vecs[i], ref)
+		} else {
+			u.sendPart(st, part.Request, nil, ref)
+		}
 		if r.ord.Kind == ordering.Write {
 			writes++
 		}
 	}
 	if r.hdr.Key == keyProduce {
 		s.mu.Lock()
-		// Parts waiting for a dial are encoded from the frame when
-		// it connects: the last one sent drops it.
+		// Parts waiting for a dial are slices of the frame, or
+		// encoded from it, when they are sent: the last one sent
+		// drops it.
 		st.dropLater = st.queued > 0
 		drop := !st.dropLater
 		s.mu.Unlock()
@@ -181,8 +193,8 @@ func encodePart(r *request, req kmsg.Request) *wire.Buf {
 }
 
 // dropRecords lets a Produce's frame go once its parts are written: the
-// records are in the parts' frames, already sent, and nothing after needs
-// them.
+// records, which the parts' frames sent or were slices of, are needed by
+// nothing after.
 func (s *singleConn) dropRecords(st *splitState) {
 	drop := func(req kmsg.Request) {
 		if pr, ok := req.(*kmsg.ProduceRequest); ok {
