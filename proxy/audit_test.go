@@ -704,8 +704,16 @@ func auditBatch(n int32, size int) []byte {
 // the two requests recorded.
 func recordTwice(t *testing.T, p *testProxy, cfg *config.Config, frame, respFrame []byte) []audit.Request {
 	t.Helper()
+	return recordTwiceBy(t, proxy.AuditExchange, p, cfg, frame, respFrame)
+}
+
+// exchangeFunc is proxy.AuditExchange or proxy.AuditExchangeUnread.
+type exchangeFunc func(*proxy.Proxy, *config.Config, audit.Recorder, []byte, []byte) (func(), error)
+
+func recordTwiceBy(t *testing.T, exchange exchangeFunc, p *testProxy, cfg *config.Config, frame, respFrame []byte) []audit.Request {
+	t.Helper()
 	rec := &recorded{}
-	once, err := proxy.AuditExchange(p.Proxy, cfg, rec, frame, respFrame)
+	once, err := exchange(p.Proxy, cfg, rec, frame, respFrame)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -721,9 +729,14 @@ func recordTwice(t *testing.T, p *testProxy, cfg *config.Config, frame, respFram
 // a trail allocates per request.
 func auditAllocs(t *testing.T, p *testProxy, cfg *config.Config, frame, respFrame []byte) float64 {
 	t.Helper()
+	return auditAllocsBy(t, proxy.AuditExchange, p, cfg, frame, respFrame)
+}
+
+func auditAllocsBy(t *testing.T, exchange exchangeFunc, p *testProxy, cfg *config.Config, frame, respFrame []byte) float64 {
+	t.Helper()
 	trail := audit.New(audit.Options{DataPath: audit.DataPathRequest}, audit.NewQueue(audit.QueueOptions{}, &discardSink{}))
 	defer trail.Shutdown(context.Background())
-	run, err := proxy.AuditExchange(p.Proxy, cfg, trail, frame, respFrame)
+	run, err := exchange(p.Proxy, cfg, trail, frame, respFrame)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -794,6 +807,29 @@ func TestAuditProduceAllocs(t *testing.T) {
 				}
 			}
 
+			// Its body unread, the request's topics and partitions are the
+			// response's, with their offsets; records are not known.
+			for _, q := range recordTwiceBy(t, proxy.AuditExchangeUnread, p, cfg, frame, respFrame) {
+				if q.ClientID != "producer-1" || len(q.Resources) != 3 {
+					t.Fatalf("produce, its body unread, recorded as %+v", q)
+				}
+				for ti, res := range q.Resources {
+					name := req.Topics[ti].Topic
+					if version >= 13 {
+						name = base64.RawURLEncoding.EncodeToString(req.Topics[ti].TopicID[:])
+					}
+					if res.Name != name || res.Operation != "Write" || len(res.Partitions) != 4 {
+						t.Fatalf("topic %d, its body unread, recorded as %+v, want %s", ti, res, name)
+					}
+					for pi, part := range res.Partitions {
+						first := 1000*int64(ti) + 100*int64(pi)
+						if part.Partition != int32(pi) || part.FirstOffset != first || part.LastOffset != audit.NoOffset || part.Records != 0 || part.Bytes != 0 {
+							t.Fatalf("topic %s partition %d, its body unread, recorded as %+v", name, pi, part)
+						}
+					}
+				}
+			}
+
 			if raceEnabled {
 				return // allocation counts differ under the race detector (sync.Pool drops items at random)
 			}
@@ -803,6 +839,11 @@ func TestAuditProduceAllocs(t *testing.T) {
 			// a name per partition were dozens.
 			if allocs > 2 {
 				t.Fatalf("an audited Produce to 12 partitions allocates %v times", allocs)
+			}
+			// Spliced upstream unread, the request names no partition: the
+			// response does, without a slice allocated per topic.
+			if allocs := auditAllocsBy(t, proxy.AuditExchangeUnread, p, cfg, frame, respFrame); allocs > 2 {
+				t.Fatalf("an audited Produce to 12 partitions, its body unread, allocates %v times", allocs)
 			}
 		})
 	}
