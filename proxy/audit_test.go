@@ -786,45 +786,35 @@ func TestAuditProduceAllocs(t *testing.T) {
 			respFrame = resp.AppendTo(respFrame)
 			binary.BigEndian.PutUint32(respFrame, uint32(len(respFrame)-4))
 
-			for _, q := range recordTwice(t, p, cfg, frame, respFrame) {
-				if q.ClientID != "producer-1" || len(q.Resources) != 3 {
-					t.Fatalf("produce recorded as %+v", q)
+			// Its body unread (spliced), the request's topics and
+			// partitions are the response's, with their offsets; its
+			// records are not known.
+			for _, unread := range []bool{false, true} {
+				exchange := proxy.AuditExchange
+				if unread {
+					exchange = proxy.AuditExchangeUnread
 				}
-				for ti, res := range q.Resources {
-					name := req.Topics[ti].Topic
-					if version >= 13 {
-						name = base64.RawURLEncoding.EncodeToString(req.Topics[ti].TopicID[:])
+				for _, q := range recordTwiceBy(t, exchange, p, cfg, frame, respFrame) {
+					if q.ClientID != "producer-1" || len(q.Resources) != 3 {
+						t.Fatalf("produce (unread %v) recorded as %+v", unread, q)
 					}
-					if res.Name != name || len(res.Partitions) != 4 {
-						t.Fatalf("topic %d recorded as %+v, want %s", ti, res, name)
-					}
-					for pi, part := range res.Partitions {
-						first := 1000*int64(ti) + 100*int64(pi)
-						if part.Partition != int32(pi) || part.FirstOffset != first || part.LastOffset != first+9+int64(pi) || part.Records != 10+int64(pi) || part.Bytes != 200 {
-							t.Fatalf("topic %s partition %d recorded as %+v", name, pi, part)
+					for ti, res := range q.Resources {
+						name := req.Topics[ti].Topic
+						if version >= 13 {
+							name = base64.RawURLEncoding.EncodeToString(req.Topics[ti].TopicID[:])
 						}
-					}
-				}
-			}
-
-			// Its body unread, the request's topics and partitions are the
-			// response's, with their offsets; records are not known.
-			for _, q := range recordTwiceBy(t, proxy.AuditExchangeUnread, p, cfg, frame, respFrame) {
-				if q.ClientID != "producer-1" || len(q.Resources) != 3 {
-					t.Fatalf("produce, its body unread, recorded as %+v", q)
-				}
-				for ti, res := range q.Resources {
-					name := req.Topics[ti].Topic
-					if version >= 13 {
-						name = base64.RawURLEncoding.EncodeToString(req.Topics[ti].TopicID[:])
-					}
-					if res.Name != name || res.Operation != "Write" || len(res.Partitions) != 4 {
-						t.Fatalf("topic %d, its body unread, recorded as %+v, want %s", ti, res, name)
-					}
-					for pi, part := range res.Partitions {
-						first := 1000*int64(ti) + 100*int64(pi)
-						if part.Partition != int32(pi) || part.FirstOffset != first || part.LastOffset != audit.NoOffset || part.Records != 0 || part.Bytes != 0 {
-							t.Fatalf("topic %s partition %d, its body unread, recorded as %+v", name, pi, part)
+						if res.Name != name || res.Operation != "Write" || len(res.Partitions) != 4 {
+							t.Fatalf("topic %d (unread %v) recorded as %+v, want %s", ti, unread, res, name)
+						}
+						for pi, part := range res.Partitions {
+							first := 1000*int64(ti) + 100*int64(pi)
+							last, records, bytes := first+9+int64(pi), 10+int64(pi), int64(200)
+							if unread {
+								last, records, bytes = audit.NoOffset, 0, 0
+							}
+							if part.Partition != int32(pi) || part.FirstOffset != first || part.LastOffset != last || part.Records != records || part.Bytes != bytes {
+								t.Fatalf("topic %s partition %d (unread %v) recorded as %+v", name, pi, unread, part)
+							}
 						}
 					}
 				}
