@@ -225,7 +225,8 @@ func TestQueueRetriesAndReports(t *testing.T) {
 func TestQueueCloseDeadline(t *testing.T) {
 	stuck := &memSink{name: SinkKafka, gate: make(chan struct{})}
 	m := NewMetrics(prometheus.NewRegistry())
-	q := NewQueue(QueueOptions{Metrics: m, StallAfter: 20 * time.Millisecond}, stuck)
+	// No Linger: the write begins, and stalls, at once.
+	q := NewQueue(QueueOptions{Metrics: m, StallAfter: 20 * time.Millisecond, Linger: -1}, stuck)
 	for i := range 3 {
 		q.Enqueue(context.Background(), rec(i))
 	}
@@ -294,6 +295,47 @@ func TestQueueLingerBatchesWrites(t *testing.T) {
 	// A write at most per Linger of recording, and the one at Close.
 	if most := int(elapsed/linger) + 2; sink.calls > most {
 		t.Fatalf("%d events over %v took %d writes, want at most %d (one per %v)", events, elapsed, sink.calls, most, linger)
+	}
+}
+
+// TestQueueSteadyTrailWakesOnce: while events keep coming, closer than a
+// Linger apart, the sink's goroutine goes from one Linger to the next on
+// its timer and is woken by an Enqueue only at the start: a write per
+// Linger costs one wake, not two. Each gap in the recording long enough
+// for a Linger to pass without an event may cost one more.
+func TestQueueSteadyTrailWakesOnce(t *testing.T) {
+	const events, linger = 300, 10 * time.Millisecond
+	sink := &memSink{name: SinkFile}
+	q := NewQueue(QueueOptions{Linger: linger}, sink)
+	start, gaps := time.Now(), 0
+	last := start
+	for i := range events {
+		if err := q.Enqueue(context.Background(), rec(i)); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		if now.Sub(last) >= linger/2 {
+			gaps++
+		}
+		last = now
+		time.Sleep(200 * time.Microsecond)
+	}
+	elapsed := time.Since(start)
+	q.mu.Lock()
+	woken := q.sinks[0].woken
+	q.mu.Unlock()
+	sink.mu.Lock()
+	writes := sink.calls
+	sink.mu.Unlock()
+	if err := q.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.values()) != events {
+		t.Fatalf("%d of %d events written", len(sink.values()), events)
+	}
+	if most := uint64(1 + gaps); woken > most {
+		t.Fatalf("%d events over %v (%d writes, %d gaps of %v or more) woke the sink's goroutine %d times, want at most %d",
+			events, elapsed, writes, gaps, linger/2, woken, most)
 	}
 }
 

@@ -174,8 +174,9 @@ type auditReq struct {
 	starts    []int
 
 	// fetch holds a Fetch's partitions, each with its topic's name, as the
-	// request and then the response name them; they become resources
-	// once the response is read (fetchResources).
+	// request and then the response name them (and those of a Produce that
+	// went upstream unread, as its response names them); they become
+	// resources once the response is read (groupResources).
 	fetch []fetchPart
 }
 
@@ -479,18 +480,19 @@ func fetchedPart(parts []fetchPart, at int, p *wire.Fetched) int {
 	return -1
 }
 
-// fetchResources groups a Fetch's partitions under their topics, in the
-// order the topics first appear, into ar's resources. A request lists a
-// topic's partitions together, so a topic is looked for among those
-// grouped only where the topic changes.
-func fetchResources(ar *auditReq) {
+// groupResources groups the partitions of ar.fetch under their topics, in
+// the order the topics first appear, into ar's resources with the
+// operation op. A request or response lists a topic's partitions
+// together, so a topic is looked for among those grouped only where the
+// topic changes.
+func groupResources(ar *auditReq, op string) {
 	out, starts := ar.req.Resources[:0], ar.starts[:0]
 	for i := range ar.fetch {
 		name := ar.fetch[i].topic
 		if i > 0 && ar.fetch[i-1].topic == name || slices.ContainsFunc(out, func(r audit.Resource) bool { return r.Name == name }) {
 			continue
 		}
-		out = append(out, audit.Resource{Type: "Topic", Name: name, Operation: "Read"})
+		out = append(out, audit.Resource{Type: "Topic", Name: name, Operation: op})
 		starts = append(starts, len(ar.parts))
 		for j := i; j < len(ar.fetch); j++ {
 			if ar.fetch[j].topic == name {
@@ -574,7 +576,7 @@ func (c *conn) auditDelivered(rs []*request) {
 			c.fillResponse(ar, r.resp.B, r.hdr)
 		}
 		if r.hdr.Key == int16(kmsg.Fetch) {
-			fetchResources(ar)
+			groupResources(ar, "Read")
 		}
 		if len(ar.refused) > 0 {
 			markRefused(&ar.req, ar.refused)
@@ -868,6 +870,24 @@ func (c *conn) fillProduced(ar *auditReq, body []byte, version int16) bool {
 		return false
 	}
 	q := &ar.req
+	if len(q.Resources) == 0 {
+		// The request went upstream unread (spliced): its partitions are
+		// the response's, in the pooled arrays rather than a slice
+		// allocated per resource.
+		name := ""
+		for i := range found {
+			p := &found[i]
+			if n := len(ar.fetch); n == 0 || !sameTopic(name, p.Topic, p.TopicID) {
+				name = c.aud.deliverNames.get(p.Topic, p.TopicID)
+			}
+			part := audit.Partition{Partition: p.Partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset, FetchOffset: audit.NoOffset}
+			produced(&part, p.ErrorCode, p.BaseOffset)
+			ar.fetch = append(ar.fetch, fetchPart{topic: name, Partition: part})
+		}
+		groupResources(ar, "Write")
+		clear(found) // no frame kept alive by the names
+		return true
+	}
 	for i := range found {
 		p := &found[i]
 		ri := slices.IndexFunc(q.Resources, func(r audit.Resource) bool { return sameTopic(r.Name, p.Topic, p.TopicID) })

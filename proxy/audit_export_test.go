@@ -24,6 +24,16 @@ func AuditDenied(p *Proxy, rec audit.Recorder, frame []byte, code int16, res ...
 // with cfg recording into rec does, the request frame answered by the
 // response frame: read on the client reader, then delivered.
 func AuditExchange(p *Proxy, cfg *config.Config, rec audit.Recorder, frame, resp []byte) (func(), error) {
+	return auditExchange(p, cfg, rec, frame, resp, 0)
+}
+
+// AuditExchangeUnread is AuditExchange for a request whose body goes
+// upstream unread (spliced), its head alone read by the proxy.
+func AuditExchangeUnread(p *Proxy, cfg *config.Config, rec audit.Recorder, frame, resp []byte) (func(), error) {
+	return auditExchange(p, cfg, rec, frame, resp, 1)
+}
+
+func auditExchange(p *Proxy, cfg *config.Config, rec audit.Recorder, frame, resp []byte, stream int) (func(), error) {
 	h, err := wire.ParseRequestHeader(frame)
 	if err != nil {
 		return nil, err
@@ -31,7 +41,7 @@ func AuditExchange(p *Proxy, cfg *config.Config, rec audit.Recorder, frame, resp
 	p.aud.rec = rec
 	c := &conn{p: p, cfg: cfg, halt: make(chan struct{})}
 	c.aud.a = rec.Open(audit.ConnInfo{ID: 1, Listener: "node", ClientAddress: "127.0.0.1:1"})
-	r := &request{hdr: h, frame: &wire.Buf{B: frame}, resp: &wire.Buf{B: resp}}
+	r := &request{hdr: h, frame: &wire.Buf{B: frame}, resp: &wire.Buf{B: resp}, stream: stream}
 	rs := []*request{r}
 	return func() {
 		c.auditRead(r)

@@ -696,8 +696,16 @@ func auditBatch(n int32, size int) []byte {
 // the two requests recorded.
 func recordTwice(t *testing.T, p *testProxy, cfg *config.Config, frame, respFrame []byte) []audit.Request {
 	t.Helper()
+	return recordTwiceBy(t, proxy.AuditExchange, p, cfg, frame, respFrame)
+}
+
+// exchangeFunc is proxy.AuditExchange or proxy.AuditExchangeUnread.
+type exchangeFunc func(*proxy.Proxy, *config.Config, audit.Recorder, []byte, []byte) (func(), error)
+
+func recordTwiceBy(t *testing.T, exchange exchangeFunc, p *testProxy, cfg *config.Config, frame, respFrame []byte) []audit.Request {
+	t.Helper()
 	rec := &recorded{}
-	once, err := proxy.AuditExchange(p.Proxy, cfg, rec, frame, respFrame)
+	once, err := exchange(p.Proxy, cfg, rec, frame, respFrame)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -713,9 +721,14 @@ func recordTwice(t *testing.T, p *testProxy, cfg *config.Config, frame, respFram
 // a trail allocates per request.
 func auditAllocs(t *testing.T, p *testProxy, cfg *config.Config, frame, respFrame []byte) float64 {
 	t.Helper()
+	return auditAllocsBy(t, proxy.AuditExchange, p, cfg, frame, respFrame)
+}
+
+func auditAllocsBy(t *testing.T, exchange exchangeFunc, p *testProxy, cfg *config.Config, frame, respFrame []byte) float64 {
+	t.Helper()
 	trail := audit.New(audit.Options{DataPath: audit.DataPathRequest}, audit.NewQueue(audit.QueueOptions{}, &discardSink{}))
 	defer trail.Shutdown(context.Background())
-	run, err := proxy.AuditExchange(p.Proxy, cfg, trail, frame, respFrame)
+	run, err := exchange(p.Proxy, cfg, trail, frame, respFrame)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -765,22 +778,35 @@ func TestAuditProduceAllocs(t *testing.T) {
 			respFrame = resp.AppendTo(respFrame)
 			binary.BigEndian.PutUint32(respFrame, uint32(len(respFrame)-4))
 
-			for _, q := range recordTwice(t, p, cfg, frame, respFrame) {
-				if q.ClientID != "producer-1" || len(q.Resources) != 3 {
-					t.Fatalf("produce recorded as %+v", q)
+			// Its body unread (spliced), the request's topics and
+			// partitions are the response's, with their offsets; its
+			// records are not known.
+			for _, unread := range []bool{false, true} {
+				exchange := proxy.AuditExchange
+				if unread {
+					exchange = proxy.AuditExchangeUnread
 				}
-				for ti, res := range q.Resources {
-					name := req.Topics[ti].Topic
-					if version >= 13 {
-						name = base64.RawURLEncoding.EncodeToString(req.Topics[ti].TopicID[:])
+				for _, q := range recordTwiceBy(t, exchange, p, cfg, frame, respFrame) {
+					if q.ClientID != "producer-1" || len(q.Resources) != 3 {
+						t.Fatalf("produce (unread %v) recorded as %+v", unread, q)
 					}
-					if res.Name != name || len(res.Partitions) != 4 {
-						t.Fatalf("topic %d recorded as %+v, want %s", ti, res, name)
-					}
-					for pi, part := range res.Partitions {
-						first := 1000*int64(ti) + 100*int64(pi)
-						if part.Partition != int32(pi) || part.FirstOffset != first || part.LastOffset != first+9+int64(pi) || part.Records != 10+int64(pi) || part.Bytes != 200 {
-							t.Fatalf("topic %s partition %d recorded as %+v", name, pi, part)
+					for ti, res := range q.Resources {
+						name := req.Topics[ti].Topic
+						if version >= 13 {
+							name = base64.RawURLEncoding.EncodeToString(req.Topics[ti].TopicID[:])
+						}
+						if res.Name != name || res.Operation != "Write" || len(res.Partitions) != 4 {
+							t.Fatalf("topic %d (unread %v) recorded as %+v, want %s", ti, unread, res, name)
+						}
+						for pi, part := range res.Partitions {
+							first := 1000*int64(ti) + 100*int64(pi)
+							last, records, bytes := first+9+int64(pi), 10+int64(pi), int64(200)
+							if unread {
+								last, records, bytes = audit.NoOffset, 0, 0
+							}
+							if part.Partition != int32(pi) || part.FirstOffset != first || part.LastOffset != last || part.Records != records || part.Bytes != bytes {
+								t.Fatalf("topic %s partition %d (unread %v) recorded as %+v", name, pi, unread, part)
+							}
 						}
 					}
 				}
@@ -795,6 +821,11 @@ func TestAuditProduceAllocs(t *testing.T) {
 			// a name per partition were dozens.
 			if allocs > 2 {
 				t.Fatalf("an audited Produce to 12 partitions allocates %v times", allocs)
+			}
+			// Spliced upstream unread, the request names no partition: the
+			// response does, without a slice allocated per topic.
+			if allocs := auditAllocsBy(t, proxy.AuditExchangeUnread, p, cfg, frame, respFrame); allocs > 2 {
+				t.Fatalf("an audited Produce to 12 partitions, its body unread, allocates %v times", allocs)
 			}
 		})
 	}
