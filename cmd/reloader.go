@@ -9,7 +9,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -177,7 +179,7 @@ func (r *reloader) start() (run func(ctx context.Context)) {
 	stopWatch := func() {}
 	if f := r.flags.Lookup(config.FlagConfig); f != nil && f.Value.String() != "" {
 		path := f.Value.String()
-		ch, stop, err := watchFile(path, r.log)
+		ch, stop, err := watchFile(path, r.log, nil)
 		if err != nil {
 			r.log.Warn("config file not watched; reload with SIGHUP", "file", path, "err", err)
 		} else {
@@ -201,20 +203,45 @@ func (r *reloader) start() (run func(ctx context.Context)) {
 	}
 }
 
+// watchCounts counts a file watch's work, for tests: events seen in the
+// directory, events naming the file or a link on its way (the only ones
+// handled: each restarts the settle timer), signals sent once events
+// settle, and reads of the file by watchReload.
+type watchCounts struct {
+	seen, handled, signals, reads atomic.Int64
+}
+
 // watchFile watches the directory holding path, not the file itself:
 // editors and Kubernetes ConfigMap mounts replace the file by renaming
 // another into place (a ConfigMap swaps a "..data" symlink), which a watch
-// on the old file would never see. Any event in the directory, once events
-// settle, is sent on the channel; the caller compares contents.
-func watchFile(path string, log *slog.Logger) (<-chan struct{}, func(), error) {
+// on the old file would never see. Once events naming the file settle, a
+// signal is sent on the channel; the caller compares contents.
+//
+// Only events naming the file, or a link its path resolves through inside
+// the directory (a ConfigMap's "..data" and the versioned directory it
+// points to), are handled; any other is dropped as it arrives, with no
+// timer reset and no read, since a log or an audit trail written beside the
+// file brings tens of thousands of events a second. The directory watch
+// cannot be narrowed at the source: fsnotify exports no way to pick the
+// kernel events of a watch, and a second watch on the file's inode would
+// still leave the directory's write events flowing, so the filter is the
+// first thing that sees each event. A queue overflow may have lost an event
+// that named the file, so it is handled as one.
+func watchFile(path string, log *slog.Logger, counts *watchCounts) (<-chan struct{}, func(), error) {
+	if counts == nil {
+		counts = new(watchCounts)
+	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := w.Add(filepath.Dir(path)); err != nil {
+	dir, name := filepath.Split(path)
+	dir = filepath.Clean(dir)
+	if err := w.Add(dir); err != nil {
 		w.Close()
 		return nil, nil, err
 	}
+	names := pathNames(dir, name)
 	out := make(chan struct{}, 1)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -228,17 +255,31 @@ func watchFile(path string, log *slog.Logger) (<-chan struct{}, func(), error) {
 			case <-done:
 				settle.Stop()
 				return
-			case _, ok := <-w.Events:
+			case ev, ok := <-w.Events:
 				if !ok {
 					return
 				}
+				counts.seen.Add(1)
+				if !names[filepath.Base(ev.Name)] {
+					continue
+				}
+				counts.handled.Add(1)
+				// A link on the way may now point elsewhere.
+				names = pathNames(dir, name)
 				settle.Reset(settleTime)
 			case err, ok := <-w.Errors:
 				if !ok {
 					return
 				}
+				if errors.Is(err, fsnotify.ErrEventOverflow) {
+					counts.handled.Add(1)
+					names = pathNames(dir, name)
+					settle.Reset(settleTime)
+					continue
+				}
 				log.Warn("config file watch", "err", err)
 			case <-settle.C:
+				counts.signals.Add(1)
 				select {
 				case out <- struct{}{}:
 				default:
@@ -253,13 +294,53 @@ func watchFile(path string, log *slog.Logger) (<-chan struct{}, func(), error) {
 	}, nil
 }
 
-// watchReload calls reload whenever the file at path changes (its
-// directory changes and its bytes differ from the last reload's), until
+// pathNames returns the names in dir that dir/name resolves through: name
+// itself and, while the path is a symlink that stays inside dir, the first
+// name of each target (a ConfigMap's inorder.yaml -> ..data/inorder.yaml,
+// ..data -> ..2026_12_05_03_30_00.1234). A name is listed before it is
+// looked up, so a link to a name not there yet is watched for that name.
+func pathNames(dir, name string) map[string]bool {
+	names := map[string]bool{name: true}
+	rest := name
+	// The kernel's own bound on the links one path may follow.
+	for range 40 {
+		first, tail, _ := strings.Cut(rest, string(filepath.Separator))
+		names[first] = true
+		target, err := os.Readlink(filepath.Join(dir, first))
+		if err != nil {
+			// Not a link (the file, or a real directory whose
+			// contents the directory watch does not see), or gone.
+			return names
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		rel, err := filepath.Rel(dir, filepath.Join(target, tail))
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			// Out of the watched directory.
+			return names
+		}
+		rest = rel
+	}
+	return names
+}
+
+// watchReload calls reload whenever the file at path changes (an event
+// names it and its bytes differ from the last reload's), until
 // ctx ends; the returned function waits for that. what names the
 // file in log lines. A file that cannot be watched is logged: SIGHUP
 // still re-reads it.
 func watchReload(ctx context.Context, path, what string, reload func() error, log *slog.Logger) (stop func()) {
-	changed, stopWatch, err := watchFile(path, log)
+	return watchReloadCounted(ctx, path, what, reload, log, nil)
+}
+
+// watchReloadCounted is watchReload counting its work in counts (nil
+// counts nothing).
+func watchReloadCounted(ctx context.Context, path, what string, reload func() error, log *slog.Logger, counts *watchCounts) (stop func()) {
+	if counts == nil {
+		counts = new(watchCounts)
+	}
+	changed, stopWatch, err := watchFile(path, log, counts)
 	if err != nil {
 		log.Warn(what+" not watched; re-read with SIGHUP", "file", path, "err", err)
 		return func() {}
@@ -268,15 +349,15 @@ func watchReload(ctx context.Context, path, what string, reload func() error, lo
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		// The directory may change often (logs, an audit trail beside
-		// the file): from the first event on, the file is reloaded only
-		// when its bytes changed.
+		// From the first signal on, the file is reloaded only when its
+		// bytes changed (a touch, a rename of the same bytes into place).
 		var last []byte
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-changed:
+				counts.reads.Add(1)
 				now, err := os.ReadFile(path)
 				if err == nil && last != nil && bytes.Equal(now, last) {
 					continue
