@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/pflag"
 
 	"github.com/inorder-proxy/inorder/config"
@@ -211,87 +210,64 @@ type watchCounts struct {
 	seen, handled, signals, reads atomic.Int64
 }
 
-// watchFile watches the directory holding path, not the file itself:
-// editors and Kubernetes ConfigMap mounts replace the file by renaming
-// another into place (a ConfigMap swaps a "..data" symlink), which a watch
-// on the old file would never see. Once events naming the file settle, a
-// signal is sent on the channel; the caller compares contents.
-//
-// Only events naming the file, or a link its path resolves through inside
-// the directory (a ConfigMap's "..data" and the versioned directory it
-// points to), are handled; any other is dropped as it arrives, with no
-// timer reset and no read, since a log or an audit trail written beside the
-// file brings tens of thousands of events a second. The directory watch
-// cannot be narrowed at the source: fsnotify exports no way to pick the
-// kernel events of a watch, and a second watch on the file's inode would
-// still leave the directory's write events flowing, so the filter is the
-// first thing that sees each event. A queue overflow may have lost an event
-// that named the file, so it is handled as one.
-func watchFile(path string, log *slog.Logger, counts *watchCounts) (<-chan struct{}, func(), error) {
-	if counts == nil {
-		counts = new(watchCounts)
-	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return nil, nil, err
-	}
-	dir, name := filepath.Split(path)
-	dir = filepath.Clean(dir)
-	if err := w.Add(dir); err != nil {
-		w.Close()
-		return nil, nil, err
-	}
-	names := pathNames(dir, name)
+// runWatch runs a watch: filter reads its source and kicks on each event
+// that may change the file, until done ends or the source is closed;
+// settleKicks turns the kicks into signals on the returned channel. stop
+// ends both, closing the source.
+func runWatch(filter func(kick chan<- struct{}, done <-chan struct{}), closeSource func() error, counts *watchCounts) (<-chan struct{}, func()) {
+	kick := make(chan struct{}, 1)
 	out := make(chan struct{}, 1)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		settle := time.NewTimer(time.Hour)
-		settle.Stop()
-		for {
-			select {
-			case <-done:
-				settle.Stop()
-				return
-			case ev, ok := <-w.Events:
-				if !ok {
-					return
-				}
-				counts.seen.Add(1)
-				if !names[filepath.Base(ev.Name)] {
-					continue
-				}
-				counts.handled.Add(1)
-				// A link on the way may now point elsewhere.
-				names = pathNames(dir, name)
-				settle.Reset(settleTime)
-			case err, ok := <-w.Errors:
-				if !ok {
-					return
-				}
-				if errors.Is(err, fsnotify.ErrEventOverflow) {
-					counts.handled.Add(1)
-					names = pathNames(dir, name)
-					settle.Reset(settleTime)
-					continue
-				}
-				log.Warn("config file watch", "err", err)
-			case <-settle.C:
-				counts.signals.Add(1)
-				select {
-				case out <- struct{}{}:
-				default:
-				}
-			}
-		}
+		defer close(kick)
+		filter(kick, done)
+	}()
+	go func() {
+		defer wg.Done()
+		settleKicks(kick, done, out, counts)
 	}()
 	return out, func() {
 		close(done)
-		w.Close()
+		_ = closeSource()
 		wg.Wait()
-	}, nil
+	}
+}
+
+// settleKicks sends a signal on out once kicks have stopped for
+// settleTime, until kick is closed or done ends.
+func settleKicks(kick, done <-chan struct{}, out chan<- struct{}, counts *watchCounts) {
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	defer settle.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case _, ok := <-kick:
+			if !ok {
+				return
+			}
+			settle.Reset(settleTime)
+		case <-settle.C:
+			counts.signals.Add(1)
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// kickOnce wakes the settle loop without waiting: a kick already pending
+// says the same.
+func kickOnce(kick chan<- struct{}) {
+	select {
+	case kick <- struct{}{}:
+	default:
+	}
 }
 
 // pathNames returns the names in dir that dir/name resolves through: name

@@ -6,10 +6,34 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 )
+
+// waitCount waits up to 10 seconds for n to reach want, and fails unless
+// it is want then.
+func waitCount(t *testing.T, n *atomic.Int32, want int32) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Load() < want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := n.Load(); got != want {
+		t.Fatalf("%d reloads, want %d", got, want)
+	}
+}
+
+// countedWatch runs watchReload on path until the test ends, and returns
+// its count of reloads and of its work.
+func countedWatch(t *testing.T, path string) (*atomic.Int32, *watchCounts) {
+	var reloads atomic.Int32
+	counts := new(watchCounts)
+	stop := watchReloadCounted(context.Background(), path, "test file", func() error { reloads.Add(1); return nil }, slog.New(slog.DiscardHandler), counts)
+	t.Cleanup(stop)
+	return &reloads, counts
+}
 
 // TestWatchReloadOnlyOnChange: files written beside the watched one (logs,
 // an audit trail) cost no work: their events are dropped as they arrive,
@@ -21,20 +45,7 @@ func TestWatchReloadOnlyOnChange(t *testing.T) {
 	if err := os.WriteFile(path, []byte("one"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var reloads atomic.Int32
-	var counts watchCounts
-	stop := watchReloadCounted(context.Background(), path, "test file", func() error { reloads.Add(1); return nil }, slog.New(slog.DiscardHandler), &counts)
-	defer stop()
-	waitReloads := func(want int32) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for reloads.Load() < want && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if n := reloads.Load(); n != want {
-			t.Fatalf("%d reloads, want %d", n, want)
-		}
-	}
+	reloads, counts := countedWatch(t, path)
 
 	log, err := os.OpenFile(filepath.Join(dir, "audit.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -51,7 +62,7 @@ func TestWatchReloadOnlyOnChange(t *testing.T) {
 	if err := os.WriteFile(path, []byte("two"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitReloads(1)
+	waitCount(t, reloads, 1)
 	time.Sleep(2 * settleTime)
 	if n := reloads.Load(); n != 1 {
 		t.Fatalf("%d reloads after one change to the file, want 1", n)
@@ -63,6 +74,11 @@ func TestWatchReloadOnlyOnChange(t *testing.T) {
 	}
 	if n := counts.reads.Load(); n != 1 {
 		t.Errorf("the file was read %d times, want 1", n)
+	}
+	// On Linux the kernel is not even asked for the writes beside the
+	// file: of the log, only its creation is seen.
+	if n := counts.seen.Load(); runtime.GOOS == "linux" && n > counts.handled.Load()+1 {
+		t.Errorf("%d events seen, %d handled: the kernel queued other files' writes", n, counts.handled.Load())
 	}
 
 	// A rewrite of the same bytes is read, and not reloaded.
@@ -89,18 +105,63 @@ func TestWatchFollowsConfigMapSwaps(t *testing.T) {
 	if got, want := pathNames(m.dir, m.name), map[string]bool{"acls.yaml": true, "..data": true, "..v1": true}; !maps.Equal(got, want) {
 		t.Errorf("names watched = %v, want %v", got, want)
 	}
-	var reloads atomic.Int32
-	var counts watchCounts
-	stop := watchReloadCounted(context.Background(), m.path(), "test file", func() error { reloads.Add(1); return nil }, slog.New(slog.DiscardHandler), &counts)
-	defer stop()
+	reloads, _ := countedWatch(t, m.path())
 	for i, content := range []string{"two", "three"} {
 		m.write(t, content)
-		deadline := time.Now().Add(10 * time.Second)
-		for reloads.Load() < int32(i+1) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
+		waitCount(t, reloads, int32(i+1))
+	}
+}
+
+// TestWatchFollowsTheFile: each way the file is changed reloads it: a
+// write in place, a rename into place, a remove and a new file; and the
+// file renamed away is no longer watched.
+func TestWatchFollowsTheFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "acls.yaml")
+	if err := os.WriteFile(path, []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reloads, counts := countedWatch(t, path)
+	want := int32(0)
+	step := func(what string, more int32, change func() error) {
+		t.Helper()
+		if err := change(); err != nil {
+			t.Fatal(err)
 		}
-		if n := reloads.Load(); n != int32(i+1) {
-			t.Fatalf("%d reloads after %d swaps, want %d", n, i+1, i+1)
+		want += more
+		waitCount(t, reloads, want)
+		time.Sleep(2 * settleTime)
+		if n := reloads.Load(); n != want {
+			t.Fatalf("after %s: %d reloads, want %d", what, n, want)
 		}
+	}
+	step("a write in place", 1, func() error { return os.WriteFile(path, []byte("two"), 0o600) })
+	old := filepath.Join(dir, "acls.yaml.old")
+	step("a rename into place", 1, func() error {
+		if err := os.Link(path, old); err != nil {
+			return err
+		}
+		replaceFile(t, path, "three")
+		return nil
+	})
+	// The file gone is a reload too, which its reader refuses.
+	step("a remove and a new file", 2, func() error {
+		if err := os.Remove(path); err != nil {
+			return err
+		}
+		time.Sleep(2 * settleTime)
+		return os.WriteFile(path, []byte("four"), 0o600)
+	})
+	handled, seen := counts.handled.Load(), counts.seen.Load()
+	if err := os.WriteFile(old, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * settleTime)
+	if n := counts.handled.Load(); n != handled {
+		t.Errorf("a write to the file renamed away was handled (%d events, then %d)", handled, n)
+	}
+	// On Linux its watch is gone: the kernel queues nothing for it.
+	if n := counts.seen.Load(); runtime.GOOS == "linux" && n != seen {
+		t.Errorf("a write to the file renamed away was seen (%d events, then %d)", seen, n)
 	}
 }
