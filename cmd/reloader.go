@@ -9,11 +9,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/pflag"
 
 	"github.com/inorder-proxy/inorder/config"
@@ -177,7 +178,7 @@ func (r *reloader) start() (run func(ctx context.Context)) {
 	stopWatch := func() {}
 	if f := r.flags.Lookup(config.FlagConfig); f != nil && f.Value.String() != "" {
 		path := f.Value.String()
-		ch, stop, err := watchFile(path, r.log)
+		ch, stop, err := watchFile(path, r.log, nil)
 		if err != nil {
 			r.log.Warn("config file not watched; reload with SIGHUP", "file", path, "err", err)
 		} else {
@@ -201,65 +202,121 @@ func (r *reloader) start() (run func(ctx context.Context)) {
 	}
 }
 
-// watchFile watches the directory holding path, not the file itself:
-// editors and Kubernetes ConfigMap mounts replace the file by renaming
-// another into place (a ConfigMap swaps a "..data" symlink), which a watch
-// on the old file would never see. Any event in the directory, once events
-// settle, is sent on the channel; the caller compares contents.
-func watchFile(path string, log *slog.Logger) (<-chan struct{}, func(), error) {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := w.Add(filepath.Dir(path)); err != nil {
-		w.Close()
-		return nil, nil, err
-	}
+// watchCounts counts a file watch's work, for tests: events seen in the
+// directory, events naming the file or a link on its way (the only ones
+// handled: each restarts the settle timer), signals sent once events
+// settle, and reads of the file by watchReload.
+type watchCounts struct {
+	seen, handled, signals, reads atomic.Int64
+}
+
+// runWatch runs a watch: filter reads its source and kicks on each event
+// that may change the file, until done ends or the source is closed;
+// settleKicks turns the kicks into signals on the returned channel. stop
+// ends both, closing the source.
+func runWatch(filter func(kick chan<- struct{}, done <-chan struct{}), closeSource func() error, counts *watchCounts) (<-chan struct{}, func()) {
+	kick := make(chan struct{}, 1)
 	out := make(chan struct{}, 1)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		settle := time.NewTimer(time.Hour)
-		settle.Stop()
-		for {
-			select {
-			case <-done:
-				settle.Stop()
-				return
-			case _, ok := <-w.Events:
-				if !ok {
-					return
-				}
-				settle.Reset(settleTime)
-			case err, ok := <-w.Errors:
-				if !ok {
-					return
-				}
-				log.Warn("config file watch", "err", err)
-			case <-settle.C:
-				select {
-				case out <- struct{}{}:
-				default:
-				}
-			}
-		}
+		defer close(kick)
+		filter(kick, done)
+	}()
+	go func() {
+		defer wg.Done()
+		settleKicks(kick, done, out, counts)
 	}()
 	return out, func() {
 		close(done)
-		w.Close()
+		_ = closeSource()
 		wg.Wait()
-	}, nil
+	}
 }
 
-// watchReload calls reload whenever the file at path changes (its
-// directory changes and its bytes differ from the last reload's), until
+// settleKicks sends a signal on out once kicks have stopped for
+// settleTime, until kick is closed or done ends.
+func settleKicks(kick, done <-chan struct{}, out chan<- struct{}, counts *watchCounts) {
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	defer settle.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case _, ok := <-kick:
+			if !ok {
+				return
+			}
+			settle.Reset(settleTime)
+		case <-settle.C:
+			counts.signals.Add(1)
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// kickOnce wakes the settle loop without waiting: a kick already pending
+// says the same.
+func kickOnce(kick chan<- struct{}) {
+	select {
+	case kick <- struct{}{}:
+	default:
+	}
+}
+
+// pathNames returns the names in dir that dir/name resolves through: name
+// itself and, while the path is a symlink that stays inside dir, the first
+// name of each target (a ConfigMap's inorder.yaml -> ..data/inorder.yaml,
+// ..data -> ..2026_12_05_03_30_00.1234). A name is listed before it is
+// looked up, so a link to a name not there yet is watched for that name.
+func pathNames(dir, name string) map[string]bool {
+	names := map[string]bool{name: true}
+	rest := name
+	// The kernel's own bound on the links one path may follow.
+	for range 40 {
+		first, tail, _ := strings.Cut(rest, string(filepath.Separator))
+		names[first] = true
+		target, err := os.Readlink(filepath.Join(dir, first))
+		if err != nil {
+			// Not a link (the file, or a real directory whose
+			// contents the directory watch does not see), or gone.
+			return names
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		rel, err := filepath.Rel(dir, filepath.Join(target, tail))
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			// Out of the watched directory.
+			return names
+		}
+		rest = rel
+	}
+	return names
+}
+
+// watchReload calls reload whenever the file at path changes (an event
+// names it and its bytes differ from the last reload's), until
 // ctx ends; the returned function waits for that. what names the
 // file in log lines. A file that cannot be watched is logged: SIGHUP
 // still re-reads it.
 func watchReload(ctx context.Context, path, what string, reload func() error, log *slog.Logger) (stop func()) {
-	changed, stopWatch, err := watchFile(path, log)
+	return watchReloadCounted(ctx, path, what, reload, log, nil)
+}
+
+// watchReloadCounted is watchReload counting its work in counts (nil
+// counts nothing).
+func watchReloadCounted(ctx context.Context, path, what string, reload func() error, log *slog.Logger, counts *watchCounts) (stop func()) {
+	if counts == nil {
+		counts = new(watchCounts)
+	}
+	changed, stopWatch, err := watchFile(path, log, counts)
 	if err != nil {
 		log.Warn(what+" not watched; re-read with SIGHUP", "file", path, "err", err)
 		return func() {}
@@ -268,15 +325,15 @@ func watchReload(ctx context.Context, path, what string, reload func() error, lo
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		// The directory may change often (logs, an audit trail beside
-		// the file): from the first event on, the file is reloaded only
-		// when its bytes changed.
+		// From the first signal on, the file is reloaded only when its
+		// bytes changed (a touch, a rename of the same bytes into place).
 		var last []byte
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-changed:
+				counts.reads.Add(1)
 				now, err := os.ReadFile(path)
 				if err == nil && last != nil && bytes.Equal(now, last) {
 					continue

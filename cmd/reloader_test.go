@@ -144,17 +144,22 @@ func TestReloadFromFileAndSIGHUP(t *testing.T) {
 }
 
 // TestReloadBackToStartupFile: a SIGHUP applies a change the watch did not
-// see (the file is a symlink into a directory that is not watched); the
-// file written back to its content at start is then a change, and is
-// applied, since the comparison is with what was last applied, not with
-// the file as it was last read.
+// see (the file is a symlink to a link in a directory that is not watched,
+// swapped there to another file); the file written back to its content at
+// start is then a change, and is applied, since the comparison is with
+// what was last applied, not with the file as it was last read.
 func TestReloadBackToStartupFile(t *testing.T) {
 	surviveSIGHUP(t)
 	kc := newBroker(t)
 	watched, elsewhere := t.TempDir(), t.TempDir()
 	startup := fmt.Sprintf("upstream: %s\nlisten: 127.0.0.1:0\nmax-in-flight: 100\n", kc.ListenAddrs()[0])
+	for name, content := range map[string]string{"v1.yaml": startup, "v2.yaml": strings.Replace(startup, "100", "7", 1)} {
+		if err := os.WriteFile(filepath.Join(elsewhere, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	real := filepath.Join(elsewhere, "inorder.yaml")
-	if err := os.WriteFile(real, []byte(startup), 0o600); err != nil {
+	if err := os.Symlink("v1.yaml", real); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(watched, "inorder.yaml")
@@ -164,7 +169,10 @@ func TestReloadBackToStartupFile(t *testing.T) {
 	_, _, errOut, stop := startStreams(t, "serve", "--config", path)
 	defer stop()
 
-	if err := os.WriteFile(real, []byte(strings.Replace(startup, "100", "7", 1)), 0o600); err != nil {
+	if err := os.Symlink("v2.yaml", real+".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(real+".tmp", real); err != nil {
 		t.Fatal(err)
 	}
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
