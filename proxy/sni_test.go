@@ -96,7 +96,12 @@ func (s *sniProxy) dialer(t *testing.T) kgo.Opt {
 		cfg := base.Clone()
 		cfg.ServerName = name
 		tc := tls.Client(raw, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
+		// The handshake is not cut short when the client gives up on
+		// the dial: one cut after its last flight reaches the proxy
+		// counts there as a connection but not here.
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := tc.HandshakeContext(hctx); err != nil {
 			raw.Close()
 			return nil, err
 		}
