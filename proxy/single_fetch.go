@@ -237,7 +237,11 @@ func (s *singleConn) fetchNextLocked(st *splitState) int {
 
 // poll starts round 2: every part that answered round 1 is asked again,
 // with the rest of the wait, on the connection that answered it; a part
-// whose connection is gone keeps its answer. A timer ends the wait.
+// whose connection is gone keeps its answer. A connection still marked
+// dialling may have answered round 1 already: the parts that waited for
+// its dial are sent before it is cleared, and their answers may be in
+// first. Its poll waits behind them, encoded now, since the wait may end
+// and the request be answered before it is sent. A timer ends the wait.
 func (s *singleConn) poll(st *splitState) {
 	r, f := st.r, st.fetch
 	type send struct {
@@ -251,7 +255,7 @@ func (s *singleConn) poll(st *splitState) {
 	st.holds++ // this goroutine's, as the flusher's in round 1
 	for _, i := range f.toPoll {
 		u := s.ups[upKey{st.plan.Parts[i].Node, true}]
-		if u == nil || u.gone != nil || u.dialing || f.sigs[i] == nil || st.done {
+		if u == nil || u.gone != nil || f.sigs[i] == nil || st.done {
 			continue
 		}
 		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: 2, sig: f.sigs[i], until: time.Now().Add(rest)}
@@ -281,6 +285,9 @@ func (s *singleConn) poll(st *splitState) {
 	}
 	s.mu.Unlock()
 	for _, sd := range sends {
+		if sd.u.queueIfDialing(queuedPart{st: st, ref: sd.ref, vec: produceVec{head: sd.frame, vec: [][]byte{sd.frame.B}}}) {
+			continue
+		}
 		sd.u.send([][]byte{sd.frame.B}, []*partRef{sd.ref})
 		wire.Put(sd.frame)
 	}

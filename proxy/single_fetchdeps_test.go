@@ -144,22 +144,48 @@ func testSingleFetchPollAfterWrite(t *testing.T, mode config.Ordering) {
 	)
 	kc := newCluster(t, kfake.SeedTopics(2, topic))
 	spreadLeaders(t, kc, topic, 2)
+	// Each broker tells when a long poll (a Fetch that may wait) reaches it.
+	polled := [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}
+	kc.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		if n := kc.CurrentNode(); n >= 0 && int(n) < len(polled) && req.(*kmsg.FetchRequest).MaxWaitMillis > 0 {
+			select {
+			case polled[n] <- struct{}{}:
+			default:
+			}
+		}
+		return nil, nil, false
+	})
 	p := startSingle(t, mode, kc.ListenAddrs(), nil)
 	ctx := testContext(t, 60*time.Second)
 	rc := dialRaw(t, p.Addr())
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("stalepoll"))
 
 	// The first Fetch is answered by records written to partition 1
-	// during its wait, and leaves its long poll on broker 0 behind.
+	// during its wait, and leaves its long poll on broker 0 behind. The
+	// write goes once both brokers hold its long polls: round 1 found
+	// nothing, and round 2 asked each broker again, however slowly the
+	// connections were dialled.
 	rc.corr++
 	if _, err := rc.c.Write(f.AppendRequest(nil, fetchAll(topic, []int64{0, 0}, 3*time.Second, min), rc.corr)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // round 1 is in, the long polls are out
-	if _, err := pipeprobe.Do(ctx, p.Addr(), pipeprobe.NewProduce(pipeprobe.ProduceSpec{
+	waitEnds := time.After(3 * time.Second)
+	for n, ch := range polled {
+		select {
+		case <-ch:
+		case <-waitEnds:
+			t.Fatalf("the first Fetch's wait went by without a long poll on broker %d", n)
+		}
+	}
+	res, err := pipeprobe.Do(ctx, p.Addr(), pipeprobe.NewProduce(pipeprobe.ProduceSpec{
 		Topic: topic, Partition: 1, Value: bytes.Repeat([]byte{'x'}, 2*min), Version: 9, Acks: -1, Timeout: 5 * time.Second,
-	})); err != nil {
+	}))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if code := res.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("produce to partition 1: %v", kerr.ErrorForCode(code))
 	}
 	first := new(kmsg.FetchResponse)
 	first.Version = 11
