@@ -119,9 +119,10 @@ type queuedPart struct {
 	st  *splitState
 	req kmsg.Request
 	ref *partRef // nil: no answer comes (acks=0)
-	// vec: a Produce part's frame, slices of the client's, which is
-	// kept until the part is written (splitState.dropLater).
-	vec produceVec
+	// vec: the part's frame already made: a Produce part's, slices of
+	// the client's frame, which is kept until the part is written
+	// (splitState.dropLater), or a long poll's, encoded whole.
+	vec vecFrame
 }
 
 // dialStarted, when set, is told the address of every dial a client

@@ -285,7 +285,7 @@ func (s *singleConn) poll(st *splitState) {
 	}
 	s.mu.Unlock()
 	for _, sd := range sends {
-		if sd.u.queueIfDialing(queuedPart{st: st, ref: sd.ref, vec: produceVec{head: sd.frame, vec: [][]byte{sd.frame.B}}}) {
+		if sd.u.queueIfDialing(queuedPart{st: st, ref: sd.ref, vec: vecFrame{head: sd.frame, vec: [][]byte{sd.frame.B}}}) {
 			continue
 		}
 		sd.u.send([][]byte{sd.frame.B}, []*partRef{sd.ref})

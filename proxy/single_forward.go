@@ -114,9 +114,9 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		return
 	}
 	st.out, st.holds, st.unanswered = n, 1, unanswered
-	var vecs []produceVec
+	var vecs []vecFrame
 	if r.hdr.Key == keyProduce {
-		vecs = s.produceVectors(r, st.req, plan.Parts)
+		vecs = s.vecFrametors(r, st.req, plan.Parts)
 	}
 	writes := 0
 	for i := range plan.Parts {

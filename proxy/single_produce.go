@@ -19,24 +19,25 @@ import (
 // order, with the client's. Whatever does not lay out or match is
 // encoded as any other part is (encodePart).
 
-// produceVec is a Produce part's frame: vec joined, vec[0] starting it
+// vecFrame is a part's frame made before it is sent (a Produce part's,
+// or a long poll's): vec joined, vec[0] starting it
 // (its correlation id is set there). head holds the bytes of vec that
 // are not the client's; the zero value is no vector.
-type produceVec struct {
+type vecFrame struct {
 	head *wire.Buf
 	vec  [][]byte
 }
 
 // put returns v's head to the pool once v is written or dropped.
-func (v produceVec) put() {
+func (v vecFrame) put() {
 	wire.Put(v.head)
 }
 
-// produceVectors returns the frame of each part of plan as a vector of
+// vecFrametors returns the frame of each part of plan as a vector of
 // r's frame, or nil when r's body does not lay out as its decoded value
 // says, or the parts do not match it. r's frame must outlive the vectors
 // until they are written. Flusher only.
-func (s *singleConn) produceVectors(r *request, req kmsg.Request, parts []splitmerge.Part) []produceVec {
+func (s *singleConn) vecFrametors(r *request, req kmsg.Request, parts []splitmerge.Part) []vecFrame {
 	pr, ok := req.(*kmsg.ProduceRequest)
 	if !ok || r.frame == nil || len(parts) == 0 {
 		return nil
@@ -51,7 +52,7 @@ func (s *singleConn) produceVectors(r *request, req kmsg.Request, parts []splitm
 	if !ok {
 		return nil
 	}
-	out := make([]produceVec, len(parts))
+	out := make([]vecFrame, len(parts))
 	size := l.HeadSize(r.hdr.Body, len(body))
 	placed := func(i int) int { return of[i] }
 	for k := range parts {
@@ -137,7 +138,7 @@ func sameEntry(t *kmsg.ProduceRequestTopic, p *kmsg.ProduceRequestTopicPartition
 
 // sendVec sends a Produce part as its vector v (which it owns) on u, or
 // has it wait for u's dial, as sendPart does.
-func (u *upstream) sendVec(st *splitState, req kmsg.Request, v produceVec, ref *partRef) {
+func (u *upstream) sendVec(st *splitState, req kmsg.Request, v vecFrame, ref *partRef) {
 	if u.queueIfDialing(queuedPart{st: st, req: req, ref: ref, vec: v}) {
 		return
 	}

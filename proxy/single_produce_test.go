@@ -139,7 +139,7 @@ func TestSingleProduceVectors(t *testing.T) {
 			req := randomProduce(rng, v, i%2 == 0)
 			frame := produceFrame(req, i%3 == 0)
 			r, dec, plan := splitForTest(t, frame)
-			vecs := s.produceVectors(r, dec, plan.Parts)
+			vecs := s.vecFrametors(r, dec, plan.Parts)
 			if len(plan.Parts) == 0 {
 				if vecs != nil {
 					t.Fatalf("v%d: vectors for no part", v)
@@ -201,10 +201,10 @@ func TestSingleProduceVectorsFallBack(t *testing.T) {
 	stranger.Topic = "a"
 	stranger.Partitions = []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: []byte("x")}}
 	part.Topics = []kmsg.ProduceRequestTopic{stranger}
-	if vecs := s.produceVectors(r, dec, []splitmerge.Part{{Node: 1, Request: &part}}); vecs != nil {
+	if vecs := s.vecFrametors(r, dec, []splitmerge.Part{{Node: 1, Request: &part}}); vecs != nil {
 		t.Fatal("laid out a part whose records are not the client's")
 	}
-	if vecs := s.produceVectors(r, dec, plan.Parts); vecs == nil {
+	if vecs := s.vecFrametors(r, dec, plan.Parts); vecs == nil {
 		t.Fatal("the split's own part does not lay out")
 	}
 }
@@ -230,7 +230,7 @@ func TestSingleProduceVectorBytes(t *testing.T) {
 	}
 	s := &singleConn{}
 	run := func() {
-		for _, v := range s.produceVectors(r, dec, plan.Parts) {
+		for _, v := range s.vecFrametors(r, dec, plan.Parts) {
 			v.put()
 		}
 	}
@@ -249,7 +249,7 @@ func TestSingleProduceVectorBytes(t *testing.T) {
 		t.Fatalf("%d bytes allocated per request of %d bytes", per, len(frame))
 	}
 	var copied int
-	for _, v := range s.produceVectors(r, dec, plan.Parts) {
+	for _, v := range s.vecFrametors(r, dec, plan.Parts) {
 		copied += splitBytes(v.vec, frame)
 		v.put()
 	}
