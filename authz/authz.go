@@ -472,14 +472,13 @@ func (g *Guard) count(c acl.Client, key int16, v acl.Verdict) {
 	if v.Code == 0 && len(v.Denied) == 0 {
 		return
 	}
-	op := func(rt acl.ResourceType) acl.Operation { return needOperation(key, rt) }
 	if g.m != nil {
 		if v.Code != 0 {
 			rt := codeResource(v.Code)
-			g.m.ACLDenial(rt.String(), op(rt).String())
+			g.m.ACLDenial(rt.String(), needOperation(key, rt).String())
 		}
 		for _, d := range v.Denied {
-			g.m.ACLDenial(d.Resource.String(), op(d.Resource).String())
+			g.m.ACLDenial(d.Resource.String(), needOperation(key, d.Resource).String())
 		}
 	}
 	now := time.Now()

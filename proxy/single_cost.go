@@ -66,14 +66,17 @@ func roughSize(n int64) string {
 // connection at once, naming the setting, rather than waiting for memory
 // that cannot come. Other merged answers hold no records: they are
 // reserved at the size of the parts' answers, and what the proxy's own
-// entries add is charged once encoded.
-func (s *singleConn) encode(st *splitState, resp kmsg.Response) (*wire.Buf, charge, error) {
+// entries add is charged once encoded. size is a Fetch answer's frame size
+// when the caller measured it already, else 0.
+func (s *singleConn) encode(st *splitState, resp kmsg.Response, size int) (*wire.Buf, charge, error) {
 	c, r := s.c, st.r
 	flexible := r.hdr.ResponseFlexible()
 	acct := c.upAccount(0)
 	b := c.p.budget
 	if fr, ok := resp.(*kmsg.FetchResponse); ok {
-		size := single.EncodedSize(fr, r.hdr.Correlation, flexible)
+		if size == 0 {
+			size = single.EncodedSize(fr, r.hdr.Correlation, flexible)
+		}
 		held := size
 		if size <= exactBufFrom {
 			held = wire.Cap(size)

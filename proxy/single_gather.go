@@ -380,8 +380,8 @@ func (s *singleConn) finish(st *splitState) {
 			av.Version = 0
 		}
 	}
-	resp = s.quotaAnswer(r, resp)
-	out, ch, err := s.encode(st, resp)
+	resp, size := s.quotaAnswer(r, resp)
+	out, ch, err := s.encode(st, resp, size)
 	if err != nil {
 		st.releaseAll(c.p.budget)
 		c.die(err)

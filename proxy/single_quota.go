@@ -17,7 +17,9 @@ import (
 // throttle set (Kafka's throttled fetch, its records dropped: the
 // single topology's fetches are sessionless, so the client asks again
 // from the same offsets) and the client reader is muted for the throttle.
-func (s *singleConn) quotaAnswer(r *request, resp kmsg.Response) kmsg.Response {
+// size is the frame size of a Fetch answer returned as it came, measured
+// here for the quota and again needed to encode it; 0 otherwise.
+func (s *singleConn) quotaAnswer(r *request, resp kmsg.Response) (_ kmsg.Response, size int) {
 	switch resp := resp.(type) {
 	case *kmsg.ProduceResponse:
 		if r.throttle > 0 {
@@ -25,13 +27,13 @@ func (s *singleConn) quotaAnswer(r *request, resp kmsg.Response) kmsg.Response {
 		}
 	case *kmsg.FetchResponse:
 		if r.quota == nil {
-			return resp
+			return resp, 0
 		}
 		now := time.Now()
-		size := single.EncodedSize(resp, r.hdr.Correlation, r.hdr.ResponseFlexible()) - 4
-		d := r.quota.RecordFetch(now, size)
+		size := single.EncodedSize(resp, r.hdr.Correlation, r.hdr.ResponseFlexible())
+		d := r.quota.RecordFetch(now, size-4)
 		if d <= 0 {
-			return resp
+			return resp, size
 		}
 		r.throttle = d
 		s.c.mute(now, d)
@@ -39,7 +41,7 @@ func (s *singleConn) quotaAnswer(r *request, resp kmsg.Response) kmsg.Response {
 		empty.Version = resp.Version
 		empty.ThrottleMillis = max(resp.ThrottleMillis, throttleMillis(d))
 		empty.ErrorCode, empty.SessionID = resp.ErrorCode, resp.SessionID
-		return empty
+		return empty, 0
 	}
-	return resp
+	return resp, 0
 }
