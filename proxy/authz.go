@@ -5,7 +5,7 @@ package proxy
 // hands it every request the client authentication passed, before the
 // request is sequenced; a refused request becomes a local answer in its
 // place, a partly refused one is forwarded without its denied entries and
-// its answer completed by the Fix (response.go, single_gather.go).
+// its answer completed by the Fix (response.go, single/gather.go).
 
 import (
 	"context"
@@ -107,7 +107,7 @@ func (c *conn) authorize(r *request) error {
 	if r.split != nil {
 		// The single topology holds no fetch session upstream: it
 		// answers a client's incremental Fetch itself.
-		req, st = r.split.req, nil
+		req, st = r.split.Req(), nil
 	}
 	out, err := c.p.authz.Request(st, c.p.authz.Client(c.principal(), c.clientAddr()), r.hdr, r.frame.B, req, r.noResp)
 	if err != nil {

@@ -154,7 +154,7 @@ func (c *conn) answerLocally(r *request, resp []byte) {
 	r.frame = nil
 	r.frameCharge.release(c.p.budget)
 	if r.split != nil {
-		r.split.releaseAll(c.p.budget)
+		r.split.ReleaseAll(c.p.budget)
 		r.split = nil
 	}
 	r.ord = ordering.Request{Kind: ordering.Barrier}

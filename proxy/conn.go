@@ -50,6 +50,7 @@ import (
 	"github.com/inorder-proxy/inorder/authz"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/upauth"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -179,8 +180,8 @@ type conn struct {
 
 	verify *connVerify // nil without --verify; see verify.go
 	// one: the connection's upstreams in the single topology, which
-	// stand in for up (single_conn.go); nil in the others.
-	one *singleConn
+	// stand in for up (single.Conn, single_host.go); nil in the others.
+	one *single.Conn
 
 	quota connQuota // quotas and connection caps (quota.go)
 }
@@ -193,7 +194,7 @@ func newConn(p *Proxy, nc net.Conn, t target) *conn {
 	c.seq = ordering.New[*request](c.mode, cfg.MaxInFlight, cfg.MaxBufferedBytes)
 	c.verify = c.newVerify()
 	if p.single != nil {
-		c.one = newSingleConn(c, p.single)
+		c.one = newSingleConn(c)
 	}
 	return c
 }
@@ -227,7 +228,9 @@ func (c *conn) serve() {
 
 func (c *conn) connect() error {
 	if c.one != nil {
-		return c.one.connect()
+		// Nothing is dialled before a part needs a broker.
+		c.in.init(c.client)
+		return nil
 	}
 	if c.p.lateUpstream() {
 		// Dialled once the client has authenticated (upidentity.go).
@@ -320,7 +323,7 @@ func (c *conn) die(reason error) {
 		up.Close()
 	}
 	if c.one != nil {
-		c.one.close()
+		c.one.Close()
 	}
 	if clientGone(reason) {
 		c.client.Close()

@@ -3,7 +3,6 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/inorder-proxy/inorder/internal/proxyerr"
@@ -30,7 +29,7 @@ var (
 	ErrUpstreamFailed = proxyerr.UpstreamFailed
 	// ErrUpstreamProtocol closes a client whose upstream sent a response
 	// the proxy cannot match or parse.
-	ErrUpstreamProtocol = errors.New("upstream protocol violation")
+	ErrUpstreamProtocol = proxyerr.UpstreamProtocol
 	// ErrAcksZeroFailed closes a client whose acks=0 produce failed
 	// upstream, as Kafka closes the connection in that case.
 	ErrAcksZeroFailed = errors.New("acks=0 produce failed")
@@ -40,7 +39,7 @@ var (
 	// ErrUpstreamAuth closes a client when the upstream refused the
 	// proxy's own SASL credentials, or while the proxy backs off after
 	// such a refusal.
-	ErrUpstreamAuth = errors.New("upstream authentication failed")
+	ErrUpstreamAuth = proxyerr.UpstreamAuth
 	// ErrServerName closes a client on the SNI listener whose TLS server
 	// name is none of the proxy's (or none at all), or names a node the
 	// upstream never advertised or advertised outside allow-upstream: the
@@ -59,7 +58,7 @@ var (
 	// connection to tell it.
 	ErrDenied = errors.New("denied by the ACLs")
 	// ErrShutdown closes a client when the proxy shuts down.
-	ErrShutdown = errors.New("proxy shutting down")
+	ErrShutdown = proxyerr.Shutdown
 
 	// ErrIdleTimeout closes a client connection that had nothing in
 	// flight and sent nothing for the idle timeout.
@@ -74,7 +73,7 @@ var (
 	// within the memory budget (--max-memory): larger than the budget
 	// can ever hold for it, or a response that found no memory for the
 	// response wait.
-	ErrMemory = errors.New("memory budget")
+	ErrMemory = proxyerr.Memory
 
 	errClientClosed = errors.New("client closed the connection")
 	// errClientEOF: the client closed its side of the connection (a
@@ -84,8 +83,8 @@ var (
 	errClientEOF  = fmt.Errorf("%w", errClientClosed)
 	errClientRead = errors.New("client read")
 	// Kinds of ErrUpstreamProtocol, told apart in metrics.
-	errUnknownCorrelation = errors.New("unexpected correlation id")
-	errUnsolicited        = errors.New("bytes with no request in flight")
+	errUnknownCorrelation = proxyerr.UnknownCorrelation
+	errUnsolicited        = proxyerr.Unsolicited
 	errEOFDrain           = errors.New("requests sent before the client closed did not complete in time")
 	errTooManyConns       = errors.New("max-connections reached")
 	// errUnknownNode: a name asks for a node the upstream never
@@ -93,40 +92,18 @@ var (
 	errUnknownNode = errors.New("no such node advertised by the upstream")
 	// errUpstreamIdleClose: the upstream closed a connection that had
 	// nothing in flight; wrapped in ErrUpstreamFailed.
-	errUpstreamIdleClose = errors.New("the upstream closed the connection while it was idle")
+	errUpstreamIdleClose = proxyerr.UpstreamIdleClose
+	// errBrokerDown: the single topology's view holds a broker down
+	// after a failed dial.
+	errBrokerDown = proxyerr.BrokerDown
 	// errStranded: a request's body was to be spliced behind its head,
 	// but the connection stopped forwarding first (a failed upstream
 	// write, a failed acks=0 write); the client stream is mid-frame.
 	errStranded = fmt.Errorf("%w: a request body could not follow its head", ErrUpstreamFailed)
 )
 
-// oneLine joins errs as errors.Join does for errors.Is and errors.As, but
-// renders them on one line: a reason becomes a log attribute and a close
-// reason, and a newline there splits one event over several lines. The
-// same message from several addresses (every broker refusing alike) is
-// said once. Nil errors are skipped; it returns nil if all are.
-func oneLine(errs ...error) error {
-	errs = slices.DeleteFunc(slices.Clone(errs), func(e error) bool { return e == nil })
-	if len(errs) == 0 {
-		return nil
-	}
-	return joined(errs)
-}
-
-type joined []error
-
-func (j joined) Error() string {
-	var msgs []string
-	for _, e := range j {
-		m := strings.Join(strings.FieldsFunc(e.Error(), func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
-		if !slices.Contains(msgs, m) {
-			msgs = append(msgs, m)
-		}
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (j joined) Unwrap() []error { return j }
+// oneLine joins errs on one line (proxyerr.OneLine).
+var oneLine = proxyerr.OneLine
 
 // stranger is a *wire.NotKafkaError said for the reader of the log: what
 // the bytes were and what to do, since a frame limit named instead

@@ -119,7 +119,7 @@ func (c *conn) dispatchLocked() (local bool) {
 // (finishFlush).
 func (c *conn) flush(byReader, try bool) (spliced bool) {
 	if c.one != nil {
-		c.one.flush()
+		c.flushSingle()
 		return false
 	}
 	c.mu.Lock()

@@ -136,6 +136,14 @@ func (a *frameAccount) charge(n int) charge {
 	return charge{n: int64(n), bulk: a.bulk, resp: a.resp}
 }
 
+// Charge and Bulk make a frameAccount a single.Account: the single topology's
+// connections charge the budget through it (single_host.go).
+func (a *frameAccount) Charge(n int) budget.Charge {
+	return budget.Charge{N: int64(n), Bulk: a.bulk, Resp: a.resp}
+}
+
+func (a *frameAccount) Bulk() bool { return a.bulk }
+
 // charge is memory reserved in the budget for one buffer or state.
 type charge struct {
 	n          int64

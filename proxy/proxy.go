@@ -80,6 +80,8 @@ type Proxy struct {
 	noSplice bool
 	metrics  *metrics.Metrics // nil records nothing
 	single   *single.View     // the single topology's view; nil in the others
+	// singleEnv is what its connections share (single_host.go).
+	singleEnv *single.Env
 	// clientAuth authenticates clients at the proxy; nil: none.
 	clientAuth ClientAuth
 	// identities map principals to upstream credentials; nil: every
@@ -108,7 +110,7 @@ type Proxy struct {
 	sec        security
 
 	budget        *budget.Budget // memory across every connection
-	fetchRooms    atomic.Int64   // the single topology's Fetches' rooms, as reserved (single_cost.go)
+	fetchRooms    atomic.Int64   // the single topology's Fetches' rooms, as reserved (single/memory.go)
 	refused       atomic.Int64   // connections closed at the cap
 	refusedLogged atomic.Int64   // unix nanos of the last refusal logged
 	readyLogged   atomic.Bool    // "proxy ready" was logged

@@ -295,7 +295,7 @@ func (c *conn) quotaRequest(r *request) error {
 			if r.split != nil {
 				// The single topology splits the decoded request,
 				// not the frame.
-				r.split.req.(*kmsg.FetchRequest).MaxBytes = int32(max)
+				r.split.Req().(*kmsg.FetchRequest).MaxBytes = int32(max)
 			}
 		}
 	}

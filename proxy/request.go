@@ -15,6 +15,7 @@ import (
 	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/quota"
+	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -49,9 +50,9 @@ type request struct {
 	readAt, sentAt time.Time
 	upTook         time.Duration
 
-	// split is the request's life in the single topology
-	// (single_gather.go); nil in the others.
-	split *splitState
+	// split is the request's life in the single topology (package
+	// single); nil in the others.
+	split *single.Split
 
 	// quota is the client's quotas when they apply to the request, and
 	// throttle how long it is throttled for them (quota.go).
@@ -92,7 +93,7 @@ func (r *request) free() {
 	r.respCharge.release(r.bud)
 	r.stateCharge.release(r.bud)
 	if r.split != nil {
-		r.split.releaseAll(r.bud)
+		r.split.ReleaseAll(r.bud)
 	}
 	*r = request{}
 }
@@ -187,12 +188,12 @@ func (c *conn) parseRequest(buf *wire.Buf) (*request, error) {
 		}
 	}
 	if err == nil && c.one != nil && r.frame != nil {
-		if err := c.one.reserveSplit(r); err != nil {
+		if err := c.reserveSplit(r); err != nil {
 			r.frame = nil
 			putRequest(r)
 			return nil, err
 		}
-		err = c.one.decode(r)
+		err = r.split.Decode()
 	}
 	if err != nil {
 		r.frame = nil

@@ -3,20 +3,31 @@ package proxy
 // The single topology (config.TopologySingle): the proxy is the cluster's
 // only broker, at --listen's address. The view of the cluster every
 // connection shares is single.View, built here with what it needs of the
-// proxy (singleHost). A client connection's upstream connections are in
-// single_conn.go, the life of a split request in single_forward.go and
-// single_gather.go, the Fetch rounds in single_fetch.go, what orders a
-// Fetch after the writes before it in single_fetchdeps.go, and the memory
-// a split request, a Fetch's room and a merged answer reserve in
-// single_cost.go, the quotas applied to a merged answer in
-// single_quota.go.
+// proxy (singleHost). A client connection's upstream connections, the
+// life of a split request, the Fetch rounds, what orders a Fetch after
+// the writes before it and the memory a split request, a Fetch's room
+// and a merged answer reserve are package single's (single.Conn); this
+// file is the proxy's side of the seam, single.Client (singleClient):
+// what a single.Conn asks of its client connection, and the flusher that
+// hands it the dispatched requests. The quotas applied to a merged answer
+// are in single_quota.go.
 // DESIGN.md, "The single endpoint", tells the whole.
 
 import (
+	"context"
 	"net"
+	"slices"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/internal/budget"
+	"github.com/inorder-proxy/inorder/metrics"
+	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/rewrite"
 	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/splitmerge"
+	"github.com/inorder-proxy/inorder/wire"
 )
 
 // singleHost is the proxy as the single topology's view sees it
@@ -30,8 +41,20 @@ func (h singleHost) Ready()                   { h.p.noteReady() }
 
 // newSingleView builds the single topology's view: the one broker at the
 // bootstrap listener's port (or the advertised one), the proxy's own
-// client dialling through dialDiscovery.
+// client dialling through dialDiscovery; and what the connections share
+// (p.singleEnv).
 func newSingleView(p *Proxy) (*single.View, error) {
+	p.singleEnv = &single.Env{
+		Budget:       p.budget,
+		FetchRooms:   &p.fetchRooms,
+		Readers:      &upstreamReaders,
+		Log:          p.log,
+		ResponseWait: &responseWait,
+		ProbeTimeout: probeTimeout,
+		ReaderLinger: readerLinger,
+		IdleClosed:   peekClosed,
+		NotKafka:     strangerFromUpstream,
+	}
 	port := p.boot.Addr().(*net.TCPAddr).Port
 	if p.cfg.AdvertisedPort != 0 {
 		port = p.cfg.AdvertisedPort
@@ -44,4 +67,169 @@ func newSingleView(p *Proxy) (*single.View, error) {
 		Timeout:     probeTimeout,
 		Log:         p.log,
 	})
+}
+
+// newSingleConn makes c's side of the single topology.
+func newSingleConn(c *conn) *single.Conn {
+	return single.NewConn(c.p.ctx, singleClient{c}, c.p.single, c.p.singleEnv, &c.wg, c.halt, c.cfg.MaxResponseSize)
+}
+
+// flushSingle is conn.flush in the single topology: the dispatched
+// requests are split and their parts written, one request at a time in
+// dispatch order, so that on every upstream connection the parts keep the
+// client's order (single.Conn.Forward). The caller has set c.flushing;
+// flushSingle clears it.
+func (c *conn) flushSingle() {
+	for {
+		c.mu.Lock()
+		if c.dead.Load() || len(c.outq) == 0 {
+			c.flushing = false
+			c.cond.Broadcast()
+			c.mu.Unlock()
+			return
+		}
+		r := c.outq[0]
+		n := copy(c.outq, c.outq[1:])
+		c.outq[n] = nil
+		c.outq = c.outq[:n]
+		now := c.p.metrics.Now()
+		if m := c.p.metrics; m != nil {
+			r.sentAt = now
+			if r.ord.Kind == ordering.Write {
+				m.WriteWait(metrics.PhaseQueued, now.Sub(r.readAt))
+			}
+		}
+		c.mu.Unlock()
+		// acks=0 in connection mode: nothing comes back.
+		unanswered := r.noResp && r.upCorr == noCorrelation
+		c.one.Forward(r.split, now, unanswered, r.ord.Kind == ordering.Write)
+	}
+}
+
+// reserveSplit reserves what r costs once decoded, before it is decoded
+// (single.Conn.Reserve), and gives r its split state.
+func (c *conn) reserveSplit(r *request) error {
+	st, err := c.one.Reserve(r)
+	if err != nil {
+		return err
+	}
+	r.bud = c.p.budget
+	r.split = st
+	return nil
+}
+
+// The proxy's request as a split sees it (single.Request).
+func (r *request) Header() *wire.RequestHeader    { return &r.hdr }
+func (r *request) Frame() *wire.Buf               { return r.frame }
+func (r *request) FixResponse(resp kmsg.Response) { r.fixResponse(resp) }
+func (r *request) ForcedAck() bool                { return r.forcedAck }
+func (r *request) SetFailed(err error)            { r.failed = err }
+
+// singleClient is a client connection as its single.Conn sees it
+// (single.Client).
+type singleClient struct{ c *conn }
+
+func (s singleClient) Die(err error) { s.c.die(err) }
+func (s singleClient) Who() []any    { return s.c.who() }
+
+// dialStarted, when set, is told the address of every dial a client
+// connection starts; tests count them.
+var dialStarted func(addr string)
+
+// Dial dials addr through dialSecure: TLS, and SASL as the client's
+// principal maps to (upidentity.go).
+func (s singleClient) Dial(ctx context.Context, addr string) (net.Conn, time.Time, bool, error) {
+	p := s.c.p
+	if f := dialStarted; f != nil {
+		f(addr)
+	}
+	auth := s.c.sasl.auth
+	nc, sess, err := p.dialSecure(withIdentity(ctx, auth), addr, slices.Contains(p.current().Upstreams, addr))
+	return nc, sess.ReauthAt, auth != nil && auth != p.sec.auth, err
+}
+
+func (s singleClient) Account(n int) single.Account   { return s.c.account(n) }
+func (s singleClient) UpAccount(n int) single.Account { return s.c.upAccount(n) }
+func (s singleClient) TimedOut(err error) error       { return s.c.timedOut(err) }
+
+func (s singleClient) Fixup(key, version int16, resp kmsg.Response) {
+	if f := s.c.p.fixup; f != nil && f.Needs(key, version) {
+		f.Fix(resp)
+	}
+}
+
+func (s singleClient) Forwarded(since time.Time) { s.c.forwardWritten(1, since) }
+
+// DropFrame lets a Produce's frame go once its parts are written: the
+// sequencer's hold on it ends with it.
+func (s singleClient) DropFrame(sr single.Request) {
+	r, c := sr.(*request), s.c
+	if r.frame == nil {
+		return
+	}
+	held := len(r.frame.B)
+	wire.Put(r.frame)
+	r.frame = nil
+	r.frameCharge.release(c.p.budget)
+	if r.upCorr != noCorrelation {
+		c.mu.Lock()
+		c.seq.Free(held)
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	}
+}
+
+func (s singleClient) Release(r single.Request) { putRequest(r.(*request)) }
+
+func (s singleClient) Versions(av *kmsg.ApiVersionsResponse) {
+	s.c.p.keepVersions("", av)
+	s.c.clampSingleVersions(av)
+}
+
+func (s singleClient) Quota(r single.Request, resp kmsg.Response) (kmsg.Response, int) {
+	return s.c.quotaAnswer(r.(*request), resp)
+}
+
+// Complete delivers a merged answer as the other topologies deliver a
+// broker's: in order (conn.complete).
+func (s singleClient) Complete(sr single.Request, out *wire.Buf, ch budget.Charge) error {
+	r, c := sr.(*request), s.c
+	if m := c.p.metrics; m != nil && !r.sentAt.IsZero() {
+		r.upTook = time.Since(r.sentAt)
+		if r.ord.Kind == ordering.Write && c.mode == ordering.None {
+			m.WriteWait(metrics.PhaseAccept, r.upTook)
+		}
+	}
+	c.mu.Lock()
+	if r.frame != nil {
+		c.seq.Free(len(r.frame.B))
+	}
+	c.mu.Unlock()
+	r.bud, r.respCharge = c.p.budget, charge{n: ch.N, bulk: ch.Bulk, resp: ch.Resp}
+	return c.complete(r, out)
+}
+
+// clampSingleVersions limits a merged ApiVersions answer as the proxy
+// limits a broker's in the other topologies: to what it may forward and
+// to --api-version-cap.
+func (c *conn) clampSingleVersions(av *kmsg.ApiVersionsResponse) {
+	defer c.p.advertiseClientSASL(av)
+	rewrite.CapVersions(av, c.cfg.APIVersionCap)
+	if c.p.versions == nil {
+		return
+	}
+	keep := av.ApiKeys[:0]
+	for _, k := range av.ApiKeys {
+		max, ok := c.p.versions(k.ApiKey)
+		if !ok {
+			continue
+		}
+		if k.MaxVersion > max {
+			k.MaxVersion = max
+		}
+		if k.MinVersion <= k.MaxVersion {
+			keep = append(keep, k)
+		}
+	}
+	av.ApiKeys = keep
 }

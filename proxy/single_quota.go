@@ -19,7 +19,7 @@ import (
 // from the same offsets) and the client reader is muted for the throttle.
 // size is the frame size of a Fetch answer returned as it came, measured
 // here for the quota and again needed to encode it; 0 otherwise.
-func (s *singleConn) quotaAnswer(r *request, resp kmsg.Response) (_ kmsg.Response, size int) {
+func (c *conn) quotaAnswer(r *request, resp kmsg.Response) (_ kmsg.Response, size int) {
 	switch resp := resp.(type) {
 	case *kmsg.ProduceResponse:
 		if r.throttle > 0 {
@@ -36,7 +36,7 @@ func (s *singleConn) quotaAnswer(r *request, resp kmsg.Response) (_ kmsg.Respons
 			return resp, size
 		}
 		r.throttle = d
-		s.c.mute(now, d)
+		c.mute(now, d)
 		empty := kmsg.NewPtrFetchResponse()
 		empty.Version = resp.Version
 		empty.ThrottleMillis = max(resp.ThrottleMillis, throttleMillis(d))

@@ -87,7 +87,7 @@ func gateKey(addr string, auth, own *upauth.Authenticator) string {
 // lateUpstream reports whether connections dial their upstream only once
 // the client has authenticated. In the single topology nothing is dialled
 // then either: the identity is set, and each broker is dialled with it as
-// parts need one (single_conn.go).
+// parts need one (single/conn.go).
 func (p *Proxy) lateUpstream() bool { return p.clientAuth != nil }
 
 // earlyVersions reports whether clients may ask for the API versions

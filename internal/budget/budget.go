@@ -292,3 +292,20 @@ func (b *Budget) release(n int64, c class) {
 	}
 	b.mu.Unlock()
 }
+
+// Charge is memory reserved in a budget for one buffer or state: n bytes
+// in the response class (Resp) or a request class (Bulk or small).
+type Charge struct {
+	N          int64
+	Bulk, Resp bool
+}
+
+// Release gives the charge back to b and clears it.
+func (ch *Charge) Release(b *Budget) {
+	if ch.Resp {
+		b.ReleaseResponse(ch.N)
+	} else {
+		b.Release(ch.N, ch.Bulk)
+	}
+	*ch = Charge{}
+}

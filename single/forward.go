@@ -1,4 +1,4 @@
-package proxy
+package single
 
 import (
 	"context"
@@ -7,69 +7,47 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/inorder-proxy/inorder/metrics"
-	"github.com/inorder-proxy/inorder/ordering"
-	"github.com/inorder-proxy/inorder/single"
+	"github.com/inorder-proxy/inorder/internal/proxyerr"
 	"github.com/inorder-proxy/inorder/splitmerge"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
-// decode reads a request's body with kmsg at parse time, so that a body
+// Decode reads a request's body with kmsg at parse time, so that a body
 // kmsg cannot read closes the connection there, as any malformed frame
 // does. Strings are copied; byte fields (records) alias the frame, which
 // the request keeps until its parts are written. What the decoded request
-// costs was reserved before (reserveSplit).
-func (s *singleConn) decode(r *request) error {
-	req := kmsg.RequestForKey(r.hdr.Key)
-	req.SetVersion(r.hdr.Version)
-	if err := req.ReadFrom(r.frame.B[r.hdr.Body:]); err != nil {
+// costs was reserved before (Reserve).
+func (st *Split) Decode() error {
+	hdr := st.r.Header()
+	req := kmsg.RequestForKey(hdr.Key)
+	req.SetVersion(hdr.Version)
+	if err := req.ReadFrom(st.r.Frame().B[hdr.Body:]); err != nil {
 		return err
 	}
-	r.split.req = req
+	st.req = req
 	return nil
 }
 
-// flush is conn.flush in the single topology: the dispatched requests are
-// split and their parts written, one request at a time in dispatch order,
-// so that on every upstream connection the parts keep the client's order.
-// The caller has set c.flushing; flush clears it.
-func (s *singleConn) flush() {
-	c := s.c
-	for {
-		c.mu.Lock()
-		if c.dead.Load() || len(c.outq) == 0 {
-			c.flushing = false
-			c.cond.Broadcast()
-			c.mu.Unlock()
-			return
-		}
-		r := c.outq[0]
-		n := copy(c.outq, c.outq[1:])
-		c.outq[n] = nil
-		c.outq = c.outq[:n]
-		now := c.p.metrics.Now()
-		if m := c.p.metrics; m != nil {
-			r.sentAt = now
-			if r.ord.Kind == ordering.Write {
-				m.WriteWait(metrics.PhaseQueued, now.Sub(r.readAt))
-			}
-		}
-		c.mu.Unlock()
-		s.forward(r, now)
-	}
-}
+// Req is the request decoded: what is split, changed in place by what
+// the proxy does to a request before it is sent (authorization, quotas).
+func (st *Split) Req() kmsg.Request { return st.req }
 
-// forward splits r over the view and sends its parts.
-func (s *singleConn) forward(r *request, now time.Time) {
-	c, st := s.c, r.split
-	if err := s.findCoordinators(st.req); err != nil && c.p.ctx.Err() == nil {
-		c.p.log.Debug("coordinator lookup failed", append(c.who(), "request", kmsg.NameForKey(r.hdr.Key), "err", err)...)
+// Forward splits st's request over the view and sends its parts; the
+// flusher calls it, one request at a time in dispatch order, so that on
+// every upstream connection the parts keep the client's order.
+// unanswered: no answer comes (acks=0 in connection mode); write: the
+// request writes.
+func (s *Conn) Forward(st *Split, now time.Time, unanswered, write bool) {
+	c, r := s.c, st.r
+	hdr := r.Header()
+	if err := s.findCoordinators(st.req); err != nil && s.pctx.Err() == nil {
+		s.env.Log.Debug("coordinator lookup failed", append(c.Who(), "request", kmsg.NameForKey(hdr.Key), "err", err)...)
 	}
 	var err error
 	if len(s.v.Split().Brokers()) == 0 {
 		// Nothing is known of the cluster yet (the start-up discovery
 		// failed, or has not run): ask now, once for this request.
-		ctx, cancel := context.WithTimeout(c.p.ctx, probeTimeout)
+		ctx, cancel := context.WithTimeout(s.pctx, s.env.ProbeTimeout)
 		err = s.v.Refresh(ctx)
 		cancel()
 	}
@@ -78,7 +56,7 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		plan, err = splitmerge.Split(st.req, s.v.Split())
 	}
 	if err != nil {
-		c.die(fmt.Errorf("%w: %s: %v", ErrUpstreamFailed, kmsg.NameForKey(r.hdr.Key), err))
+		c.Die(fmt.Errorf("%w: %s: %v", proxyerr.UpstreamFailed, kmsg.NameForKey(hdr.Key), err))
 		return
 	}
 	if plan.Stale {
@@ -97,17 +75,16 @@ func (s *singleConn) forward(r *request, now time.Time) {
 	if plan.EndTxn {
 		s.waitTxn(plan.TransactionalID)
 	}
-	unanswered := r.noResp && r.upCorr == noCorrelation // acks=0 in connection mode: nothing comes back
 	if plan.TransactionalID != "" && !plan.EndTxn && !unanswered {
 		s.mu.Lock()
 		s.txns[plan.TransactionalID]++
 		s.mu.Unlock()
 		st.txn = plan.TransactionalID
 	}
-	if r.hdr.Key == keyFetch {
-		single.FetchShare(plan, s.c.p.budget)
+	if hdr.Key == keyFetch {
+		FetchShare(plan, s.env.Budget)
 		if err := s.reserveFetchRoom(st); err != nil {
-			c.die(err)
+			c.Die(err)
 			return
 		}
 		s.startFetch(st)
@@ -115,7 +92,7 @@ func (s *singleConn) forward(r *request, now time.Time) {
 	}
 	st.out, st.holds, st.unanswered = n, 1, unanswered
 	var vecs []vecFrame
-	if r.hdr.Key == keyProduce {
+	if hdr.Key == keyProduce {
 		vecs = s.vecFrametors(r, st.req, plan.Parts)
 	}
 	writes := 0
@@ -147,11 +124,11 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		} else {
 			u.sendPart(st, part.Request, nil, ref)
 		}
-		if r.ord.Kind == ordering.Write {
+		if write {
 			writes++
 		}
 	}
-	if r.hdr.Key == keyProduce {
+	if hdr.Key == keyProduce {
 		s.mu.Lock()
 		// Parts waiting for a dial are slices of the frame, or
 		// encoded from it, when they are sent: the last one sent
@@ -164,7 +141,7 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		}
 	}
 	if writes > 0 {
-		c.forwardWritten(1, now)
+		c.Forwarded(now)
 	}
 	if unanswered {
 		s.mu.Lock()
@@ -172,7 +149,7 @@ func (s *singleConn) forward(r *request, now time.Time) {
 		last := st.holds == 0
 		s.mu.Unlock()
 		if last {
-			putRequest(r)
+			c.Release(r)
 		}
 		return
 	}
@@ -181,9 +158,10 @@ func (s *singleConn) forward(r *request, now time.Time) {
 
 // encodePart encodes a part behind the client's request header; the
 // correlation id is set when it is sent.
-func encodePart(r *request, req kmsg.Request) *wire.Buf {
-	b := wire.Get(len(r.frame.B) + 256)
-	out := wire.AppendRequest(b.B[:0], r.frame.B, r.hdr, req.AppendTo)
+func encodePart(r Request, req kmsg.Request) *wire.Buf {
+	frame := r.Frame()
+	b := wire.Get(len(frame.B) + 256)
+	out := wire.AppendRequest(b.B[:0], frame.B, *r.Header(), req.AppendTo)
 	if cap(out) != cap(b.B) {
 		wire.Put(b)
 		return &wire.Buf{B: out}
@@ -195,7 +173,7 @@ func encodePart(r *request, req kmsg.Request) *wire.Buf {
 // dropRecords lets a Produce's frame go once its parts are written: the
 // records, which the parts' frames sent or were slices of, are needed by
 // nothing after.
-func (s *singleConn) dropRecords(st *splitState) {
+func (s *Conn) dropRecords(st *Split) {
 	drop := func(req kmsg.Request) {
 		if pr, ok := req.(*kmsg.ProduceRequest); ok {
 			for i := range pr.Topics {
@@ -209,20 +187,7 @@ func (s *singleConn) dropRecords(st *splitState) {
 	for i := range st.plan.Parts {
 		drop(st.plan.Parts[i].Request)
 	}
-	r, c := st.r, s.c
-	if r.frame == nil {
-		return
-	}
-	held := len(r.frame.B)
-	wire.Put(r.frame)
-	r.frame = nil
-	r.frameCharge.release(c.p.budget)
-	if r.upCorr != noCorrelation {
-		c.mu.Lock()
-		c.seq.Free(held)
-		c.cond.Broadcast()
-		c.mu.Unlock()
-	}
+	s.c.DropFrame(st.r)
 }
 
 // anyNode picks the broker for a part of key any broker answers: the
@@ -231,7 +196,7 @@ func (s *singleConn) dropRecords(st *splitState) {
 // NOT_CONTROLLER), else one the client connection is connected to
 // already, else the view's choice, passing over brokers a dial just
 // failed to.
-func (s *singleConn) anyNode(node int32, key int16) int32 {
+func (s *Conn) anyNode(node int32, key int16) int32 {
 	if ctl := s.v.Controller(); ctl >= 0 && controllerBound(key) && !s.v.IsDown(ctl) {
 		return ctl
 	}
@@ -260,7 +225,7 @@ func (s *singleConn) anyNode(node int32, key int16) int32 {
 // otherNode picks the broker to send again a part of key any broker
 // answers, which failed on failed: as anyNode does, failed and the
 // brokers that are down passed over. It reports false when there is none.
-func (s *singleConn) otherNode(failed int32, key int16) (int32, bool) {
+func (s *Conn) otherNode(failed int32, key int16) (int32, bool) {
 	if ctl := s.v.Controller(); ctl >= 0 && ctl != failed && controllerBound(key) && !s.v.IsDown(ctl) {
 		return ctl, true
 	}
@@ -297,7 +262,7 @@ func controllerBound(key int16) bool {
 
 // findCoordinators looks up the coordinators req needs that the view
 // lacks, so that the split finds them.
-func (s *singleConn) findCoordinators(req kmsg.Request) error {
+func (s *Conn) findCoordinators(req kmsg.Request) error {
 	var keys [2][]string
 	splitmerge.Coordinators(req, func(typ int8, key string) {
 		if typ == splitmerge.CoordinatorGroup || typ == splitmerge.CoordinatorTransaction {
@@ -307,12 +272,12 @@ func (s *singleConn) findCoordinators(req kmsg.Request) error {
 	var errs []error
 	for typ, ks := range keys {
 		if missing := s.v.MissingCoordinators(int8(typ), ks); len(missing) > 0 {
-			ctx, cancel := context.WithTimeout(s.c.p.ctx, probeTimeout)
+			ctx, cancel := context.WithTimeout(s.pctx, s.env.ProbeTimeout)
 			errs = append(errs, s.v.Lookup(ctx, int8(typ), missing))
 			cancel()
 		}
 	}
-	return oneLine(errs...)
+	return proxyerr.OneLine(errs...)
 }
 
 // waitTxn holds an EndTxn until every earlier write of its transaction
@@ -320,7 +285,7 @@ func (s *singleConn) findCoordinators(req kmsg.Request) error {
 // the transaction before the records and offsets it ends have reached
 // their brokers. The flusher waits, so what follows the EndTxn waits
 // with it.
-func (s *singleConn) waitTxn(id string) {
+func (s *Conn) waitTxn(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for s.txns[id] > 0 && !s.closed {

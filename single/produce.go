@@ -1,4 +1,4 @@
-package proxy
+package single
 
 import (
 	"net"
@@ -37,14 +37,15 @@ func (v vecFrame) put() {
 // r's frame, or nil when r's body does not lay out as its decoded value
 // says, or the parts do not match it. r's frame must outlive the vectors
 // until they are written. Flusher only.
-func (s *singleConn) vecFrametors(r *request, req kmsg.Request, parts []splitmerge.Part) []vecFrame {
+func (s *Conn) vecFrametors(r Request, req kmsg.Request, parts []splitmerge.Part) []vecFrame {
 	pr, ok := req.(*kmsg.ProduceRequest)
-	if !ok || r.frame == nil || len(parts) == 0 {
+	hdr, frame := r.Header(), r.Frame()
+	if !ok || frame == nil || len(parts) == 0 {
 		return nil
 	}
 	l := &s.layout
-	body := r.frame.B[r.hdr.Body:]
-	if l.Scan(body, r.hdr.Version) != nil || len(l.T) != len(pr.Topics) {
+	body := frame.B[hdr.Body:]
+	if l.Scan(body, hdr.Version) != nil || len(l.T) != len(pr.Topics) {
 		return nil
 	}
 	of, ok := placeEntries(s.of[:0], l, pr, parts)
@@ -53,11 +54,11 @@ func (s *singleConn) vecFrametors(r *request, req kmsg.Request, parts []splitmer
 		return nil
 	}
 	out := make([]vecFrame, len(parts))
-	size := l.HeadSize(r.hdr.Body, len(body))
+	size := l.HeadSize(hdr.Body, len(body))
 	placed := func(i int) int { return of[i] }
 	for k := range parts {
 		h := wire.Get(size)
-		h.B, out[k].vec = l.Part(r.frame.B, r.hdr.Body, h.B[:0], make([][]byte, 0, 4), k, placed)
+		h.B, out[k].vec = l.Part(frame.B, hdr.Body, h.B[:0], make([][]byte, 0, 4), k, placed)
 		out[k].head = h
 	}
 	return out
@@ -138,7 +139,7 @@ func sameEntry(t *kmsg.ProduceRequestTopic, p *kmsg.ProduceRequestTopicPartition
 
 // sendVec sends a Produce part as its vector v (which it owns) on u, or
 // has it wait for u's dial, as sendPart does.
-func (u *upstream) sendVec(st *splitState, req kmsg.Request, v vecFrame, ref *partRef) {
+func (u *upstream) sendVec(st *Split, req kmsg.Request, v vecFrame, ref *partRef) {
 	if u.queueIfDialing(queuedPart{st: st, req: req, ref: ref, vec: v}) {
 		return
 	}

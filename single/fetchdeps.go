@@ -1,4 +1,4 @@
-package proxy
+package single
 
 import (
 	"maps"
@@ -10,7 +10,7 @@ import (
 )
 
 // A Fetch part goes to its broker on a connection of its own
-// (single_conn.go), not behind the writes the client pipelined before it
+// (conn.go), not behind the writes the client pipelined before it
 // to that broker: the broker may read it first, where Kafka, reading one
 // connection one request at a time, would have processed the writes
 // before the Fetch and answered the records they wrote. So the proxy
@@ -116,7 +116,7 @@ func fetchesOffsets(table *splitmerge.Table, q *kmsg.FetchRequest) bool {
 // client connection that it could read is processed by its broker: the
 // acks=0 writes fenced, and no write to one of its partitions
 // unanswered. Flusher only.
-func (s *singleConn) awaitWrites(q *kmsg.FetchRequest) {
+func (s *Conn) awaitWrites(q *kmsg.FetchRequest) {
 	s.fence()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -143,7 +143,7 @@ func (s *singleConn) awaitWrites(q *kmsg.FetchRequest) {
 // writingLocked reports whether a fence, a write to a partition of
 // reads, or with offsets a commit, is in flight on one of the client
 // connection's upstream connections. The caller holds s.mu.
-func (s *singleConn) writingLocked(table *splitmerge.Table, reads map[markKey]bool, offsets bool) bool {
+func (s *Conn) writingLocked(table *splitmerge.Table, reads map[markKey]bool, offsets bool) bool {
 	for u := range s.open {
 		if u.key.fetch {
 			continue
@@ -185,7 +185,7 @@ func (s *singleConn) writingLocked(table *splitmerge.Table, reads map[markKey]bo
 // fence sends a fence on every upstream connection that carried acks=0
 // writes since its last one; awaitWrites then waits for its answer.
 // Flusher only.
-func (s *singleConn) fence() {
+func (s *Conn) fence() {
 	s.mu.Lock()
 	var blind []*upstream
 	for u := range s.open {
@@ -221,7 +221,7 @@ func (u *upstream) sendFence() {
 // sentLocked counts ref, a part about to be sent on u (or to wait for
 // u's dial), among what a Fetch may have to wait for, or stamps it with
 // the tick, for a fetch; once. The caller holds s.mu.
-func (s *singleConn) sentLocked(u *upstream, ref *partRef) {
+func (s *Conn) sentLocked(u *upstream, ref *partRef) {
 	if ref.counted {
 		return
 	}
@@ -241,7 +241,7 @@ func (s *singleConn) sentLocked(u *upstream, ref *partRef) {
 // a write or a fence is processed, or will never be, and what the client
 // connection fetched before is stale for the partitions it wrote. The
 // caller holds s.mu.
-func (s *singleConn) leftLocked(ref *partRef) {
+func (s *Conn) leftLocked(ref *partRef) {
 	order := fetchOrder(ref.key)
 	switch {
 	case ref.fence, order == orderWrite:
@@ -274,7 +274,7 @@ func (s *singleConn) leftLocked(ref *partRef) {
 // stampLocked marks k written at the current tick. The stamps are bounded
 // by maxMarks: a full set is forgotten for one stamp of every partition
 // at this tick, later than each of them. The caller holds s.mu.
-func (s *singleConn) stampLocked(k markKey) {
+func (s *Conn) stampLocked(k markKey) {
 	if s.stamps == nil {
 		s.stamps = make(map[markKey]uint64)
 	}
@@ -287,7 +287,7 @@ func (s *singleConn) stampLocked(k markKey) {
 
 // writtenSinceLocked reports whether a write to the partition was
 // answered after a fetch sent at tick sent. The caller holds s.mu.
-func (s *singleConn) writtenSinceLocked(table *splitmerge.Table, sent uint64, topic string, id [16]byte, partition int32) bool {
+func (s *Conn) writtenSinceLocked(table *splitmerge.Table, sent uint64, topic string, id [16]byte, partition int32) bool {
 	if s.stampAll > sent {
 		return true
 	}
@@ -302,7 +302,7 @@ func (s *singleConn) writtenSinceLocked(table *splitmerge.Table, sent uint64, to
 
 // freshLocked reports whether a fetch of q's partitions sent at tick sent
 // was sent after every write to them was answered. The caller holds s.mu.
-func (s *singleConn) freshLocked(sent uint64, q *kmsg.FetchRequest) bool {
+func (s *Conn) freshLocked(sent uint64, q *kmsg.FetchRequest) bool {
 	if s.stampAll <= sent && len(s.stamps) == 0 && s.offsetsStamp <= sent {
 		return true
 	}

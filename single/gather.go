@@ -1,4 +1,4 @@
-package proxy
+package single
 
 import (
 	"context"
@@ -10,19 +10,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/internal/budget"
-	"github.com/inorder-proxy/inorder/metrics"
-	"github.com/inorder-proxy/inorder/ordering"
+	"github.com/inorder-proxy/inorder/internal/proxyerr"
 	"github.com/inorder-proxy/inorder/rewrite"
-	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/splitmerge"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
-// splitState is a request's life in the single topology: the client's
+// Split is a request's life in the single topology: the client's
 // request decoded, its plan, and what became of each part. Guarded by the
-// singleConn's mu once its parts are sent.
-type splitState struct {
-	r    *request
+// Conn's mu once its parts are sent.
+type Split struct {
+	r    Request
 	req  kmsg.Request // decoded: strings copied, byte fields alias r.frame
 	plan *splitmerge.Plan
 
@@ -30,7 +28,7 @@ type splitState struct {
 	frames  []*wire.Buf // part i's answer, which results[i] aliases
 	charges []charge    // frames' memory
 	// cost is the memory reserved for the decoded request, its parts,
-	// their decoded answers and the merged response (single_cost.go).
+	// their decoded answers and the merged response (memory.go).
 	cost charge
 	out  int // parts unanswered
 	// holds counts the goroutines still sending parts, and the parts
@@ -44,12 +42,12 @@ type splitState struct {
 	// unanswered: no answer comes (acks=0 in connection mode); the last
 	// hold lets the request go.
 	unanswered bool
-	txn        string // counted in singleConn.txns until done
+	txn        string // counted in Conn.txns until done
 	done       bool   // every part is in; finish runs or ran
 
 	fetch *fetchRounds // the Fetch rounds, when they run
 	// room: a Fetch's memory reserved before its parts were sent, for
-	// its answers and the merged answer (single_cost.go).
+	// its answers and the merged answer (memory.go).
 	room *fetchRoom
 }
 
@@ -57,13 +55,13 @@ type splitState struct {
 // index there; st is nil once the answer is no longer wanted (a Fetch
 // long poll its request stopped waiting for).
 type partRef struct {
-	st           *splitState
+	st           *Split
 	i            int
 	key, version int16
 	round        int8   // Fetch: 0 sent as the client asked, 1 at once, 2 the long poll
 	sig          []byte // Fetch long poll: what it asks, its waits aside
-	sent         uint64 // Fetch: singleConn.tick when it was sent
-	fence        bool   // not a part: a fence behind acks=0 writes (single_fetchdeps.go)
+	sent         uint64 // Fetch: Conn.tick when it was sent
+	fence        bool   // not a part: a fence behind acks=0 writes (fetchdeps.go)
 	counted      bool   // sentLocked counted it
 	node         int32  // the broker it went to
 	wrote        bool   // it was written, at least in part, to its broker
@@ -74,42 +72,40 @@ type partRef struct {
 }
 
 // release gives back what the answers hold.
-func (st *splitState) release(b *budget.Budget) {
+func (st *Split) release(b *budget.Budget) {
 	for i, f := range st.frames {
 		wire.Put(f)
 		st.frames[i] = nil
-		st.charges[i].release(b)
+		st.charges[i].Release(b)
 	}
 	clear(st.results)
 }
 
-// releaseAll gives back what the answers hold and what the request's
+// ReleaseAll gives back what the answers hold and what the request's
 // decoded form was charged: nothing of it is used any more.
-func (st *splitState) releaseAll(b *budget.Budget) {
+func (st *Split) ReleaseAll(b *budget.Budget) {
 	st.release(b)
-	st.cost.release(b)
+	st.cost.Release(b)
 	st.room.release()
 }
 
 // answered takes an answer read from u for ref: it is decoded and kept
 // until every part of its request is in. An answer nobody waits for any
 // more is dropped, after the view learned from it.
-func (s *singleConn) answered(u *upstream, ref *partRef, buf *wire.Buf, ch charge) error {
-	p := s.c.p
-	resp, err := single.DecodeAnswer(ref.key, ref.version, buf.B)
+func (s *Conn) answered(u *upstream, ref *partRef, buf *wire.Buf, ch charge) error {
+	b := s.env.Budget
+	resp, err := DecodeAnswer(ref.key, ref.version, buf.B)
 	if err != nil {
 		wire.Put(buf)
-		ch.release(p.budget)
-		return fmt.Errorf("%w: node %d: %v", ErrUpstreamProtocol, u.key.node, err)
+		ch.Release(b)
+		return fmt.Errorf("%w: node %d: %v", proxyerr.UpstreamProtocol, u.key.node, err)
 	}
-	if p.fixup != nil && p.fixup.Needs(ref.key, ref.version) {
-		p.fixup.Fix(resp)
-	}
+	s.c.Fixup(ref.key, ref.version, resp)
 	if controllerBound(ref.key) && answeredNotController(resp) {
 		s.mu.Lock()
 		live := !s.closed && ref.st != nil && !ref.st.done
 		if live {
-			s.c.wg.Add(1)
+			s.wg.Add(1)
 		}
 		s.mu.Unlock()
 		if live {
@@ -125,7 +121,7 @@ func (s *singleConn) answered(u *upstream, ref *partRef, buf *wire.Buf, ch charg
 	if s.closed || st == nil || st.done {
 		s.mu.Unlock()
 		wire.Put(buf)
-		ch.release(p.budget)
+		ch.Release(b)
 		return nil
 	}
 	act := s.gotLocked(st, ref, splitmerge.Result{Response: resp}, buf, ch)
@@ -144,13 +140,13 @@ func (s *singleConn) answered(u *upstream, ref *partRef, buf *wire.Buf, ch charg
 // every upstream connection authenticates as the proxy anyway. It runs
 // on a goroutine of its own, so that the reader of from's connection
 // goes on reading its other answers meanwhile.
-func (s *singleConn) retryAtController(from int32, ref *partRef, resp kmsg.Response, buf *wire.Buf, ch charge) {
-	defer s.c.wg.Done()
-	p := s.c.p
+func (s *Conn) retryAtController(from int32, ref *partRef, resp kmsg.Response, buf *wire.Buf, ch charge) {
+	defer s.wg.Done()
+	b := s.env.Budget
 	part := atVersion{ref.st.plan.Parts[ref.i].Request, ref.version} // the plan is not changed once split
 	// The controller may take the request's own timeout to answer
 	// (CreateTopics waits for the topics to be created).
-	ctx, cancel := context.WithTimeout(p.ctx, probeTimeout+time.Duration(part.Timeout())*time.Millisecond)
+	ctx, cancel := context.WithTimeout(s.pctx, s.env.ProbeTimeout+time.Duration(part.Timeout())*time.Millisecond)
 	defer cancel()
 	res := splitmerge.Result{Response: resp}
 	if err := s.v.Refresh(ctx); err == nil {
@@ -158,14 +154,12 @@ func (s *singleConn) retryAtController(from int32, ref *partRef, resp kmsg.Respo
 			again, err := s.v.Broker(ctl).Request(ctx, part)
 			switch {
 			case err != nil:
-				p.log.Debug("asking the controller again failed", "request", kmsg.NameForKey(ref.key), "node", ctl, "err", err)
+				s.env.Log.Debug("asking the controller again failed", "request", kmsg.NameForKey(ref.key), "node", ctl, "err", err)
 			default:
 				again.SetVersion(ref.version)
-				if p.fixup != nil && p.fixup.Needs(ref.key, ref.version) {
-					p.fixup.Fix(again)
-				}
+				s.c.Fixup(ref.key, ref.version, again)
 				wire.Put(buf)
-				ch.release(p.budget)
+				ch.Release(b)
 				buf, ch = nil, charge{}
 				res = splitmerge.Result{Response: again}
 			}
@@ -176,7 +170,7 @@ func (s *singleConn) retryAtController(from int32, ref *partRef, resp kmsg.Respo
 	if s.closed || st == nil || st.done {
 		s.mu.Unlock()
 		wire.Put(buf)
-		ch.release(p.budget)
+		ch.Release(b)
 		return
 	}
 	act := s.gotLocked(st, ref, res, buf, ch)
@@ -236,7 +230,7 @@ func answeredNotController(resp kmsg.Response) bool {
 // partFailed records that ref's part got no answer: its entries are
 // answered with the retriable error of their kind, unless any broker
 // answers it and it can be sent to another.
-func (s *singleConn) partFailed(ref *partRef, err error) {
+func (s *Conn) partFailed(ref *partRef, err error) {
 	s.mu.Lock()
 	st := ref.st
 	if s.closed || st == nil || st.done {
@@ -261,7 +255,7 @@ func (s *singleConn) partFailed(ref *partRef, err error) {
 // any broker answers it and sending it again changes nothing the first
 // did not: it was never written (its broker is down, its dial failed),
 // or it is a read. It reports whether it did.
-func (s *singleConn) resend(ref *partRef) bool {
+func (s *Conn) resend(ref *partRef) bool {
 	st := ref.st
 	if ref.fence || ref.tries > 0 || ref.round != 0 || st.plan == nil {
 		return false
@@ -297,7 +291,7 @@ func (s *singleConn) resend(ref *partRef) bool {
 
 // gotLocked records part ref.i's result and says what it makes happen.
 // The caller holds s.mu.
-func (s *singleConn) gotLocked(st *splitState, ref *partRef, res splitmerge.Result, buf *wire.Buf, ch charge) int {
+func (s *Conn) gotLocked(st *Split, ref *partRef, res splitmerge.Result, buf *wire.Buf, ch charge) int {
 	if st.fetch != nil {
 		return s.fetchGotLocked(st, ref, res, buf, ch)
 	}
@@ -308,7 +302,7 @@ func (s *singleConn) gotLocked(st *splitState, ref *partRef, res splitmerge.Resu
 }
 
 // nextLocked says what st does now. The caller holds s.mu.
-func (s *singleConn) nextLocked(st *splitState) int {
+func (s *Conn) nextLocked(st *Split) int {
 	if st.fetch != nil {
 		return s.fetchNextLocked(st)
 	}
@@ -320,7 +314,7 @@ func (s *singleConn) nextLocked(st *splitState) int {
 }
 
 // letGo ends a sender's hold on st.
-func (s *singleConn) letGo(st *splitState) {
+func (s *Conn) letGo(st *Split) {
 	s.mu.Lock()
 	st.holds--
 	act := s.nextLocked(st)
@@ -336,7 +330,7 @@ const (
 )
 
 // act does what a result made happen, with no lock held.
-func (s *singleConn) act(st *splitState, act int) {
+func (s *Conn) act(st *Split, act int) {
 	switch act {
 	case actFinish:
 		s.finish(st)
@@ -349,30 +343,30 @@ func (s *singleConn) act(st *splitState, act int) {
 // and completes the request: delivery is the other topologies', in order.
 // The merged response is encoded within the memory budget (encode), and
 // the parts' answers are given back once it is.
-func (s *singleConn) finish(st *splitState) {
+func (s *Conn) finish(st *Split) {
 	c, r := s.c, st.r
+	b := s.env.Budget
 	if st.fetch != nil {
 		s.endFetch(st)
 	}
 	s.v.Learn(st.req, st.plan, st.results)
 	resp, err := st.plan.Merge(st.results, s.v.Self())
 	if err != nil {
-		st.releaseAll(c.p.budget)
+		st.ReleaseAll(b)
 		if errors.Is(err, splitmerge.ErrCannotAnswer) {
-			err = fmt.Errorf("%w: %s cannot be answered: every broker asked failed", ErrUpstreamFailed, kmsg.NameForKey(r.hdr.Key))
+			err = fmt.Errorf("%w: %s cannot be answered: every broker asked failed", proxyerr.UpstreamFailed, kmsg.NameForKey(r.Header().Key))
 		} else {
-			err = fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
+			err = fmt.Errorf("%w: %v", proxyerr.UpstreamProtocol, err)
 		}
-		c.die(err)
+		c.Die(err)
 		return
 	}
-	r.fixResponse(resp)
+	r.FixResponse(resp)
 	if dc, ok := resp.(*kmsg.DescribeConfigsResponse); ok {
 		rewrite.DescribeConfigs(dc, s.v)
 	}
 	if av, ok := resp.(*kmsg.ApiVersionsResponse); ok {
-		c.p.keepVersions("", av)
-		c.clampSingleVersions(av)
+		c.Versions(av)
 		if av.ErrorCode == kerr.UnsupportedVersion.Code {
 			// As a broker answers a version it does not know:
 			// with a v0 body, which clients read at v0 whatever
@@ -380,58 +374,21 @@ func (s *singleConn) finish(st *splitState) {
 			av.Version = 0
 		}
 	}
-	resp, size := s.quotaAnswer(r, resp)
+	resp, size := c.Quota(r, resp)
 	out, ch, err := s.encode(st, resp, size)
 	if err != nil {
-		st.releaseAll(c.p.budget)
-		c.die(err)
+		st.ReleaseAll(b)
+		c.Die(err)
 		return
 	}
-	if r.forcedAck {
-		r.failed = firstProduceError(resp)
+	if r.ForcedAck() {
+		r.SetFailed(firstProduceError(resp))
 	}
-	st.releaseAll(c.p.budget)
+	st.ReleaseAll(b)
 	s.txnDone(st)
-	if m := c.p.metrics; m != nil && !r.sentAt.IsZero() {
-		r.upTook = time.Since(r.sentAt)
-		if r.ord.Kind == ordering.Write && c.mode == ordering.None {
-			m.WriteWait(metrics.PhaseAccept, r.upTook)
-		}
+	if err := c.Complete(r, out, ch); err != nil {
+		c.Die(err)
 	}
-	c.mu.Lock()
-	if r.frame != nil {
-		c.seq.Free(len(r.frame.B))
-	}
-	c.mu.Unlock()
-	r.bud, r.respCharge = c.p.budget, ch
-	if err := c.complete(r, out); err != nil {
-		c.die(err)
-	}
-}
-
-// clampSingleVersions limits a merged ApiVersions answer as the proxy
-// limits a broker's in the other topologies: to what it may forward and
-// to --api-version-cap.
-func (c *conn) clampSingleVersions(av *kmsg.ApiVersionsResponse) {
-	defer c.p.advertiseClientSASL(av)
-	rewrite.CapVersions(av, c.cfg.APIVersionCap)
-	if c.p.versions == nil {
-		return
-	}
-	keep := av.ApiKeys[:0]
-	for _, k := range av.ApiKeys {
-		max, ok := c.p.versions(k.ApiKey)
-		if !ok {
-			continue
-		}
-		if k.MaxVersion > max {
-			k.MaxVersion = max
-		}
-		if k.MinVersion <= k.MaxVersion {
-			keep = append(keep, k)
-		}
-	}
-	av.ApiKeys = keep
 }
 
 // firstProduceError is the first partition error of a merged Produce
@@ -453,7 +410,7 @@ func firstProduceError(resp kmsg.Response) error {
 
 // txnDone uncounts a transaction's write once its parts are all in, which
 // may let its EndTxn go.
-func (s *singleConn) txnDone(st *splitState) {
+func (s *Conn) txnDone(st *Split) {
 	if st.txn == "" {
 		return
 	}

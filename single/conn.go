@@ -1,4 +1,4 @@
-package proxy
+package single
 
 import (
 	"bufio"
@@ -7,23 +7,21 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/inorder-proxy/inorder/single"
-	"github.com/inorder-proxy/inorder/upauth"
+	"github.com/inorder-proxy/inorder/internal/proxyerr"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
-// singleConn is a client connection's side of the single topology: an
+// Conn is a client connection's side of the single topology: an
 // upstream connection per broker its requests went to (and a second one
 // per broker for Fetch, whose long polls would hold up everything behind
 // them, since a broker answers a connection's requests one at a time),
 // the transactions it has writes in flight for, and what a Fetch must
-// wait for or not reuse after a write (single_fetchdeps.go).
+// wait for or not reuse after a write (fetchdeps.go).
 //
 // Goroutines: the flusher (the client reader, or a flusher a completion
 // started, one at a time as in the other topologies) writes every part
@@ -34,16 +32,24 @@ import (
 // its broker wait for it in order and go once it connects, or fail
 // together when it does not, so that one broker that does not answer
 // holds only its own parts. Each upstream connection has its own reader
-// while it has requests in flight, as conn's one upstream has. Locks:
-// conn's wmu, then conn's mu, then s.mu; an upstream's wmu is taken with
+// while it has requests in flight, as the proxy's one upstream has in
+// the other topologies. Locks: the client connection's (proxy's conn:
+// wmu, then mu), then s.mu; an upstream's wmu is taken with
 // none of them held.
-type singleConn struct {
-	c *conn
-	v *single.View
+type Conn struct {
+	c   Client
+	v   *View
+	env *Env
+	wg  *sync.WaitGroup // the client connection's goroutines
+	// halt closes when the client connection dies: waits for memory
+	// give up.
+	halt        <-chan struct{}
+	maxResponse int32
 
-	// ctx ends the dials in progress when the connection dies.
-	ctx    context.Context
-	cancel context.CancelFunc
+	// ctx ends the dials in progress when the connection dies; pctx is
+	// the proxy's, which ctx is made from.
+	ctx, pctx context.Context
+	cancel    context.CancelFunc
 
 	// mu guards what follows and every upstream's fields marked so;
 	// cond wakes the flusher waiting for an upstream to drain or a
@@ -53,10 +59,10 @@ type singleConn struct {
 	ups    map[upKey]*upstream  // the ones parts go to
 	open   map[*upstream]bool   // every socket not closed yet, retiring ones included
 	txns   map[string]int       // requests with parts unanswered, by transactional id
-	waits  map[*time.Timer]bool // the Fetch waits running (single_fetch.go)
+	waits  map[*time.Timer]bool // the Fetch waits running (fetch.go)
 	closed bool                 // the connection died: nothing is completed any more
 
-	// What orders a Fetch after the writes before it (single_fetchdeps.go).
+	// What orders a Fetch after the writes before it (fetchdeps.go).
 	writesOut    int                // Produce, DeleteRecords and fence parts unanswered
 	commitsOut   int                // OffsetCommit and TxnOffsetCommit parts unanswered
 	fetched      bool               // a Fetch part was sent: answered writes stamp their partitions
@@ -66,7 +72,7 @@ type singleConn struct {
 	stampAll     uint64             // every partition was written at this tick or later
 
 	// The flusher's, to lay out a Produce and place its partitions
-	// (single_produce.go).
+	// (produce.go).
 	layout wire.ProduceLayout
 	of     []int
 }
@@ -80,7 +86,7 @@ type upKey struct {
 
 // upstream is one connection to one broker, of one client connection.
 type upstream struct {
-	s    *singleConn
+	s    *Conn
 	key  upKey
 	addr string
 	// nc and reauthAt are set once its dial succeeds, under s.mu, before
@@ -103,62 +109,52 @@ type upstream struct {
 	gone error
 	// poll is the Fetch long poll on this connection still unanswered,
 	// and marks what the broker last said of each partition it was
-	// asked to fetch (single_fetch.go).
+	// asked to fetch (fetch.go).
 	poll  *partRef
 	marks map[markKey]fetchMark
 	// blind: an acks=0 write went on this connection since its last
-	// fence (single_fetchdeps.go).
+	// fence (fetchdeps.go).
 	blind bool
 }
 
 // queuedPart is a part that waits for its upstream connection's dial:
 // it is encoded when sent, from its request, which it holds until then,
 // unless it came as a vector.
-// Without a request it is a fence (single_fetchdeps.go).
+// Without a request it is a fence (fetchdeps.go).
 type queuedPart struct {
-	st  *splitState
+	st  *Split
 	req kmsg.Request
 	ref *partRef // nil: no answer comes (acks=0)
 	// vec: the part's frame already made: a Produce part's, slices of
 	// the client's frame, which is kept until the part is written
-	// (splitState.dropLater), or a long poll's, encoded whole.
+	// (Split.dropLater), or a long poll's, encoded whole.
 	vec vecFrame
 }
-
-// dialStarted, when set, is told the address of every dial a client
-// connection starts; tests count them.
-var dialStarted func(addr string)
 
 var (
 	// errRetired: an upstream connection is replaced (its session is
 	// due for renewal, or its broker moved); it answers what it has in
 	// flight.
 	errRetired = errors.New("upstream connection retired")
-	// errBrokerDown: the last dial to a broker failed and its backoff
-	// has not ended, so none is tried.
-	errBrokerDown = errors.New("broker down: the last dial to it failed")
 )
 
-func newSingleConn(c *conn, v *single.View) *singleConn {
-	s := &singleConn{c: c, v: v, ups: make(map[upKey]*upstream), open: make(map[*upstream]bool), txns: make(map[string]int),
+// NewConn makes a client connection's side of the single topology: c is
+// the client connection, wg tracks its goroutines, halt closes when it
+// dies, and answers larger than maxResponse end it; ctx is the proxy's.
+func NewConn(ctx context.Context, c Client, v *View, env *Env, wg *sync.WaitGroup, halt <-chan struct{}, maxResponse int32) *Conn {
+	s := &Conn{c: c, v: v, env: env, wg: wg, halt: halt, maxResponse: maxResponse, ups: make(map[upKey]*upstream), open: make(map[*upstream]bool), txns: make(map[string]int),
 		waits: make(map[*time.Timer]bool)}
-	s.ctx, s.cancel = context.WithCancel(c.p.ctx)
+	s.pctx = ctx
+	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.cond.L = &s.mu
 	return s
-}
-
-// connect readies the client connection: nothing is dialled before a part
-// needs a broker.
-func (s *singleConn) connect() error {
-	s.c.in.init(s.c.client)
-	return nil
 }
 
 // upstream returns the connection for parts to node (fetch: Fetch parts),
 // starting a dial if there is none or the one there must be replaced; a
 // connection being dialled is returned at once, and parts sent on it wait
 // for the dial. Flusher only.
-func (s *singleConn) upstream(node int32, fetch bool) (*upstream, error) {
+func (s *Conn) upstream(node int32, fetch bool) (*upstream, error) {
 	key := upKey{node, fetch}
 	s.mu.Lock()
 	u := s.ups[key]
@@ -181,7 +177,7 @@ func (s *singleConn) upstream(node int32, fetch bool) (*upstream, error) {
 			// at once, and the old one closes when it has answered.
 			s.retire(u, !fetch)
 		case s.idleClosed(u):
-			s.fail(u, fmt.Errorf("%w: %w", ErrUpstreamFailed, errUpstreamIdleClose))
+			s.fail(u, fmt.Errorf("%w: %w", proxyerr.UpstreamFailed, proxyerr.UpstreamIdleClose))
 		default:
 			return u, nil
 		}
@@ -191,58 +187,54 @@ func (s *singleConn) upstream(node int32, fetch bool) (*upstream, error) {
 
 // idleClosed reports whether the broker closed u while it had nothing in
 // flight (its reader, which would have seen it, is not running).
-func (s *singleConn) idleClosed(u *upstream) bool {
+func (s *Conn) idleClosed(u *upstream) bool {
 	s.mu.Lock()
 	idle := !u.reading
 	s.mu.Unlock()
-	return idle && peekClosed(u.nc)
+	return idle && s.env.IdleClosed(u.nc)
 }
 
 // dial starts a connection to key's broker once allow-upstream allows
 // its address and the broker is not down, and returns it being dialled.
-func (s *singleConn) dial(key upKey) (*upstream, error) {
+func (s *Conn) dial(key upKey) (*upstream, error) {
 	addr, err := s.v.Address(key.node)
 	if err != nil {
 		s.v.Stale()
 		return nil, err
 	}
 	if s.v.IsDown(key.node) {
-		return nil, fmt.Errorf("%w: node %d at %s: %w", ErrUpstreamFailed, key.node, addr, errBrokerDown)
+		return nil, fmt.Errorf("%w: node %d at %s: %w", proxyerr.UpstreamFailed, key.node, addr, proxyerr.BrokerDown)
 	}
 	u := &upstream{s: s, key: key, addr: addr, dialing: true, pending: make(map[int32]*partRef)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, ErrShutdown
+		return nil, proxyerr.Shutdown
 	}
 	s.ups[key] = u
 	s.open[u] = true
-	s.c.wg.Add(1)
+	s.wg.Add(1)
 	go u.connect()
 	return u, nil
 }
 
-// connect dials u through dialSecure (TLS, and SASL as the client's
-// principal maps to, upidentity.go) and sends the parts that waited for
+// connect dials u through its client connection (Client.Dial: TLS, and
+// SASL as the client's principal maps to) and sends the parts that waited for
 // it, in the order they came, then lets parts go to it directly. A failed dial marks the broker down and fails the
 // parts that waited.
 func (u *upstream) connect() {
-	s, p := u.s, u.s.c.p
-	defer s.c.wg.Done()
-	if f := dialStarted; f != nil {
-		f(u.addr)
-	}
-	auth := s.c.sasl.auth
-	nc, sess, err := p.dialSecure(withIdentity(s.ctx, auth), u.addr, slices.Contains(p.current().Upstreams, u.addr))
+	s := u.s
+	defer s.wg.Done()
+	nc, reauthAt, own, err := s.c.Dial(s.ctx, u.addr)
 	if err != nil {
 		// A principal's credentials the broker refuses say nothing of
 		// the broker: it stays up for everyone else, and the back-off
-		// holds back this identity's dials alone (gateKey).
-		if s.ctx.Err() == nil && (auth == nil || auth == p.sec.auth || !errors.Is(err, ErrUpstreamAuth)) {
+		// holds back this identity's dials alone (the proxy's gateKey).
+		if s.ctx.Err() == nil && (!own || !errors.Is(err, proxyerr.UpstreamAuth)) {
 			s.v.DialFailed(u.key.node)
 			s.v.Stale()
 		}
-		u.dialFailed(fmt.Errorf("%w: node %d at %s: %w", ErrUpstreamFailed, u.key.node, u.addr, err))
+		u.dialFailed(fmt.Errorf("%w: node %d at %s: %w", proxyerr.UpstreamFailed, u.key.node, u.addr, err))
 		return
 	}
 	s.v.Dialed(u.key.node)
@@ -250,10 +242,10 @@ func (u *upstream) connect() {
 	if s.closed {
 		s.mu.Unlock()
 		nc.Close()
-		u.dialFailed(ErrShutdown)
+		u.dialFailed(proxyerr.Shutdown)
 		return
 	}
-	u.nc, u.reauthAt = nc, reauthAt(sess)
+	u.nc, u.reauthAt = nc, reauthAt
 	s.mu.Unlock()
 	for {
 		s.mu.Lock()
@@ -318,7 +310,7 @@ func (u *upstream) dialFailed(err error) {
 // sendPart sends req, part ref.i of st (ref nil: no answer comes), on u,
 // or has it wait for u's dial. frame is req encoded, or nil; sendPart
 // owns it.
-func (u *upstream) sendPart(st *splitState, req kmsg.Request, frame *wire.Buf, ref *partRef) {
+func (u *upstream) sendPart(st *Split, req kmsg.Request, frame *wire.Buf, ref *partRef) {
 	if u.queueIfDialing(queuedPart{st: st, req: req, ref: ref}) {
 		wire.Put(frame)
 		return
@@ -355,7 +347,7 @@ func (u *upstream) queueIfDialing(q queuedPart) bool {
 // unhold ends the hold a part that waited for a dial had on st, once it
 // is sent or failed. A request that expects no answer is let go with
 // its last hold; any other is answered once every part is in.
-func (s *singleConn) unhold(st *splitState) {
+func (s *Conn) unhold(st *Split) {
 	s.mu.Lock()
 	st.queued--
 	if st.queued == 0 && st.dropLater {
@@ -369,7 +361,7 @@ func (s *singleConn) unhold(st *splitState) {
 		last := st.holds == 0
 		s.mu.Unlock()
 		if last {
-			putRequest(st.r)
+			s.c.Release(st.r)
 		}
 		return
 	}
@@ -382,13 +374,10 @@ func (s *singleConn) unhold(st *splitState) {
 	}
 }
 
-// reauthAt is when a connection authenticated with sess must be replaced.
-func reauthAt(sess upauth.Session) time.Time { return sess.ReauthAt }
-
 // retire takes u out of use. With wait it waits until u has answered what
 // it has in flight and closes it; without, u's reader closes it once it
 // has. Flusher only.
-func (s *singleConn) retire(u *upstream, wait bool) {
+func (s *Conn) retire(u *upstream, wait bool) {
 	s.mu.Lock()
 	blind := u.blind && wait && u.gone == nil
 	u.blind = false
@@ -441,7 +430,7 @@ func (u *upstream) sendv(frames, bufs [][]byte, refs []*partRef) {
 		s.mu.Unlock()
 		for _, ref := range refs {
 			if ref != nil {
-				s.partFailed(ref, fmt.Errorf("%w: node %d: %v", ErrUpstreamFailed, u.key.node, err))
+				s.partFailed(ref, fmt.Errorf("%w: node %d: %v", proxyerr.UpstreamFailed, u.key.node, err))
 			}
 		}
 		return
@@ -462,7 +451,7 @@ func (u *upstream) sendv(frames, bufs [][]byte, refs []*partRef) {
 	}
 	if len(u.pending) > 0 && !u.reading {
 		u.reading = true
-		s.c.wg.Add(1)
+		s.wg.Add(1)
 		go u.read()
 	}
 	s.mu.Unlock()
@@ -470,14 +459,14 @@ func (u *upstream) sendv(frames, bufs [][]byte, refs []*partRef) {
 	err := writeVector(u.nc, bufs, len(bufs) > len(frames))
 	u.wmu.Unlock()
 	if err != nil {
-		s.fail(u, fmt.Errorf("%w: node %d: write: %v", ErrUpstreamFailed, u.key.node, err))
+		s.fail(u, fmt.Errorf("%w: node %d: write: %v", proxyerr.UpstreamFailed, u.key.node, err))
 	}
 }
 
 // fail ends u: its socket closes and every part it had in flight fails,
 // to be answered with its retriable error, unless the client connection
 // has died, when nothing is answered any more.
-func (s *singleConn) fail(u *upstream, err error) {
+func (s *Conn) fail(u *upstream, err error) {
 	s.mu.Lock()
 	if u.gone == nil || u.gone == errRetired {
 		u.gone = err
@@ -504,7 +493,7 @@ func (s *singleConn) fail(u *upstream, err error) {
 		return
 	}
 	if len(refs) > 0 {
-		s.c.p.log.Debug("upstream connection failed", append(s.c.who(), "broker", u.key.node, "in_flight", len(refs), "err", err)...)
+		s.env.Log.Debug("upstream connection failed", append(s.c.Who(), "broker", u.key.node, "in_flight", len(refs), "err", err)...)
 		s.v.Stale()
 	}
 	for _, ref := range refs {
@@ -512,9 +501,9 @@ func (s *singleConn) fail(u *upstream, err error) {
 	}
 }
 
-// close closes every upstream connection and stops the Fetch waits;
-// conn.die calls it. The readers end, and nothing is completed any more.
-func (s *singleConn) close() {
+// Close closes every upstream connection and stops the Fetch waits;
+// the client connection's teardown calls it. The readers end, and nothing is completed any more.
+func (s *Conn) Close() {
 	s.cancel()
 	s.mu.Lock()
 	s.closed = true
@@ -526,7 +515,7 @@ func (s *singleConn) close() {
 	}
 	for t := range s.waits {
 		if t.Stop() {
-			s.c.wg.Done()
+			s.wg.Done()
 		}
 	}
 	clear(s.waits)
@@ -538,33 +527,33 @@ func (s *singleConn) close() {
 }
 
 // read reads u's answers while it has requests in flight, lingering
-// readerLinger for the next, as conn's upstream reader does.
+// Env.ReaderLinger for the next, as the proxy's upstream reader does.
 func (u *upstream) read() {
-	defer u.s.c.wg.Done()
+	defer u.s.wg.Done()
 	err := u.readLoop()
 	if err == nil {
 		return
 	}
-	if errors.Is(err, ErrUpstreamProtocol) {
+	if errors.Is(err, proxyerr.UpstreamProtocol) {
 		// A broker that answers what was not asked, or what does not
 		// parse, ends the client connection, as in the other
 		// topologies.
-		u.s.c.die(err)
+		u.s.c.Die(err)
 	}
 	u.s.fail(u, err)
 }
 
 func (u *upstream) readLoop() error {
-	s, c := u.s, u.s.c
+	s := u.s
 	var (
 		lenBuf [4]byte
 		head   [8]byte
 	)
-	rd := upstreamReaders.Get().(*bufio.Reader)
+	rd := s.env.Readers.Get().(*bufio.Reader)
 	rd.Reset(u.nc)
 	defer func() {
 		rd.Reset(nil)
-		upstreamReaders.Put(rd)
+		s.env.Readers.Put(rd)
 	}()
 	lingered := false
 	for {
@@ -578,7 +567,7 @@ func (u *upstream) readLoop() error {
 				}
 				s.mu.Unlock()
 				if rd.Buffered() > 0 {
-					return fmt.Errorf("%w: %d %w", ErrUpstreamProtocol, rd.Buffered(), errUnsolicited)
+					return fmt.Errorf("%w: %d %w", proxyerr.UpstreamProtocol, rd.Buffered(), proxyerr.Unsolicited)
 				}
 				if retired {
 					// Its last answer is in: nobody closes it
@@ -589,7 +578,7 @@ func (u *upstream) readLoop() error {
 			}
 			s.mu.Unlock()
 			lingered = true
-			u.nc.SetReadDeadline(time.Now().Add(readerLinger))
+			u.nc.SetReadDeadline(time.Now().Add(s.env.ReaderLinger))
 			_, err := rd.Peek(1)
 			u.nc.SetReadDeadline(time.Time{})
 			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -599,7 +588,7 @@ func (u *upstream) readLoop() error {
 		}
 		s.mu.Unlock()
 		lingered = false
-		size, err := wire.ReadLength(rd, &lenBuf, wire.MinResponseFrame, c.cfg.MaxResponseSize)
+		size, err := wire.ReadLength(rd, &lenBuf, wire.MinResponseFrame, s.maxResponse)
 		if err == nil {
 			copy(head[:], lenBuf[:])
 			err = wire.ReadBody(rd, head[4:])
@@ -619,16 +608,16 @@ func (u *upstream) readLoop() error {
 		}
 		s.mu.Unlock()
 		if ref == nil {
-			return fmt.Errorf("%w: node %d: %w %d", ErrUpstreamProtocol, u.key.node, errUnknownCorrelation, corr)
+			return fmt.Errorf("%w: node %d: %w %d", proxyerr.UpstreamProtocol, u.key.node, proxyerr.UnknownCorrelation, corr)
 		}
 		total := 4 + int(size)
-		acct := c.upAccount(total)
+		acct := s.c.UpAccount(total)
 		buf, err := readAnswer(rd, head[:], total, s.answerAccount(ref, acct), ref.key == keyFetch)
 		if err != nil {
 			s.partFailed(ref, err)
 			return u.readError(err)
 		}
-		if err := s.answered(u, ref, buf, acct.charge(cap(buf.B))); err != nil {
+		if err := s.answered(u, ref, buf, acct.Charge(cap(buf.B))); err != nil {
 			return err
 		}
 	}
@@ -637,10 +626,10 @@ func (u *upstream) readLoop() error {
 // readError names a failed read of u.
 func (u *upstream) readError(err error) error {
 	if errors.Is(err, wire.ErrNotKafka) {
-		return fmt.Errorf("%w: node %d: %w", ErrUpstreamProtocol, u.key.node, strangerFromUpstream(err))
+		return fmt.Errorf("%w: node %d: %w", proxyerr.UpstreamProtocol, u.key.node, u.s.env.NotKafka(err))
 	}
 	if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrFrameTooSmall) {
-		return fmt.Errorf("%w: node %d: %w", ErrUpstreamProtocol, u.key.node, err)
+		return fmt.Errorf("%w: node %d: %w", proxyerr.UpstreamProtocol, u.key.node, err)
 	}
-	return fmt.Errorf("%w: node %d: read: %v", ErrUpstreamFailed, u.key.node, err)
+	return fmt.Errorf("%w: node %d: read: %v", proxyerr.UpstreamFailed, u.key.node, err)
 }

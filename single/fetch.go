@@ -1,4 +1,4 @@
-package proxy
+package single
 
 import (
 	"bytes"
@@ -52,7 +52,7 @@ type markKey struct {
 }
 
 // fetchMark is what a broker last said of a partition, in answer to a
-// fetch sent at tick sent (single_fetchdeps.go).
+// fetch sent at tick sent (fetchdeps.go).
 type fetchMark struct {
 	hw, lso, logStart int64
 	sent              uint64
@@ -60,7 +60,7 @@ type fetchMark struct {
 
 // startFetch sends a Fetch's parts, each on its broker's Fetch
 // connection. Flusher only; st.out holds the flusher's own count.
-func (s *singleConn) startFetch(st *splitState) {
+func (s *Conn) startFetch(st *Split) {
 	r := st.r
 	req := st.req.(*kmsg.FetchRequest)
 	n := len(st.plan.Parts)
@@ -92,7 +92,7 @@ func (s *singleConn) startFetch(st *splitState) {
 		}
 		frame := encodePart(r, q)
 		if f.round == 1 {
-			f.sigs[i] = bytes.Clone(frame.B[r.hdr.Body:])
+			f.sigs[i] = bytes.Clone(frame.B[r.Header().Body:])
 			if s.takeOver(st, u, ref, f.sigs[i]) {
 				wire.Put(frame)
 				continue
@@ -119,7 +119,7 @@ func (s *singleConn) startFetch(st *splitState) {
 
 // outlasts reports whether u holds an abandoned long poll whose wait ends
 // after deadline.
-func (s *singleConn) outlasts(u *upstream, deadline time.Time) bool {
+func (s *Conn) outlasts(u *upstream, deadline time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return u.poll != nil && u.poll.st == nil && u.gone == nil && u.poll.until.After(deadline)
@@ -131,7 +131,7 @@ func (s *singleConn) outlasts(u *upstream, deadline time.Time) bool {
 // said something of each since those writes, else by the poll's own
 // answer when it comes, if that is by st's deadline, since round 1 has
 // no timer. It reports whether it did.
-func (s *singleConn) takeOver(st *splitState, u *upstream, ref *partRef, sig []byte) bool {
+func (s *Conn) takeOver(st *Split, u *upstream, ref *partRef, sig []byte) bool {
 	q := st.plan.Parts[ref.i].Request.(*kmsg.FetchRequest)
 	s.mu.Lock()
 	poll := u.poll
@@ -158,7 +158,7 @@ func (s *singleConn) takeOver(st *splitState, u *upstream, ref *partRef, sig []b
 // fetchGotLocked records a Fetch part's answer, in place of an earlier
 // round's. A long poll that failed leaves its round-1 answer. The caller
 // holds s.mu.
-func (s *singleConn) fetchGotLocked(st *splitState, ref *partRef, res splitmerge.Result, buf *wire.Buf, ch charge) int {
+func (s *Conn) fetchGotLocked(st *Split, ref *partRef, res splitmerge.Result, buf *wire.Buf, ch charge) int {
 	f, i := st.fetch, ref.i
 	if f.refs[i] == ref {
 		f.refs[i] = nil
@@ -174,13 +174,13 @@ func (s *singleConn) fetchGotLocked(st *splitState, ref *partRef, res splitmerge
 		}
 	}
 	wire.Put(st.frames[i])
-	if old := &st.charges[i]; st.room != nil && old.resp {
+	if old := &st.charges[i]; st.room != nil && old.Resp {
 		// An earlier round's answer: its memory is the room's again,
 		// for this one's.
-		st.room.give(old.n)
+		st.room.give(old.N)
 		*old = charge{}
 	} else {
-		old.release(s.c.p.budget)
+		old.Release(s.env.Budget)
 	}
 	st.results[i], st.frames[i], st.charges[i] = res, buf, ch
 	f.bytes[i] = recordBytes(res)
@@ -197,7 +197,7 @@ func (s *singleConn) fetchGotLocked(st *splitState, ref *partRef, res splitmerge
 const repollMin = 10 * time.Millisecond
 
 // fetchNextLocked decides what st's Fetch does now. The caller holds s.mu.
-func (s *singleConn) fetchNextLocked(st *splitState) int {
+func (s *Conn) fetchNextLocked(st *Split) int {
 	f := st.fetch
 	if st.done || st.holds > 0 {
 		return actNone
@@ -242,7 +242,7 @@ func (s *singleConn) fetchNextLocked(st *splitState) int {
 // its dial are sent before it is cleared, and their answers may be in
 // first. Its poll waits behind them, encoded now, since the wait may end
 // and the request be answered before it is sent. A timer ends the wait.
-func (s *singleConn) poll(st *splitState) {
+func (s *Conn) poll(st *Split) {
 	r, f := st.r, st.fetch
 	type send struct {
 		u     *upstream
@@ -276,9 +276,9 @@ func (s *singleConn) poll(st *splitState) {
 	}
 	f.toPoll = f.toPoll[:0]
 	if f.timer == nil && !st.done && !s.closed {
-		s.c.wg.Add(1)
+		s.wg.Add(1)
 		f.timer = time.AfterFunc(rest, func() {
-			defer s.c.wg.Done()
+			defer s.wg.Done()
 			s.waitEnded(st)
 		})
 		s.waits[f.timer] = true
@@ -295,7 +295,7 @@ func (s *singleConn) poll(st *splitState) {
 }
 
 // waitEnded answers a Fetch whose wait ended with the answers it has.
-func (s *singleConn) waitEnded(st *splitState) {
+func (s *Conn) waitEnded(st *Split) {
 	s.mu.Lock()
 	delete(s.waits, st.fetch.timer)
 	if st.done || s.closed {
@@ -309,7 +309,7 @@ func (s *singleConn) waitEnded(st *splitState) {
 
 // endFetch abandons a finished Fetch's long polls still out and stops its
 // timer; finish calls it before merging.
-func (s *singleConn) endFetch(st *splitState) {
+func (s *Conn) endFetch(st *Split) {
 	f := st.fetch
 	s.mu.Lock()
 	for i, ref := range f.refs {
@@ -324,7 +324,7 @@ func (s *singleConn) endFetch(st *splitState) {
 	delete(s.waits, t)
 	s.mu.Unlock()
 	if stop && t.Stop() {
-		s.c.wg.Done()
+		s.wg.Done()
 	}
 }
 

@@ -1,4 +1,4 @@
-package proxy
+package single
 
 import (
 	"bytes"
@@ -104,15 +104,28 @@ func randomProduce(rng *rand.Rand, version int16, tags bool) *kmsg.ProduceReques
 	return req
 }
 
+// testRequest is a client's request as the proxy holds it, its header
+// and frame alone.
+type testRequest struct {
+	hdr   wire.RequestHeader
+	frame *wire.Buf
+}
+
+func (r *testRequest) Header() *wire.RequestHeader { return &r.hdr }
+func (r *testRequest) Frame() *wire.Buf            { return r.frame }
+func (r *testRequest) FixResponse(kmsg.Response)   {}
+func (r *testRequest) ForcedAck() bool             { return false }
+func (r *testRequest) SetFailed(error)             {}
+
 // splitForTest parses and decodes frame as the single topology does
 // and splits it over hashView.
-func splitForTest(t testing.TB, frame []byte) (*request, kmsg.Request, *splitmerge.Plan) {
+func splitForTest(t testing.TB, frame []byte) (*testRequest, kmsg.Request, *splitmerge.Plan) {
 	t.Helper()
 	h, err := wire.ParseRequestHeader(frame)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &request{hdr: h, frame: &wire.Buf{B: frame}}
+	r := &testRequest{hdr: h, frame: &wire.Buf{B: frame}}
 	req := kmsg.RequestForKey(0)
 	req.SetVersion(h.Version)
 	if err := req.ReadFrom(frame[h.Body:]); err != nil {
@@ -132,7 +145,7 @@ func splitForTest(t testing.TB, frame []byte) (*request, kmsg.Request, *splitmer
 func TestSingleProduceVectors(t *testing.T) {
 	maxV, _ := wire.MaxVersion(0)
 	rng := rand.New(rand.NewSource(1))
-	s := &singleConn{}
+	s := &Conn{}
 	checked := 0
 	for v := int16(3); v <= maxV; v++ {
 		for i := range 300 {
@@ -195,7 +208,7 @@ func TestSingleProduceVectorsFallBack(t *testing.T) {
 	if len(plan.Parts) != 1 {
 		t.Fatalf("%d parts", len(plan.Parts))
 	}
-	s := &singleConn{}
+	s := &Conn{}
 	part := *plan.Parts[0].Request.(*kmsg.ProduceRequest)
 	stranger := kmsg.NewProduceRequestTopic()
 	stranger.Topic = "a"
@@ -228,7 +241,7 @@ func TestSingleProduceVectorBytes(t *testing.T) {
 	if len(plan.Parts) != 3 {
 		t.Fatalf("%d parts, want 3", len(plan.Parts))
 	}
-	s := &singleConn{}
+	s := &Conn{}
 	run := func() {
 		for _, v := range s.vecFrametors(r, dec, plan.Parts) {
 			v.put()

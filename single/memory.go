@@ -1,4 +1,4 @@
-package proxy
+package single
 
 import (
 	"errors"
@@ -13,35 +13,34 @@ import (
 
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/budget"
-	"github.com/inorder-proxy/inorder/single"
+	"github.com/inorder-proxy/inorder/internal/proxyerr"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
-// reserveSplit reserves what r costs once decoded (single.SplitCost) before it is
-// decoded, and gives it to r's split state, which holds it until the
-// request is answered. A cost that the budget could never hold beside the
+// Reserve reserves what r costs once decoded (SplitCost) before it is
+// decoded, and gives it to r's split state, which it returns and which
+// holds it until the request is answered. A cost that the budget could never hold beside the
 // frame ends the connection at once, naming the setting to raise, rather
 // than after the memory is spent or by waiting for memory that cannot come.
-func (s *singleConn) reserveSplit(r *request) error {
+func (s *Conn) Reserve(r Request) (*Split, error) {
 	c := s.c
-	b := c.p.budget
-	cost := single.SplitCost(r.hdr.Key, r.hdr.Version, r.frame.B[r.hdr.Body:])
-	acct := c.account(int(cost))
-	most := b.Max(acct.bulk)
-	if frame := c.account(len(r.frame.B)); frame.bulk == acct.bulk {
-		most -= int64(cap(r.frame.B))
+	b := s.env.Budget
+	hdr, frame := r.Header(), r.Frame()
+	cost := SplitCost(hdr.Key, hdr.Version, frame.B[hdr.Body:])
+	acct := c.Account(int(cost))
+	most := b.Max(acct.Bulk())
+	if fa := c.Account(len(frame.B)); fa.Bulk() == acct.Bulk() {
+		most -= int64(cap(frame.B))
 	}
 	if cost > most {
-		return fmt.Errorf("%w: a %s of %s needs about %s to decode, split and merge, and --max-memory %s holds at most %s for one request: raise --max-memory",
-			ErrMemory, kmsg.NameForKey(r.hdr.Key), roughSize(int64(len(r.frame.B))), roughSize(cost),
+		return nil, fmt.Errorf("%w: a %s of %s needs about %s to decode, split and merge, and --max-memory %s holds at most %s for one request: raise --max-memory",
+			proxyerr.Memory, kmsg.NameForKey(hdr.Key), roughSize(int64(len(frame.B))), roughSize(cost),
 			config.FormatSize(b.Limit()), config.FormatSize(max(most, 0)))
 	}
 	if err := acct.Reserve(int(cost)); err != nil {
-		return c.timedOut(err)
+		return nil, c.TimedOut(err)
 	}
-	r.bud = b
-	r.split = &splitState{r: r, cost: acct.charge(int(cost))}
-	return nil
+	return &Split{r: r, cost: acct.Charge(int(cost))}, nil
 }
 
 // roughSize writes n rounded up to a whole KiB, or MiB from 1 MiB on: a
@@ -59,7 +58,7 @@ func roughSize(n int64) string {
 //
 // A merged Fetch answer copies the records its parts' answers hold, so
 // for a moment it is held twice. Its size is known before it is encoded
-// (single.EncodedSize), and its frame is reserved and made at that size, not
+// (EncodedSize), and its frame is reserved and made at that size, not
 // rounded up to a pool's class; when that does not fit beside the parts'
 // answers, the answers are first moved to frames of their own size
 // (compact). A merged answer that could never fit beside them ends the
@@ -68,14 +67,14 @@ func roughSize(n int64) string {
 // reserved at the size of the parts' answers, and what the proxy's own
 // entries add is charged once encoded. size is a Fetch answer's frame size
 // when the caller measured it already, else 0.
-func (s *singleConn) encode(st *splitState, resp kmsg.Response, size int) (*wire.Buf, charge, error) {
-	c, r := s.c, st.r
-	flexible := r.hdr.ResponseFlexible()
-	acct := c.upAccount(0)
-	b := c.p.budget
+func (s *Conn) encode(st *Split, resp kmsg.Response, size int) (*wire.Buf, charge, error) {
+	c, hdr := s.c, st.r.Header()
+	flexible := hdr.ResponseFlexible()
+	acct := c.UpAccount(0)
+	b := s.env.Budget
 	if fr, ok := resp.(*kmsg.FetchResponse); ok {
 		if size == 0 {
-			size = single.EncodedSize(fr, r.hdr.Correlation, flexible)
+			size = EncodedSize(fr, hdr.Correlation, flexible)
 		}
 		held := size
 		if size <= exactBufFrom {
@@ -88,21 +87,21 @@ func (s *singleConn) encode(st *splitState, resp kmsg.Response, size int) (*wire
 			s.compact(st, fr)
 			parts := int64(0)
 			for _, ch := range st.charges {
-				parts += ch.n
+				parts += ch.N
 			}
 			if most := b.MaxResponse(); parts+int64(held) > most {
 				st.room.give(got)
 				return nil, charge{}, fmt.Errorf("%w: a merged Fetch answer of %s beside its parts' %s needs more than --max-memory %s holds for responses (%s): raise --max-memory",
-					ErrMemory, roughSize(int64(size)), roughSize(parts), config.FormatSize(b.Limit()), config.FormatSize(most))
+					proxyerr.Memory, roughSize(int64(size)), roughSize(parts), config.FormatSize(b.Limit()), config.FormatSize(most))
 			}
 			if err := acct.Reserve(int(rest)); err != nil {
 				st.room.give(got)
-				return nil, charge{}, c.timedOut(err)
+				return nil, charge{}, c.TimedOut(err)
 			}
 		}
 		out := exactBuf(size)
-		out.B = wire.AppendResponse(out.B[:0], r.hdr.Correlation, flexible, resp.AppendTo)
-		return charged(c, acct, out, held)
+		out.B = wire.AppendResponse(out.B[:0], hdr.Correlation, flexible, resp.AppendTo)
+		return s.charged(acct, out, held)
 	}
 	need := 4 << 10
 	for _, f := range st.frames {
@@ -112,25 +111,25 @@ func (s *singleConn) encode(st *splitState, resp kmsg.Response, size int) (*wire
 	}
 	need = wire.Cap(need)
 	if err := acct.Reserve(need); err != nil {
-		return nil, charge{}, c.timedOut(err)
+		return nil, charge{}, c.TimedOut(err)
 	}
 	out := wire.Get(need)
-	out.B = wire.AppendResponse(out.B[:0], r.hdr.Correlation, flexible, resp.AppendTo)
-	return charged(c, acct, out, need)
+	out.B = wire.AppendResponse(out.B[:0], hdr.Correlation, flexible, resp.AppendTo)
+	return s.charged(acct, out, need)
 }
 
 // charged returns out's charge, of which reserved bytes are reserved: a
 // frame that outgrew them while it was encoded (a merged answer larger
 // than every answer together, with the proxy's own entries and
 // endpoints) has the rest charged now.
-func charged(c *conn, acct *frameAccount, out *wire.Buf, reserved int) (*wire.Buf, charge, error) {
-	ch := acct.charge(reserved)
-	if grown := int64(cap(out.B)); grown > ch.n {
-		if err := acct.Reserve(int(grown - ch.n)); err != nil {
-			ch.release(c.p.budget)
-			return nil, charge{}, c.timedOut(err)
+func (s *Conn) charged(acct Account, out *wire.Buf, reserved int) (*wire.Buf, charge, error) {
+	ch := acct.Charge(reserved)
+	if grown := int64(cap(out.B)); grown > ch.N {
+		if err := acct.Reserve(int(grown - ch.N)); err != nil {
+			ch.Release(s.env.Budget)
+			return nil, charge{}, s.c.TimedOut(err)
 		}
-		ch.n = grown
+		ch.N = grown
 	}
 	return out, ch, nil
 }
@@ -157,8 +156,8 @@ func exactBuf(n int) *wire.Buf {
 // records, which alias the old frames, are moved with them (copying a
 // frame costs less than the answer it makes room for). Only what fits
 // now is moved: this makes room, and never waits for it.
-func (s *singleConn) compact(st *splitState, fr *kmsg.FetchResponse) {
-	b := s.c.p.budget
+func (s *Conn) compact(st *Split, fr *kmsg.FetchResponse) {
+	b := s.env.Budget
 	for i, f := range st.frames {
 		if f == nil || len(f.B) <= exactBufFrom || cap(f.B)-len(f.B) < len(f.B)/8 {
 			continue
@@ -190,8 +189,8 @@ func (s *singleConn) compact(st *splitState, fr *kmsg.FetchResponse) {
 		}
 		// Not back to a pool: a field this missed (an unknown tag's
 		// bytes) may still alias it.
-		st.charges[i].release(b)
-		st.frames[i], st.charges[i] = nf, charge{n: int64(len(nf.B)), resp: true}
+		st.charges[i].Release(b)
+		st.frames[i], st.charges[i] = nf, charge{N: int64(len(nf.B)), Resp: true}
 	}
 }
 
@@ -300,7 +299,7 @@ func (m *fetchRoom) release() {
 // reserves from the budget only what the room lacks.
 type roomAccount struct {
 	room *fetchRoom
-	next *frameAccount
+	next Account
 }
 
 func (a *roomAccount) Reserve(n int) error {
@@ -348,7 +347,7 @@ func readAnswer(rd io.Reader, head []byte, total int, acct wire.Account, fetch b
 
 // answerAccount is the account an answer for ref is read into: its
 // Fetch's room, while that Fetch waits for it, else acct.
-func (s *singleConn) answerAccount(ref *partRef, acct *frameAccount) wire.Account {
+func (s *Conn) answerAccount(ref *partRef, acct Account) wire.Account {
 	if ref.key != keyFetch {
 		return acct
 	}
@@ -365,10 +364,9 @@ func (s *singleConn) answerAccount(ref *partRef, acct *frameAccount) wire.Accoun
 // to what the budget holds free now and what the rooms in flight leave of
 // their share (fetchFloor each at the least, or what they asked if less),
 // and waits for room only at that floor. The
-// flusher calls it after single.FetchShare and before the parts are sent.
-func (s *singleConn) reserveFetchRoom(st *splitState) error {
-	c := s.c
-	b := c.p.budget
+// flusher calls it after FetchShare and before the parts are sent.
+func (s *Conn) reserveFetchRoom(st *Split) error {
+	b := s.env.Budget
 	if b == nil {
 		return nil
 	}
@@ -387,7 +385,7 @@ func (s *singleConn) reserveFetchRoom(st *splitState) error {
 		}
 		return n
 	}
-	rooms := &c.p.fetchRooms
+	rooms := s.env.FetchRooms
 	most := b.Limit()/fetchRoomsOf + int64(len(parts))*2*fetchRoomSlack
 	for {
 		n := need()
@@ -410,9 +408,10 @@ func (s *singleConn) reserveFetchRoom(st *splitState) error {
 		}
 	}
 	n := need()
-	if err := b.ReserveResponse(n, c.halt, time.Now().Add(responseWait)); err != nil {
+	wait := *s.env.ResponseWait
+	if err := b.ReserveResponse(n, s.halt, time.Now().Add(wait)); err != nil {
 		if errors.Is(err, budget.ErrDeadline) {
-			return fmt.Errorf("%w: a Fetch found no memory for %s for %s of answers (raise --max-memory)", ErrMemory, responseWait, roughSize(n))
+			return fmt.Errorf("%w: a Fetch found no memory for %s for %s of answers (raise --max-memory)", proxyerr.Memory, wait, roughSize(n))
 		}
 		return err
 	}

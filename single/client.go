@@ -1,0 +1,123 @@
+package single
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/internal/budget"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// Client is the client connection a Conn serves, as the proxy holds it
+// (proxy's singleClient): the seam between a client connection and its
+// upstream connections in the single topology. The proxy reads the
+// client, sequences its requests and writes their answers; the Conn
+// splits each request, sends its parts and merges their answers, and
+// hands the merged answer back through Complete, in the order the
+// sequencer set.
+type Client interface {
+	// Die ends the client connection with err as its reason: its one
+	// teardown path, which closes the Conn too.
+	Die(err error)
+	// Who names the client connection in a log line.
+	Who() []any
+	// Dial connects to the broker at addr as the client connection's
+	// upstream identity (TLS, and SASL as its principal maps to), and
+	// says when its session must be renewed (zero: never); own: the
+	// identity is the client's principal's, not the proxy's.
+	Dial(ctx context.Context, addr string) (nc net.Conn, reauthAt time.Time, own bool, err error)
+	// Account is the client reader's memory account for a frame of n
+	// bytes, UpAccount the upstream readers'; TimedOut names a wait for
+	// memory that gave up as the client reader's errors do.
+	Account(n int) Account
+	UpAccount(n int) Account
+	TimedOut(err error) error
+	// Fixup patches an answer of key at version when the proxy's Fixup
+	// asks for it.
+	Fixup(key, version int16, resp kmsg.Response)
+	// Forwarded counts a request with writes sent upstream at since.
+	Forwarded(since time.Time)
+	// DropFrame lets r's frame go once nothing reads it any more.
+	DropFrame(r Request)
+	// Release lets r go: no answer comes for it.
+	Release(r Request)
+	// Versions limits a merged ApiVersions answer to what the proxy
+	// may forward and tell.
+	Versions(av *kmsg.ApiVersionsResponse)
+	// Quota applies the client's quotas to the merged answer of r;
+	// size is a Fetch answer's frame size when it was measured for
+	// them, else 0.
+	Quota(r Request, resp kmsg.Response) (_ kmsg.Response, size int)
+	// Complete delivers r's merged answer, out, which holds ch, in
+	// sequence order, once its request is done with.
+	Complete(r Request, out *wire.Buf, ch budget.Charge) error
+}
+
+// Request is a client request a Conn splits, as the proxy holds it: its
+// header and frame, read by the split, the fixes its authorization
+// asks of its answer, and whether it was forced to be answered (acks=0
+// sent as acks=1) and what failed then.
+type Request interface {
+	Header() *wire.RequestHeader
+	// Frame is the client's frame; nil once dropped (DropFrame).
+	Frame() *wire.Buf
+	// FixResponse completes an answer as the request's authorization
+	// asks.
+	FixResponse(resp kmsg.Response)
+	ForcedAck() bool
+	SetFailed(err error)
+}
+
+// Account is a class of the memory budget as a client connection
+// charges it, with its waits: the charge of n bytes reserved in it, and
+// whether it is the bulk class.
+type Account interface {
+	wire.Account
+	Charge(n int) budget.Charge
+	Bulk() bool
+}
+
+// Env is what the Conns of one proxy share: the memory budget, the rooms
+// its Fetches reserved together (memory.go), the pool of upstream
+// readers' buffers, its log, and its bounds.
+type Env struct {
+	Budget     *budget.Budget
+	FetchRooms *atomic.Int64
+	Readers    *sync.Pool
+	Log        *slog.Logger
+	// ResponseWait bounds a Fetch's wait for its room, as it bounds each
+	// wait of an upstream reader for memory; read at each wait.
+	ResponseWait *time.Duration
+	// ProbeTimeout bounds a lookup the proxy's own client makes for a
+	// request; ReaderLinger is how long an upstream reader with nothing
+	// in flight waits for the next answer before it ends.
+	ProbeTimeout, ReaderLinger time.Duration
+	// IdleClosed reports whether a broker closed a connection that has
+	// nothing in flight; NotKafka says what a broker answered that is
+	// another protocol (a *wire.NotKafkaError wrapped in err).
+	IdleClosed func(net.Conn) bool
+	NotKafka   func(err error) error
+}
+
+// charge is memory reserved in the budget for one buffer or state.
+type charge = budget.Charge
+
+// API keys a Conn treats specially.
+const (
+	keyProduce     = 0
+	keyFetch       = 1
+	keyApiVersions = wire.ApiVersionsKey
+)
+
+// noCorrelation is the correlation id of a part that expects no answer;
+// corrMask keeps an upstream connection's correlation ids positive.
+const (
+	noCorrelation = -1
+	corrMask      = 1<<31 - 1
+)
