@@ -1,12 +1,15 @@
-// Package single holds what the single topology (config.TopologySingle)
-// shares between connections: the proxy is the cluster's only broker, at
-// --listen's address, and View is its view of the cluster that
-// splitmerge.Split reads, kept by the proxy's own client. The proxy gives
-// it what it needs through Host and Config, and never the reverse: this
-// package does not import proxy. What answers teach the view is in
-// learn.go, what a split request costs in cost.go. A client connection's
-// upstream connections, the split, the gather and the Fetch rounds are in
-// proxy/single_*.go. DESIGN.md, "The single endpoint", tells the whole.
+// Package single holds the single topology (config.TopologySingle): the
+// proxy is the cluster's only broker, at --listen's address, and View is
+// its view of the cluster that splitmerge.Split reads, shared between
+// connections and kept by the proxy's own client. The proxy gives it what
+// it needs through Host and Config, and never the reverse: this package
+// does not import proxy. What answers teach the view is in learn.go, what
+// a split request costs in cost.go. A client connection's upstream
+// connections are a Conn (conn.go), which reaches its client connection
+// through Client (client.go): the split (forward.go, produce.go), the
+// gather (gather.go), the Fetch rounds (fetch.go, fetchdeps.go) and the
+// memory they reserve (memory.go). DESIGN.md, "The single endpoint",
+// tells the whole.
 package single
 
 import (
