@@ -1,0 +1,146 @@
+package single_test
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/single"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// randomFetchResponse is a Fetch answer at version v with every field the
+// version has drawn at random: repeated and empty topics, aborted
+// transactions null, empty and not, null, empty, small and large record
+// sets (around the uvarint widths and the pass threshold), the tagged
+// fields at and off their defaults, unknown tags at every level, and the
+// proxy's endpoints.
+func randomFetchResponse(rng *rand.Rand, v int16) *kmsg.FetchResponse {
+	tags := func() kmsg.Tags {
+		var t kmsg.Tags
+		for range rng.IntN(3) * rng.IntN(2) {
+			t.Set(uint32(10+rng.IntN(5)), bytes.Repeat([]byte{byte(rng.IntN(256))}, rng.IntN(4)))
+		}
+		return t
+	}
+	sizes := []int{-1, 0, 1, 5, 126, 127, 200, 1023, 1024, 1025, 16383, 16384, 70000}
+	fr := kmsg.NewPtrFetchResponse()
+	fr.Version = v
+	fr.ThrottleMillis = rng.Int32N(1000)
+	fr.ErrorCode = int16(rng.IntN(3))
+	fr.SessionID = rng.Int32N(5)
+	for ti := range rng.IntN(4) {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = string(rune('a'+rng.IntN(3))) + "topic"
+		rt.TopicID[0], rt.TopicID[15] = byte(ti), byte(rng.IntN(256))
+		rt.UnknownTags = tags()
+		for range rng.IntN(5) {
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition = rng.Int32N(10)
+			p.ErrorCode = int16(rng.IntN(2)) * 6
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = rng.Int64(), rng.Int64N(1<<40), rng.Int64N(9)
+			switch rng.IntN(3) {
+			case 1:
+				p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			case 2:
+				for range 1 + rng.IntN(3) {
+					a := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+					a.ProducerID, a.FirstOffset = rng.Int64(), rng.Int64()
+					a.UnknownTags = tags()
+					p.AbortedTransactions = append(p.AbortedTransactions, a)
+				}
+			}
+			p.PreferredReadReplica = rng.Int32N(3) - 1
+			if n := sizes[rng.IntN(len(sizes))]; n >= 0 {
+				p.RecordBatches = make([]byte, n)
+				for k := range p.RecordBatches {
+					p.RecordBatches[k] = byte(k*7 + n)
+				}
+			}
+			if rng.IntN(2) == 0 {
+				p.DivergingEpoch.Epoch, p.DivergingEpoch.EndOffset = rng.Int32N(4)-1, rng.Int64N(4)-1
+			}
+			if rng.IntN(2) == 0 {
+				p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = rng.Int32N(4)-1, rng.Int32N(4)-1
+				p.CurrentLeader.UnknownTags = tags()
+			}
+			if rng.IntN(3) == 0 {
+				p.SnapshotID.EndOffset, p.SnapshotID.Epoch = rng.Int64N(4)-1, rng.Int32N(4)-1
+			}
+			p.UnknownTags = tags()
+			rt.Partitions = append(rt.Partitions, p)
+		}
+		fr.Topics = append(fr.Topics, rt)
+	}
+	if rng.IntN(2) == 0 {
+		rack := "r1"
+		fr.Brokers = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "proxy.example", Port: 9092}, {NodeID: 2, Host: "h", Port: 1, Rack: &rack}}
+		fr.Brokers[1].UnknownTags = tags()
+	}
+	fr.UnknownTags = tags()
+	return fr
+}
+
+// checkVector checks that fr's vector is byte for byte its frame as kmsg
+// encodes it, that the record sets passed through are the answer's own
+// bytes, not copies, and that the head holds nothing else.
+func checkVector(t *testing.T, fr *kmsg.FetchResponse, corr int32, flexible bool, from int) {
+	t.Helper()
+	want := wire.AppendResponse(nil, corr, flexible, fr.AppendTo)
+	head, pieces := single.AppendFetchVector(nil, nil, fr, corr, flexible, from)
+	got := bytes.Join(pieces, nil)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("v%d from %d: the vector (%d bytes) is not the frame kmsg encodes (%d bytes)", fr.Version, from, len(got), len(want))
+	}
+	passed := single.FetchPassed(fr, from)
+	if len(head)+passed != len(want) {
+		t.Fatalf("v%d: head %d + passed %d, frame %d", fr.Version, len(head), passed, len(want))
+	}
+	recs := map[*byte]bool{}
+	for i := range fr.Topics {
+		for _, p := range fr.Topics[i].Partitions {
+			if len(p.RecordBatches) >= from && len(p.RecordBatches) > 0 {
+				recs[&p.RecordBatches[0]] = true
+			}
+		}
+	}
+	for i, pc := range pieces {
+		if i%2 == 1 && !recs[&pc[0]] {
+			t.Fatalf("v%d: piece %d is not a record set of the answer", fr.Version, i)
+		}
+	}
+}
+
+// TestFetchVectorIsKmsg: at every version kmsg knows, with and without a
+// flexible header, for random answers, the vector is the frame kmsg
+// encodes, with record sets passed through from every size up.
+func TestFetchVectorIsKmsg(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for v := int16(0); v <= (*kmsg.FetchResponse)(nil).MaxVersion(); v++ {
+		for range 200 {
+			fr := randomFetchResponse(rng, v)
+			for _, from := range []int{0, 1, 1024, 1 << 30} {
+				checkVector(t, fr, rng.Int32(), v >= 12, from)
+			}
+		}
+	}
+}
+
+// FuzzFetchVector: every Fetch body kmsg reads, at any version, has a
+// vector that is the frame kmsg encodes of it.
+func FuzzFetchVector(f *testing.F) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for v := int16(4); v <= 18; v++ {
+		f.Add(uint8(v), randomFetchResponse(rng, v).AppendTo(nil))
+	}
+	f.Fuzz(func(t *testing.T, version uint8, body []byte) {
+		fr := kmsg.NewPtrFetchResponse()
+		fr.Version = int16(version % 19)
+		if fr.ReadFrom(body) != nil {
+			return
+		}
+		checkVector(t, fr, 9, fr.Version >= 12, 3)
+	})
+}
