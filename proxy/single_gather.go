@@ -381,7 +381,7 @@ func (s *singleConn) finish(st *splitState) {
 		}
 	}
 	resp, size := s.quotaAnswer(r, resp)
-	out, ch, err := s.encode(st, resp, size)
+	out, ch, err := s.encodeMerged(st, resp, size)
 	if err != nil {
 		st.releaseAll(c.p.budget)
 		c.die(err)

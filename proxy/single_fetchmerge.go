@@ -1,0 +1,82 @@
+package proxy
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/single"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// A large merged Fetch answer is written as a vector rather than encoded
+// whole: its record sets, which alias its parts' answer frames, are
+// written from those frames, and only what the proxy encodes itself (the
+// head: header, counts, every partition's fields, its endpoints) is made
+// and reserved (single.AppendFetchVector, byte for byte what encode
+// writes). The parts' frames are then held until the answer is written
+// instead of the answer's copy of them, so a merged answer of S bytes
+// holds S and its head, not 2S, and its records are not copied.
+//
+// The rule: a merged Fetch answer of at least fetchVecFrom bytes, of which
+// record sets of at least fetchPassFrom bytes make at least half, to a
+// request that is not audited (the audit reads the answer's body whole).
+// Others are encoded as before: a small answer's copy costs less than its
+// pieces, and a quota'd answer is empty.
+const (
+	// fetchVecFrom is exactBufFrom: below it the merged frame is a
+	// pooled buffer, its copy a few microseconds.
+	fetchVecFrom = exactBufFrom
+	// fetchPassFrom: a smaller record set is copied into the head, which
+	// keeps the vector short (a piece costs a writev entry) for less
+	// copying than the head's own fields.
+	fetchPassFrom = 1 << 10
+)
+
+// encodeMerged is encode, but for a Fetch answer the rule above takes,
+// which goes to the client as a vector (r.vec), its head in the frame
+// returned and the parts' frames handed from st to the request.
+func (s *singleConn) encodeMerged(st *splitState, resp kmsg.Response, size int) (*wire.Buf, charge, error) {
+	c, r := s.c, st.r
+	fr, ok := resp.(*kmsg.FetchResponse)
+	if !ok || r.aud != nil {
+		return s.encode(st, resp, size)
+	}
+	flexible := r.hdr.ResponseFlexible()
+	if size == 0 {
+		size = single.EncodedSize(fr, r.hdr.Correlation, flexible)
+	}
+	passed := single.FetchPassed(fr, fetchPassFrom)
+	if size < fetchVecFrom || passed < size/2 {
+		return s.encode(st, resp, size)
+	}
+	head := size - passed
+	held := head
+	if !c.clientTakesVector() {
+		held += vecChunk
+	}
+	b := c.p.budget
+	acct := c.upAccount(0)
+	got := st.room.take(int64(held))
+	if rest := int64(held) - got; rest > 0 && !b.TryReserveResponse(rest) {
+		if err := acct.Reserve(int(rest)); err != nil {
+			st.room.give(got)
+			return nil, charge{}, c.timedOut(err)
+		}
+	}
+	out := exactBuf(head)
+	var pieces [][]byte
+	out.B, pieces = single.AppendFetchVector(out.B[:0], nil, fr, r.hdr.Correlation, flexible, fetchPassFrom)
+	frames, charges := slices.Clone(st.frames), slices.Clone(st.charges)
+	clear(st.frames)
+	clear(st.charges)
+	r.vec, r.vecLen = pieces, size
+	r.vecDone = func() {
+		for i, f := range frames {
+			wire.Put(f)
+			charges[i].release(b)
+		}
+	}
+	c.p.fetchVectors.Add(1)
+	return charged(c, acct, out, held)
+}
