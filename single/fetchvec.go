@@ -131,21 +131,18 @@ func AppendFetchVector(head []byte, pieces [][]byte, fr *kmsg.FetchResponse, cor
 			n++
 		}
 		head = kbin.AppendUvarint(head, uint32(n))
-		if len(fr.Brokers) > 0 {
-			head = kbin.AppendUvarint(head, 0)
-			head = appendSized(head, func(b []byte) []byte {
-				b = kbin.AppendCompactArrayLen(b, len(fr.Brokers))
-				for k := range fr.Brokers {
-					br := &fr.Brokers[k]
-					b = kbin.AppendInt32(b, br.NodeID)
-					b = kbin.AppendCompactString(b, br.Host)
-					b = kbin.AppendInt32(b, br.Port)
-					b = kbin.AppendCompactNullableString(b, br.Rack)
-					b = appendTags(b, &br.UnknownTags)
-				}
-				return b
-			})
-		}
+		head = appendTagged(head, 0, len(fr.Brokers) > 0, func(b []byte) []byte {
+			b = kbin.AppendCompactArrayLen(b, len(fr.Brokers))
+			for k := range fr.Brokers {
+				br := &fr.Brokers[k]
+				b = kbin.AppendInt32(b, br.NodeID)
+				b = kbin.AppendCompactString(b, br.Host)
+				b = kbin.AppendInt32(b, br.Port)
+				b = kbin.AppendCompactNullableString(b, br.Rack)
+				b = appendTags(b, &br.UnknownTags)
+			}
+			return b
+		})
 		head = fr.UnknownTags.AppendEach(head)
 	}
 	binary.BigEndian.PutUint32(head[start:], uint32(len(head)-start-4+passed))
@@ -172,31 +169,31 @@ func appendPartitionTags(b []byte, p *kmsg.FetchResponseTopicPartition) []byte {
 		}
 	}
 	b = kbin.AppendUvarint(b, uint32(n))
-	if hasDE {
-		b = kbin.AppendUvarint(b, 0)
-		b = appendSized(b, func(b []byte) []byte {
-			b = kbin.AppendInt32(b, de.Epoch)
-			b = kbin.AppendInt64(b, de.EndOffset)
-			return appendTags(b, &de.UnknownTags)
-		})
-	}
-	if hasCL {
-		b = kbin.AppendUvarint(b, 1)
-		b = appendSized(b, func(b []byte) []byte {
-			b = kbin.AppendInt32(b, cl.LeaderID)
-			b = kbin.AppendInt32(b, cl.LeaderEpoch)
-			return appendTags(b, &cl.UnknownTags)
-		})
-	}
-	if hasSN {
-		b = kbin.AppendUvarint(b, 2)
-		b = appendSized(b, func(b []byte) []byte {
-			b = kbin.AppendInt64(b, sn.EndOffset)
-			b = kbin.AppendInt32(b, sn.Epoch)
-			return appendTags(b, &sn.UnknownTags)
-		})
-	}
+	b = appendTagged(b, 0, hasDE, func(b []byte) []byte {
+		b = kbin.AppendInt32(b, de.Epoch)
+		b = kbin.AppendInt64(b, de.EndOffset)
+		return appendTags(b, &de.UnknownTags)
+	})
+	b = appendTagged(b, 1, hasCL, func(b []byte) []byte {
+		b = kbin.AppendInt32(b, cl.LeaderID)
+		b = kbin.AppendInt32(b, cl.LeaderEpoch)
+		return appendTags(b, &cl.UnknownTags)
+	})
+	b = appendTagged(b, 2, hasSN, func(b []byte) []byte {
+		b = kbin.AppendInt64(b, sn.EndOffset)
+		b = kbin.AppendInt32(b, sn.Epoch)
+		return appendTags(b, &sn.UnknownTags)
+	})
 	return p.UnknownTags.AppendEach(b)
+}
+
+// appendTagged appends, when has, the tagged field key whose value field
+// appends.
+func appendTagged(b []byte, key uint32, has bool, field func([]byte) []byte) []byte {
+	if !has {
+		return b
+	}
+	return appendSized(kbin.AppendUvarint(b, key), field)
 }
 
 // appendSized appends what field appends, preceded by its length as a

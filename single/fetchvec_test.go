@@ -3,8 +3,8 @@ package single_test
 import (
 	"bytes"
 	"io"
-	"net"
 	"math/rand/v2"
+	"net"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
