@@ -2,6 +2,7 @@ package single_test
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -221,4 +222,90 @@ func BenchmarkMergedFetch(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestFetchVectorOfMerge: at every version from 4, a Fetch of two topics
+// of six partitions each, split over three brokers, whose parts answer
+// at random (every field drawn as in randomFetchResponse, a partition
+// left out now and then, a part failed), merged as the proxy merges:
+// the merged answer's vector is the frame kmsg encodes of it.
+func TestFetchVectorOfMerge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	m := kmsg.NewPtrMetadataResponse()
+	for _, b := range []int32{1, 2, 3} {
+		m.Brokers = append(m.Brokers, kmsg.MetadataResponseBroker{NodeID: b})
+	}
+	for ti := range 2 {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID = kmsg.StringPtr("t"+string(rune('0'+ti))), [16]byte{byte(ti + 1)}
+		for p := range int32(6) {
+			mp := kmsg.NewMetadataResponseTopicPartition()
+			mp.Partition, mp.Leader = p, 1+p%3
+			mt.Partitions = append(mt.Partitions, mp)
+		}
+		m.Topics = append(m.Topics, mt)
+	}
+	view := new(splitmerge.Table)
+	view.ApplyMetadata(m, true)
+	self := splitmerge.Self{NodeID: 0, Host: "proxy", Port: 9092}
+	merges := 0
+	for v := int16(4); v <= (*kmsg.FetchResponse)(nil).MaxVersion(); v++ {
+		for range 50 {
+			req := kmsg.NewPtrFetchRequest()
+			req.Version, req.SessionEpoch = v, -1
+			for _, mt := range m.Topics {
+				rt := kmsg.NewFetchRequestTopic()
+				rt.Topic, rt.TopicID = *mt.Topic, mt.TopicID
+				for p := range int32(6) {
+					rp := kmsg.NewFetchRequestTopicPartition()
+					rp.Partition = p
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				req.Topics = append(req.Topics, rt)
+			}
+			plan, err := splitmerge.Split(req, view)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results := make([]splitmerge.Result, len(plan.Parts))
+			for i, part := range plan.Parts {
+				if rng.IntN(10) == 0 {
+					results[i].Err = errors.New("broker down")
+					continue
+				}
+				pr := part.Request.(*kmsg.FetchRequest)
+				resp := randomFetchResponse(rng, v)
+				resp.Topics = resp.Topics[:0]
+				for _, qt := range pr.Topics {
+					rt := kmsg.NewFetchResponseTopic()
+					rt.Topic, rt.TopicID = qt.Topic, qt.TopicID
+					for _, qp := range qt.Partitions {
+						if rng.IntN(8) == 0 {
+							continue
+						}
+						shape := randomFetchResponse(rng, v)
+						for len(shape.Topics) == 0 || len(shape.Topics[0].Partitions) == 0 {
+							shape = randomFetchResponse(rng, v)
+						}
+						rp := shape.Topics[0].Partitions[0]
+						rp.Partition = qp.Partition
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					resp.Topics = append(resp.Topics, rt)
+				}
+				// As the proxy reads it: decoded from its frame.
+				frame := wire.AppendResponse(nil, 1, v >= 12, resp.AppendTo)
+				if results[i].Response, err = single.DecodeAnswer(1, v, frame); err != nil {
+					t.Fatal(err)
+				}
+			}
+			merged, err := plan.Merge(results, self)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkVector(t, merged.(*kmsg.FetchResponse), rng.Int32(), v >= 12, 1<<10)
+			merges++
+		}
+	}
+	t.Logf("%d merged answers checked", merges)
 }
