@@ -146,3 +146,6 @@ func (p *Proxy) StreamWork() (calls, extends int64) {
 // FlushHandOffs returns how many goroutines were started, over every
 // connection, to write upstream requests that a response released.
 func (p *Proxy) FlushHandOffs() int64 { return p.flushHandOffs.Load() }
+
+// FetchVectors counts the merged Fetch answers written as vectors.
+func (p *Proxy) FetchVectors() int64 { return p.fetchVectors.Load() }

@@ -118,6 +118,9 @@ type Proxy struct {
 	// flushHandOffs counts the goroutines started to write requests
 	// upstream that a response released (None mode); tests read it.
 	flushHandOffs atomic.Int64
+	// fetchVectors counts the merged Fetch answers written as vectors
+	// (single/fetchmerge.go); tests read it.
+	fetchVectors atomic.Int64
 
 	mu        sync.Mutex
 	closing   bool

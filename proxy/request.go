@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/inorder-proxy/inorder/authz"
 	"hash/maphash"
+	"net"
 	"sync"
 	"time"
 
@@ -72,6 +73,12 @@ type request struct {
 	// aud is what its audit event needs; nil when not audited.
 	aud *auditReq
 
+	// vec: the response frame in pieces (respvec.go), of vecLen bytes;
+	// vecDone gives back what they alias but resp.
+	vec     net.Buffers
+	vecLen  int
+	vecDone func()
+
 	// Memory held in the process budget (limits.go), released by free or,
 	// for the frame, once it is written upstream.
 	bud                                  *budget.Budget
@@ -94,6 +101,9 @@ func (r *request) free() {
 	r.stateCharge.release(r.bud)
 	if r.split != nil {
 		r.split.ReleaseAll(r.bud)
+	}
+	if r.vecDone != nil {
+		r.vecDone()
 	}
 	*r = request{}
 }

@@ -54,6 +54,7 @@ func newSingleView(p *Proxy) (*single.View, error) {
 		ReaderLinger: readerLinger,
 		IdleClosed:   peekClosed,
 		NotKafka:     strangerFromUpstream,
+		FetchVectors: &p.fetchVectors,
 	}
 	port := p.boot.Addr().(*net.TCPAddr).Port
 	if p.cfg.AdvertisedPort != 0 {
@@ -124,6 +125,11 @@ func (r *request) Frame() *wire.Buf               { return r.frame }
 func (r *request) FixResponse(resp kmsg.Response) { r.fixResponse(resp) }
 func (r *request) ForcedAck() bool                { return r.forcedAck }
 func (r *request) SetFailed(err error)            { r.failed = err }
+func (r *request) Pieces() bool                   { return r.aud == nil }
+
+func (r *request) SetPieces(pieces [][]byte, n int, done func()) {
+	r.vec, r.vecLen, r.vecDone = pieces, n, done
+}
 
 // singleClient is a client connection as its single.Conn sees it
 // (single.Client).
@@ -188,6 +194,13 @@ func (s singleClient) Versions(av *kmsg.ApiVersionsResponse) {
 
 func (s singleClient) Quota(r single.Request, resp kmsg.Response) (kmsg.Response, int) {
 	return s.c.quotaAnswer(r.(*request), resp)
+}
+
+func (s singleClient) PiecesHold() int {
+	if s.c.clientTakesVector() {
+		return 0
+	}
+	return vecChunk
 }
 
 // Complete delivers a merged answer as the other topologies deliver a

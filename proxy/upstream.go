@@ -287,8 +287,8 @@ func (c *conn) record(r *request, resp *wire.Buf) error {
 			c.poison, c.poisoned = r.seq, r.failed
 		}
 	} else {
-		c.seq.Hold(len(resp.B))
 		r.resp = resp
+		c.seq.Hold(r.respLen())
 	}
 	c.dispatchLocked()
 	// The write may have held a key a streaming request waits for
@@ -361,13 +361,15 @@ func (c *conn) deliver() error {
 		}
 		c.outBufs = c.outBufs[:0]
 		held := 0
+		pieces := false
 		for _, r := range c.ready {
-			c.outBufs = append(c.outBufs, r.resp.B)
-			held += len(r.resp.B)
+			c.outBufs = r.appendResp(c.outBufs)
+			held += r.respLen()
+			pieces = pieces || r.vec != nil
 		}
 		c.outW = c.outBufs
 		c.beginWrite()
-		_, err := c.outW.WriteTo(c.client)
+		err := c.writeOut(pieces)
 		c.endWrite()
 		clear(c.outBufs)
 		if err == nil {

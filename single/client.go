@@ -57,6 +57,10 @@ type Client interface {
 	// Complete delivers r's merged answer, out, which holds ch, in
 	// sequence order, once its request is done with.
 	Complete(r Request, out *wire.Buf, ch budget.Charge) error
+	// PiecesHold is the memory writing an answer in pieces holds beside
+	// them: none on a socket that takes a vector, a chunk they are
+	// joined into on one that does not (TLS).
+	PiecesHold() int
 }
 
 // Request is a client request a Conn splits, as the proxy holds it: its
@@ -72,6 +76,14 @@ type Request interface {
 	FixResponse(resp kmsg.Response)
 	ForcedAck() bool
 	SetFailed(err error)
+	// Pieces reports whether its answer may be written in pieces: not
+	// when the proxy reads the answer's body whole after it is made
+	// (its audit event).
+	Pieces() bool
+	// SetPieces makes its answer the n bytes of pieces, in order: the
+	// frame Complete is given, then slices of buffers it does not own,
+	// which done gives back once the answer is written or dropped.
+	SetPieces(pieces [][]byte, n int, done func())
 }
 
 // Account is a class of the memory budget as a client connection
@@ -103,6 +115,9 @@ type Env struct {
 	// another protocol (a *wire.NotKafkaError wrapped in err).
 	IdleClosed func(net.Conn) bool
 	NotKafka   func(err error) error
+	// FetchVectors, if set, counts the merged Fetch answers written in
+	// pieces (fetchmerge.go).
+	FetchVectors *atomic.Int64
 }
 
 // charge is memory reserved in the budget for one buffer or state.

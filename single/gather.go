@@ -375,7 +375,7 @@ func (s *Conn) finish(st *Split) {
 		}
 	}
 	resp, size := c.Quota(r, resp)
-	out, ch, err := s.encode(st, resp, size)
+	out, ch, err := s.encodeMerged(st, resp, size)
 	if err != nil {
 		st.ReleaseAll(b)
 		c.Die(err)

@@ -111,11 +111,13 @@ type testRequest struct {
 	frame *wire.Buf
 }
 
-func (r *testRequest) Header() *wire.RequestHeader { return &r.hdr }
-func (r *testRequest) Frame() *wire.Buf            { return r.frame }
-func (r *testRequest) FixResponse(kmsg.Response)   {}
-func (r *testRequest) ForcedAck() bool             { return false }
-func (r *testRequest) SetFailed(error)             {}
+func (r *testRequest) Header() *wire.RequestHeader     { return &r.hdr }
+func (r *testRequest) Frame() *wire.Buf                { return r.frame }
+func (r *testRequest) FixResponse(kmsg.Response)       {}
+func (r *testRequest) ForcedAck() bool                 { return false }
+func (r *testRequest) SetFailed(error)                 {}
+func (r *testRequest) Pieces() bool                    { return false }
+func (r *testRequest) SetPieces([][]byte, int, func()) {}
 
 // splitForTest parses and decodes frame as the single topology does
 // and splits it over hashView.
