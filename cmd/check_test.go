@@ -19,7 +19,7 @@ import (
 	"github.com/inorder-proxy/inorder/internal/hostile"
 	"github.com/inorder-proxy/inorder/internal/junit"
 	"github.com/inorder-proxy/inorder/internal/pipeprobe"
-	"github.com/inorder-proxy/inorder/proxy"
+	"github.com/inorder-proxy/inorder/verify"
 )
 
 // runCLI runs the command line to its end and returns its exit status and
@@ -164,7 +164,7 @@ func TestServeVerifyFailOnViolation(t *testing.T) {
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
-	var rep proxy.VerifyReport
+	var rep verify.Report
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, raw)
 	}

@@ -52,6 +52,7 @@ import (
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/upauth"
+	"github.com/inorder-proxy/inorder/verify"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -178,7 +179,7 @@ type conn struct {
 	inFrame       atomic.Bool   // the client reader is inside a frame; see drain
 	haltOnce      sync.Once
 
-	verify *connVerify // nil without --verify; see verify.go
+	verify *verify.Conn // nil without --verify; see verify.go
 	// one: the connection's upstreams in the single topology, which
 	// stand in for up (single.Conn, single_host.go); nil in the others.
 	one *single.Conn

@@ -157,7 +157,7 @@ func (c *conn) flush(byReader, try bool) (spliced bool) {
 				bufs = append(bufs, r.frame.B)
 			}
 			if c.verify != nil && r.upCorr != noCorrelation {
-				c.verify.sent(r)
+				c.verify.Sent(r.hdr.Key, r.upCorr)
 			}
 			stream = int64(r.stream)
 			scanBody = r.scanBody

@@ -21,6 +21,7 @@ import (
 	"github.com/inorder-proxy/inorder/quota"
 	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/upauth"
+	"github.com/inorder-proxy/inorder/verify"
 )
 
 // Option adjusts a Proxy beyond its Config.
@@ -75,8 +76,8 @@ type Proxy struct {
 	log      *slog.Logger
 	versions func(int16) (int16, bool)
 	fixup    Fixup
-	bound    net.Listener // the bootstrap listener WithListener gave, or nil
-	verifier *Verifier    // nil without --verify
+	bound    net.Listener     // the bootstrap listener WithListener gave, or nil
+	verifier *verify.Verifier // nil without --verify
 	noSplice bool
 	metrics  *metrics.Metrics // nil records nothing
 	single   *single.View     // the single topology's view; nil in the others
@@ -160,7 +161,7 @@ func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Proxy, error) {
 	p.metrics.SetGaugeSource(p.gauges)
 	p.metrics.SetQuotaSource(p.quotaStats)
 	if cfg.Verify {
-		p.verifier = newVerifier(p.metrics)
+		p.verifier = verify.New(p.metrics)
 	}
 	host, _, _ := net.SplitHostPort(cfg.Listen)
 	p.listenHost = host

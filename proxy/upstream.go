@@ -171,7 +171,7 @@ func (c *conn) readResponse(rd *bufio.Reader, lenBuf *[4]byte, head *[8]byte) er
 	}
 	var sent uint64 // r's place in write order, for the verifier
 	if c.verify != nil {
-		sent = c.verify.answered(r)
+		sent = c.verify.Answered(r.hdr, r.upCorr)
 	}
 	c.quotaResponse(r, size)
 	if r.throttle == 0 && c.streamable(r, size) {
@@ -199,7 +199,7 @@ func (c *conn) readResponse(rd *bufio.Reader, lenBuf *[4]byte, head *[8]byte) er
 	}
 	ch := acct.charge(cap(buf.B))
 	if c.verify != nil {
-		c.verify.inspect(r, buf.B, sent)
+		c.verify.Inspect(r.hdr, r.upCorr, buf.B, sent)
 	}
 	resp, err := c.response(r, buf)
 	if err != nil {

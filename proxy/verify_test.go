@@ -18,11 +18,12 @@ import (
 	"github.com/inorder-proxy/inorder/internal/pipeprobe"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/proxy"
+	"github.com/inorder-proxy/inorder/verify"
 )
 
 func verifyOn(c *config.Config) { c.Verify = true }
 
-func violationCount(rep proxy.VerifyReport, kind metrics.Violation) int64 {
+func violationCount(rep verify.Report, kind metrics.Violation) int64 {
 	for _, k := range rep.Violations {
 		if k.Kind == kind {
 			return k.Count
@@ -165,7 +166,7 @@ func TestVerifyQuietOnKfake(t *testing.T) {
 			if vr.Total() != 0 {
 				t.Fatalf("verifier counted violations on kfake: %+v", vr)
 			}
-			if len(vr.Violations) != len(proxy.VerifiedKinds) || vr.Requests["Produce"] < 600 || vr.Requests["OffsetCommit"] < 200 {
+			if len(vr.Violations) != len(verify.Kinds) || vr.Requests["Produce"] < 600 || vr.Requests["OffsetCommit"] < 200 {
 				t.Fatalf("report: %+v", vr)
 			}
 		})
@@ -198,7 +199,7 @@ func TestVerifyReportFormats(t *testing.T) {
 	if err := rep.Write(&js, "report.json"); err != nil {
 		t.Fatal(err)
 	}
-	var back proxy.VerifyReport
+	var back verify.Report
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Total() != rep.Total() {
 		t.Fatalf("json round trip: %v, %d != %d\n%s", err, back.Total(), rep.Total(), js.String())
 	}
@@ -210,7 +211,7 @@ func TestVerifyReportFormats(t *testing.T) {
 	if err != nil {
 		t.Fatalf("junit: %v\n%s", err, ju.String())
 	}
-	if suite.Tests != len(proxy.VerifiedKinds) || suite.Failures == 0 || suite.Cases[0].Failure == nil ||
+	if suite.Tests != len(verify.Kinds) || suite.Failures == 0 || suite.Cases[0].Failure == nil ||
 		!strings.Contains(suite.Cases[0].Failure.Message, "seen; first: out_of_order_response") {
 		t.Fatalf("junit: %+v\n%s", suite, ju.String())
 	}

@@ -1,4 +1,4 @@
-package proxy
+package verify
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 )
 
 // WriteJSON writes r as indented JSON.
-func (r VerifyReport) WriteJSON(w io.Writer) error {
+func (r Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
@@ -19,7 +19,7 @@ func (r VerifyReport) WriteJSON(w io.Writer) error {
 
 // WriteJUnit writes r as JUnit XML: one test case per kind of violation,
 // failed when the kind was seen, so that CI systems show each kind.
-func (r VerifyReport) WriteJUnit(w io.Writer) error {
+func (r Report) WriteJUnit(w io.Writer) error {
 	s := junit.Suite{Name: "inorder verify", SystemOut: r.requestsText()}
 	for _, k := range r.Violations {
 		c := junit.Case{Name: string(k.Kind), ClassName: "inorder.verify"}
@@ -42,14 +42,14 @@ func (r VerifyReport) WriteJUnit(w io.Writer) error {
 }
 
 // Write writes r as JUnit XML if name ends in .xml, as JSON otherwise.
-func (r VerifyReport) Write(w io.Writer, name string) error {
+func (r Report) Write(w io.Writer, name string) error {
 	if strings.HasSuffix(strings.ToLower(name), ".xml") {
 		return r.WriteJUnit(w)
 	}
 	return r.WriteJSON(w)
 }
 
-func (r VerifyReport) requestsText() string {
+func (r Report) requestsText() string {
 	names := make([]string, 0, len(r.Requests))
 	for n := range r.Requests {
 		names = append(names, n)
@@ -64,7 +64,7 @@ func (r VerifyReport) requestsText() string {
 }
 
 // String describes one violation in a line.
-func (e VerifyExample) String() string {
+func (e Example) String() string {
 	where := ""
 	if p := e.Partition; p != nil {
 		where = fmt.Sprintf(" %s/%d", p.Topic, p.Partition)
