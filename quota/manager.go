@@ -460,6 +460,37 @@ func (c *Client) RecordRequestTime(now time.Time, d time.Duration) time.Duration
 	return c.record(Request, now, float64(d)*nanosToPercent, int64(d), limit, unrecordNever)
 }
 
+// RequestTimed reports whether request_percentage applies to the
+// client, now: when not, the proxy need not time its requests.
+func (c *Client) RequestTimed(now time.Time) bool {
+	return c != nil && c.rate(Request, ms(now)) != nil
+}
+
+// RequestExempt reports whether requests of key escape the request quota,
+// as Kafka exempts them:
+//   - the inter-broker requests (ApiKeys.clusterAction), which Kafka
+//     answers unthrottled to a principal it lets take a cluster action;
+//     the broker behind the proxy authorizes them;
+//   - SaslHandshake, SaslAuthenticate and ApiVersions, which Kafka
+//     answers in its authenticator while a connection authenticates,
+//     before any quota applies (the proxy, which may only relay the
+//     exchange, does not tell an ApiVersions sent afterwards, once per
+//     connection, from one sent before).
+//
+// Kafka also exempts a Produce with acks=0, which has no answer to carry
+// a throttle; the caller knows that from the request.
+func RequestExempt(key int16) bool {
+	switch key {
+	case 4, 5, 6, 7, // LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown
+		27,                         // WriteTxnMarkers
+		52, 53, 54, 55, 56, 57, 58, // Vote, Begin/EndQuorumEpoch, DescribeQuorum, AlterPartition, UpdateFeatures, Envelope
+		62, 63, 67, // BrokerRegistration, BrokerHeartbeat, AllocateProducerIds
+		17, 36, 18: // SaslHandshake, SaslAuthenticate, ApiVersions
+		return true
+	}
+	return false
+}
+
 // AddRequestTime records d of the proxy's time on one of the client's
 // requests without checking the quota: the time spent after its
 // throttle was decided (delivering its answer), which Kafka likewise

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func mustParse(t testing.TB, doc string) *Config {
@@ -544,6 +546,27 @@ func TestRecordThrottledFetch(t *testing.T) {
 	for _, s := range m.Stats() {
 		if s.Kind == Fetch && s.Amount.Load() != 9000 {
 			t.Fatalf("fetch bytes counted %d, want 9000", s.Amount.Load())
+		}
+	}
+}
+
+// TestRequestExempt: the exempt keys are the ones named (a typo in a
+// number would exempt the wrong API), and the client APIs are not.
+func TestRequestExempt(t *testing.T) {
+	exempt := map[int16]string{
+		4: "LeaderAndISR", 5: "StopReplica", 6: "UpdateMetadata", 7: "ControlledShutdown",
+		27: "WriteTxnMarkers", 52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch",
+		55: "DescribeQuorum", 56: "AlterPartition", 57: "UpdateFeatures", 58: "Envelope",
+		62: "BrokerRegistration", 63: "BrokerHeartbeat", 67: "AllocateProducerIDs",
+		17: "SASLHandshake", 36: "SASLAuthenticate", 18: "ApiVersions",
+	}
+	for key := int16(0); key < 100; key++ {
+		name, want := exempt[key]
+		if got := RequestExempt(key); got != want {
+			t.Errorf("%s (%d): exempt %v, want %v", kmsg.NameForKey(key), key, got, want)
+		}
+		if want && kmsg.NameForKey(key) != name {
+			t.Errorf("key %d is %s, not %s", key, kmsg.NameForKey(key), name)
 		}
 	}
 }
