@@ -146,3 +146,14 @@ func (p *Proxy) StreamWork() (calls, extends int64) {
 // FlushHandOffs returns how many goroutines were started, over every
 // connection, to write upstream requests that a response released.
 func (p *Proxy) FlushHandOffs() int64 { return p.flushHandOffs.Load() }
+
+// RequestTime is the proxy's time counted against the request_percentage
+// of the configured entity named entity (Entity.String()).
+func (p *Proxy) RequestTime(entity string) time.Duration {
+	for _, s := range p.quotas.Stats() {
+		if s.Kind == quota.Request && s.Entity.String() == entity {
+			return time.Duration(s.Amount.Load())
+		}
+	}
+	return 0
+}
