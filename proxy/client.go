@@ -71,6 +71,7 @@ func (c *conn) readClient() error {
 		// Only an answered request can go unread (unread.go); the
 		// next is likely of the same kind.
 		peekNext := r.stream > 0 && !r.noResp
+		spliced := r.stream > 0
 		var timed *quota.Client
 		var checked time.Time
 		if !start.IsZero() {
@@ -81,9 +82,10 @@ func (c *conn) readClient() error {
 			return c.stranded()
 		}
 		c.endFrame()
-		if timed != nil {
+		if timed != nil && !spliced {
 			// Forwarding it came after its throttle was decided: the
-			// next request's check counts it.
+			// next request's check counts it. A spliced body's time
+			// is the client's sending it, not the proxy's.
 			now := time.Now()
 			timed.AddRequestTime(now, now.Sub(checked))
 		}

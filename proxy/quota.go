@@ -27,16 +27,17 @@ package proxy
 //     forwarded (screening, authorizing, sequencing, writing it
 //     upstream), and from the moment its answer is read whole until it
 //     is ready for the client (correlation id, throttle, addresses
-//     rewritten). Waits on the broker and on the sockets are not
-//     counted; nor is the write of the answer, which the proxy batches
-//     with others, nor an answer streamed from the broker. The check
-//     comes as the request is forwarded (the time after it, as Kafka's
-//     network-thread time, is counted at the next request's check): over
-//     the quota, its answer carries throttle_time_ms (the larger of the
-//     broker's, the byte rates' and this one, at most one window), a
-//     Fetch's is empty as Kafka answers a throttled fetch, and the reader
-//     is muted likewise. The requests Kafka exempts (quota.RequestExempt,
-//     a Produce with acks=0) and those the proxy answers itself are not
+//     rewritten). The waits for the broker and for the client are not
+//     counted: neither the body of a request spliced from the client
+//     socket, nor an answer streamed from the broker, nor the write of
+//     answers, which the proxy batches. The check comes as the request
+//     is forwarded (the time after it, like Kafka's network-thread time,
+//     counts at the next request's check): over the quota, its answer
+//     carries throttle_time_ms (the larger of the broker's, the byte
+//     rates' and this one, at most one sample of the window), a Fetch's
+//     is empty as Kafka answers a throttled fetch, and the reader is
+//     muted likewise. The requests Kafka exempts (quota.RequestExempt, a
+//     Produce with acks=0) and those the proxy answers itself are not
 //     counted. None of it, not even a clock read, happens unless some
 //     entry sets request_percentage.
 //   - In the single topology the same holds of the merged answer
