@@ -73,7 +73,7 @@ func (c *conn) readClient() error {
 		peekNext := r.stream > 0 && !r.noResp
 		spliced := r.stream > 0
 		var timed *quota.Client
-		var checked time.Time
+		var checked time.Duration
 		if !start.IsZero() {
 			timed, checked = c.requestQuota(r, start)
 		}
@@ -86,8 +86,8 @@ func (c *conn) readClient() error {
 			// Forwarding it came after its throttle was decided: the
 			// next request's check counts it. A spliced body's time
 			// is the client's sending it, not the proxy's.
-			now := time.Now()
-			timed.AddRequestTime(now, now.Sub(checked))
+			took := time.Since(start)
+			timed.AddRequestTime(start.Add(took), took-checked)
 		}
 		if peekNext {
 			// The next request may well stream too: peek at it.

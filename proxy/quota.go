@@ -325,27 +325,29 @@ func (c *conn) quotaRequest(r *request) error {
 // time on r since start, its frame read (zero: no entry sets
 // request_percentage), just before r is forwarded: over the quota, r's
 // answer is throttled and the reader muted. It returns the client's
-// quotas and the moment of the check when r is timed, so that the time
-// forwarding it takes is added after; nil when not.
-func (c *conn) requestQuota(r *request, start time.Time) (*quota.Client, time.Time) {
+// quotas and the time counted when r is timed, so that the time
+// forwarding it takes is added after; nil when not. The time is read on
+// the monotonic clock alone (time.Since), the cheaper read.
+func (c *conn) requestQuota(r *request, start time.Time) (*quota.Client, time.Duration) {
 	if start.IsZero() || r.local != nil || r.noResp || quota.RequestExempt(r.hdr.Key) {
-		return nil, time.Time{}
+		return nil, 0
 	}
 	head, _ := c.requestHead(r)
 	if head == nil {
-		return nil, time.Time{}
+		return nil, 0
 	}
 	cl := c.quotaClient(head)
 	if !cl.RequestTimed(start) {
-		return nil, time.Time{}
+		return nil, 0
 	}
-	now := time.Now()
-	if d := cl.RecordRequestTime(now, now.Sub(start)); d > 0 {
+	took := time.Since(start)
+	now := start.Add(took)
+	if d := cl.RecordRequestTime(now, took); d > 0 {
 		r.throttle = max(r.throttle, d)
 		c.mute(now, d)
 	}
 	r.timed = cl
-	return cl, now
+	return cl, took
 }
 
 // fetchRequest are the fields of a Fetch request's head the quotas need.

@@ -214,8 +214,8 @@ func (c *conn) readResponse(rd *bufio.Reader, lenBuf *[4]byte, head *[8]byte) er
 	if r.timed != nil {
 		// Before record: once recorded, r may be delivered and
 		// recycled by another goroutine.
-		now := time.Now()
-		r.timed.AddRequestTime(now, now.Sub(answerAt))
+		took := time.Since(answerAt) // the monotonic clock alone
+		r.timed.AddRequestTime(answerAt.Add(took), took)
 	}
 	r.bud, r.respCharge = c.p.budget, ch
 	if err := c.record(r, resp); err != nil {
