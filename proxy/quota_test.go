@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -440,7 +441,15 @@ func testQuotaThrottledFetchAnsweredByProxy(t *testing.T, topo config.Topology) 
 	}
 	before := fetches.Load()
 
-	cfg.Quotas = parseQuotas(t, "- client-id: slow\n  consumer_byte_rate: 40960\n")
+	// Lowered to a third of what the first fetch got, which over the
+	// window of 10 samples of 200ms is half of it a second (a throttle of
+	// 1s), however the seed's records were batched (a fetch stops at a
+	// batch past its max_bytes).
+	got := 0
+	for _, tp := range first.Topics[0].Partitions {
+		got += len(tp.RecordBatches)
+	}
+	cfg.Quotas = parseQuotas(t, fmt.Sprintf("- client-id: slow\n  consumer_byte_rate: %d\n", max(got/3, 1)))
 	if err := p.Reload(cfg); err != nil {
 		t.Fatal(err)
 	}
