@@ -2,8 +2,6 @@ package proxy_test
 
 import (
 	"context"
-	"encoding/binary"
-	"io"
 	"net"
 	"testing"
 	"time"
@@ -16,36 +14,6 @@ import (
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/proxy"
 )
-
-// roundTripAs sends req as client id id on nc and returns its response,
-// read at req's version.
-func roundTripAs(t *testing.T, nc net.Conn, id string, req kmsg.Request, corr int32) kmsg.Response {
-	t.Helper()
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := nc.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID(id)).AppendRequest(nil, req, corr)); err != nil {
-		t.Fatal(err)
-	}
-	var size [4]byte
-	if _, err := io.ReadFull(nc, size[:]); err != nil {
-		t.Fatal(err)
-	}
-	frame := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(nc, frame); err != nil {
-		t.Fatal(err)
-	}
-	if got := int32(binary.BigEndian.Uint32(frame)); got != corr {
-		t.Fatalf("correlation id %d, want %d", got, corr)
-	}
-	body := frame[4:]
-	if req.IsFlexible() {
-		body = body[1:] // the response header's empty tag section
-	}
-	resp := req.ResponseKind()
-	if err := resp.ReadFrom(body); err != nil {
-		t.Fatal(err)
-	}
-	return resp
-}
 
 func metadataRequest() *kmsg.MetadataRequest {
 	req := kmsg.NewPtrMetadataRequest()

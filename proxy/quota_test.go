@@ -353,8 +353,15 @@ func testQuotaReloadAppliesToOpenConnections(t *testing.T, topo config.Topology)
 // its response, read at req's version.
 func quotaRoundTrip(t *testing.T, nc net.Conn, req kmsg.Request, corr int32) kmsg.Response {
 	t.Helper()
+	return roundTripAs(t, nc, "slow", req, corr)
+}
+
+// roundTripAs sends req as client id id on nc and returns its response,
+// read at req's version.
+func roundTripAs(t *testing.T, nc net.Conn, id string, req kmsg.Request, corr int32) kmsg.Response {
+	t.Helper()
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := nc.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("slow")).AppendRequest(nil, req, corr)); err != nil {
+	if _, err := nc.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID(id)).AppendRequest(nil, req, corr)); err != nil {
 		t.Fatal(err)
 	}
 	var size [4]byte
@@ -364,6 +371,9 @@ func quotaRoundTrip(t *testing.T, nc net.Conn, req kmsg.Request, corr int32) kms
 	frame := make([]byte, binary.BigEndian.Uint32(size[:]))
 	if _, err := io.ReadFull(nc, frame); err != nil {
 		t.Fatal(err)
+	}
+	if got := int32(binary.BigEndian.Uint32(frame)); got != corr {
+		t.Fatalf("correlation id %d, want %d", got, corr)
 	}
 	body := frame[4:]
 	if req.IsFlexible() && req.Key() != 18 {
