@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/inorder-proxy/inorder/quota"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -43,6 +44,12 @@ func (c *conn) readClient() error {
 			c.finishInFlight()
 			return err
 		}
+		// The proxy's time on the request starts once its frame is
+		// read, when request_percentage is configured at all.
+		var start time.Time
+		if c.p.quotas.RequestOn() {
+			start = time.Now()
+		}
 		if err := c.screen(r); err != nil {
 			putRequest(r)
 			c.endFrame()
@@ -64,11 +71,24 @@ func (c *conn) readClient() error {
 		// Only an answered request can go unread (unread.go); the
 		// next is likely of the same kind.
 		peekNext := r.stream > 0 && !r.noResp
+		spliced := r.stream > 0
+		var timed *quota.Client
+		var checked time.Duration
+		if !start.IsZero() {
+			timed, checked = c.requestQuota(r, start)
+		}
 		if c.submit(r) {
 			c.endFrame()
 			return c.stranded()
 		}
 		c.endFrame()
+		if timed != nil && !spliced {
+			// Forwarding it came after its throttle was decided: the
+			// next request's check counts it. A spliced body's time
+			// is the client's sending it, not the proxy's.
+			took := time.Since(start)
+			timed.AddRequestTime(start.Add(took), took-checked)
+		}
 		if peekNext {
 			// The next request may well stream too: peek at it.
 			c.uh.on = c.splice && !c.uh.never && c.clientPeeker() != nil

@@ -149,3 +149,14 @@ func (p *Proxy) FlushHandOffs() int64 { return p.flushHandOffs.Load() }
 
 // FetchVectors counts the merged Fetch answers written as vectors.
 func (p *Proxy) FetchVectors() int64 { return p.fetchVectors.Load() }
+
+// RequestTime is the proxy's time counted against the request_percentage
+// of the configured entity named entity (Entity.String()).
+func (p *Proxy) RequestTime(entity string) time.Duration {
+	for _, s := range p.quotas.Stats() {
+		if s.Kind == quota.Request && s.Entity.String() == entity {
+			return time.Duration(s.Amount.Load())
+		}
+	}
+	return 0
+}

@@ -21,6 +21,25 @@ package proxy
 //     response recorded as it arrives: over the quota, the client gets an
 //     empty response in its place with the broker's session id, and the
 //     reader is muted likewise.
+//   - request_percentage counts the proxy's own time on a client's
+//     requests, measured by the wall clock on the goroutines that do the
+//     work: from the moment a request's frame is read until it is
+//     forwarded (screening, authorizing, sequencing, writing it
+//     upstream), and from the moment its answer is read whole until it
+//     is ready for the client (correlation id, throttle, addresses
+//     rewritten). The waits for the broker and for the client are not
+//     counted: neither the body of a request spliced from the client
+//     socket, nor an answer streamed from the broker, nor the write of
+//     answers, which the proxy batches. The check comes as the request
+//     is forwarded (the time after it, like Kafka's network-thread time,
+//     counts at the next request's check): over the quota, its answer
+//     carries throttle_time_ms (the larger of the broker's, the byte
+//     rates' and this one, at most one sample of the window), a Fetch's
+//     is empty as Kafka answers a throttled fetch, and the reader is
+//     muted likewise. The requests Kafka exempts (quota.RequestExempt, a
+//     Produce with acks=0) and those the proxy answers itself are not
+//     counted. None of it, not even a clock read, happens unless some
+//     entry sets request_percentage.
 //   - In the single topology the same holds of the merged answer
 //     (single_quota.go): a Produce's carries the throttle, a Fetch's is
 //     counted whole and, over the quota, replaced by an empty one; the
@@ -302,6 +321,35 @@ func (c *conn) quotaRequest(r *request) error {
 	return nil
 }
 
+// requestQuota checks the client's request_percentage with the proxy's
+// time on r since start, its frame read (zero: no entry sets
+// request_percentage), just before r is forwarded: over the quota, r's
+// answer is throttled and the reader muted. It returns the client's
+// quotas and the time counted when r is timed, so that the time
+// forwarding it takes is added after; nil when not. The time is read on
+// the monotonic clock alone (time.Since), the cheaper read.
+func (c *conn) requestQuota(r *request, start time.Time) (*quota.Client, time.Duration) {
+	if start.IsZero() || r.local != nil || r.noResp || quota.RequestExempt(r.hdr.Key) {
+		return nil, 0
+	}
+	head, _ := c.requestHead(r)
+	if head == nil {
+		return nil, 0
+	}
+	cl := c.quotaClient(head)
+	if !cl.RequestTimed(start) {
+		return nil, 0
+	}
+	took := time.Since(start)
+	now := start.Add(took)
+	if d := cl.RecordRequestTime(now, took); d > 0 {
+		r.throttle = max(r.throttle, d)
+		c.mute(now, d)
+	}
+	r.timed = cl
+	return cl, took
+}
+
 // fetchRequest are the fields of a Fetch request's head the quotas need.
 type fetchRequest struct {
 	maxBytes   int32
@@ -367,6 +415,16 @@ func (c *conn) quotaResponse(r *request, size int32) {
 		return
 	}
 	now := time.Now()
+	if r.throttle > 0 {
+		// Throttled for its request time: answered empty, its bytes
+		// are checked for the larger throttle and taken back, as
+		// Kafka does.
+		if d := r.quota.RecordThrottledFetch(now, int(size)); d > r.throttle {
+			r.throttle = d
+			c.mute(now, d)
+		}
+		return
+	}
 	if d := r.quota.RecordFetch(now, int(size)); d > 0 {
 		r.throttle = d
 		c.mute(now, d)
@@ -374,11 +432,12 @@ func (c *conn) quotaResponse(r *request, size int32) {
 }
 
 // throttledResponse sets the throttle time of a throttled request's
-// response, buf, whose correlation id is the client's already: a Produce
-// response keeps its body with the larger of the broker's and the
-// proxy's throttle_time_ms; a Fetch response is replaced by an empty one
-// that keeps the broker's error and session id, as Kafka answers a
-// throttled fetch after the fact, its records dropped.
+// response, buf, whose correlation id is the client's already: a Fetch
+// response is replaced by an empty one that keeps the broker's error and
+// session id, as Kafka answers a throttled fetch after the fact, its
+// records dropped; any other keeps its body with the larger of the
+// broker's and the proxy's throttle_time_ms where wire.ThrottleOffset
+// finds the field.
 func (c *conn) throttledResponse(r *request, buf *wire.Buf) (*wire.Buf, error) {
 	flexible := r.hdr.ResponseFlexible()
 	off, err := wire.ResponseBody(buf.B, flexible)
@@ -388,13 +447,14 @@ func (c *conn) throttledResponse(r *request, buf *wire.Buf) (*wire.Buf, error) {
 	}
 	ms := throttleMillis(r.throttle)
 	body := buf.B[off:]
-	if r.hdr.Key == keyProduce {
-		at, err := wire.ProduceThrottleOffset(r.hdr.Version, body)
+	if r.hdr.Key != keyFetch {
+		at, err := wire.ThrottleOffset(r.hdr.Key, r.hdr.Version, body)
 		if err == nil && int32(binary.BigEndian.Uint32(body[at:])) < ms {
 			binary.BigEndian.PutUint32(body[at:], uint32(ms))
 		}
-		// Version 0 has no throttle field: the mute alone holds the
-		// client back.
+		// A response without the field (Produce v0, the versions
+		// before it has one, the delegation token answers): the
+		// mute alone holds the client back.
 		return buf, nil
 	}
 	resp := kmsg.NewPtrFetchResponse()

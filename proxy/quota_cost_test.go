@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,16 +35,20 @@ const benchQuotas = `
   connection_creation_rate: 10000
 `
 
+// benchRequestQuotas are benchQuotas with a request_percentage too, never
+// exceeded: the proxy then times its work on every request.
+var benchRequestQuotas = strings.Replace(benchQuotas, "client-id: kgo\n", "client-id: kgo\n  request_percentage: 1000000\n", 1)
+
 // quotaCostRoundTrip starts a connection-mode proxy in front of a canned
-// backend answering body, with the bench's quotas when quotas, and
+// backend answering body, with the quotas of the doc quotas ("": none), and
 // returns a round trip of frame over one connection, done once already
 // (the connection's one-time state). Each round trip numbers its request
 // one past the last, as kgo does, so that large ones go upstream unread.
-func quotaCostRoundTrip(tb testing.TB, body, frame []byte, quotas bool, m *metrics.Metrics) func() {
+func quotaCostRoundTrip(tb testing.TB, body, frame []byte, quotas string, m *metrics.Metrics) (func(), *testProxy) {
 	tb.Helper()
 	var mut func(*config.Config)
-	if quotas {
-		q, err := quota.Parse([]byte(benchQuotas))
+	if quotas != "" {
+		q, err := quota.Parse([]byte(quotas))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -66,7 +71,7 @@ func quotaCostRoundTrip(tb testing.TB, body, frame []byte, quotas bool, m *metri
 		}
 	}
 	roundTrip()
-	return roundTrip
+	return roundTrip, p
 }
 
 // roundTripFrame writes the request frame to c and reads its response into
@@ -153,30 +158,48 @@ func TestQuotaNotExceededAllocatesNothing(t *testing.T) {
 		{"fetch", fBody, f, "fetch", len(fBody) + 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, quotas := range []bool{false, true} {
+			for _, q := range quotaCostCases {
 				m := metrics.New()
-				n := testing.AllocsPerRun(runs, quotaCostRoundTrip(t, tc.body, tc.frame, quotas, m))
-				t.Logf("quotas %v: %.2f allocations per round trip", quotas, n)
+				rt, p := quotaCostRoundTrip(t, tc.body, tc.frame, q.doc, m)
+				n := testing.AllocsPerRun(runs, rt)
+				t.Logf("quotas %s: %.2f allocations per round trip", q.name, n)
 				if n >= 0.5 {
-					t.Errorf("quotas %v: %.2f allocations per round trip, want none", quotas, n)
+					t.Errorf("quotas %s: %.2f allocations per round trip, want none", q.name, n)
 				}
-				if !quotas {
+				if q.doc == "" {
 					continue
 				}
 				// Every round trip counted, AllocsPerRun's warm-up
 				// and the first included.
 				want := float64((runs + 2) * tc.counted)
 				if got := counter(t, m, metrics.NameQuotaBytes, "kind", tc.kind, "entity", "users/<default>/clients/kgo"); got != want {
-					t.Errorf("%v bytes counted against the %s quota, want %v", got, tc.kind, want)
+					t.Errorf("quotas %s: %v bytes counted against the %s quota, want %v", q.name, got, tc.kind, want)
+				}
+				if q.doc == benchRequestQuotas {
+					// Timed, never throttled.
+					if d := p.RequestTime("users/<default>/clients/kgo"); d <= 0 {
+						t.Errorf("no time counted against request_percentage")
+					}
+					if v, ok := findCounter(t, m, metrics.NameQuotaThrottle, "kind", metrics.QuotaRequest, "entity", "users/<default>/clients/kgo"); !ok || v != 0 {
+						t.Errorf("request quota's throttle: %v (found %v), want 0", v, ok)
+					}
 				}
 			}
 		})
 	}
 }
 
+// quotaCostCases are the quotas the cost of a round trip is measured
+// under: none, the bench's byte rates, and those with request_percentage.
+var quotaCostCases = []struct{ name, doc string }{
+	{"none", ""},
+	{"bytes", benchQuotas},
+	{"request", benchRequestQuotas},
+}
+
 // BenchmarkQuotaCost measures Produce (1 and 12 partitions) and Fetch
-// round trips through a connection-mode proxy without quotas and with
-// the bench's quotas, never exceeded: compare the proxy's share of CPU in
+// round trips through a connection-mode proxy without quotas, with the
+// bench's quotas and with request_percentage as well, never exceeded: compare the proxy's share of CPU in
 // quota code (-cpuprofile) rather than the wall time, which the
 // loopback's own cost drowns.
 func BenchmarkQuotaCost(b *testing.B) {
@@ -191,9 +214,9 @@ func BenchmarkQuotaCost(b *testing.B) {
 		{"produce12", p12Body, p12},
 		{"fetch", fBody, f},
 	} {
-		for _, quotas := range []bool{false, true} {
-			b.Run(fmt.Sprintf("%s/quotas=%v", tc.name, quotas), func(b *testing.B) {
-				rt := quotaCostRoundTrip(b, tc.body, tc.frame, quotas, metrics.New())
+		for _, q := range quotaCostCases {
+			b.Run(fmt.Sprintf("%s/quotas=%s", tc.name, q.name), func(b *testing.B) {
+				rt, _ := quotaCostRoundTrip(b, tc.body, tc.frame, q.doc, metrics.New())
 				b.ReportAllocs()
 				for b.Loop() {
 					rt()

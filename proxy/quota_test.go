@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -352,8 +353,15 @@ func testQuotaReloadAppliesToOpenConnections(t *testing.T, topo config.Topology)
 // its response, read at req's version.
 func quotaRoundTrip(t *testing.T, nc net.Conn, req kmsg.Request, corr int32) kmsg.Response {
 	t.Helper()
+	return roundTripAs(t, nc, "slow", req, corr)
+}
+
+// roundTripAs sends req as client id id on nc and returns its response,
+// read at req's version.
+func roundTripAs(t *testing.T, nc net.Conn, id string, req kmsg.Request, corr int32) kmsg.Response {
+	t.Helper()
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := nc.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("slow")).AppendRequest(nil, req, corr)); err != nil {
+	if _, err := nc.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID(id)).AppendRequest(nil, req, corr)); err != nil {
 		t.Fatal(err)
 	}
 	var size [4]byte
@@ -363,6 +371,9 @@ func quotaRoundTrip(t *testing.T, nc net.Conn, req kmsg.Request, corr int32) kms
 	frame := make([]byte, binary.BigEndian.Uint32(size[:]))
 	if _, err := io.ReadFull(nc, frame); err != nil {
 		t.Fatal(err)
+	}
+	if got := int32(binary.BigEndian.Uint32(frame)); got != corr {
+		t.Fatalf("correlation id %d, want %d", got, corr)
 	}
 	body := frame[4:]
 	if req.IsFlexible() && req.Key() != 18 {
@@ -440,7 +451,15 @@ func testQuotaThrottledFetchAnsweredByProxy(t *testing.T, topo config.Topology) 
 	}
 	before := fetches.Load()
 
-	cfg.Quotas = parseQuotas(t, "- client-id: slow\n  consumer_byte_rate: 40960\n")
+	// Lowered to a third of what the first fetch got, which over the
+	// window of 10 samples of 200ms is half of it a second (a throttle of
+	// 1s), however the seed's records were batched (a fetch stops at a
+	// batch past its max_bytes).
+	got := 0
+	for _, tp := range first.Topics[0].Partitions {
+		got += len(tp.RecordBatches)
+	}
+	cfg.Quotas = parseQuotas(t, fmt.Sprintf("- client-id: slow\n  consumer_byte_rate: %d\n", max(got/3, 1)))
 	if err := p.Reload(cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -59,6 +59,9 @@ type request struct {
 	// throttle how long it is throttled for them (quota.go).
 	quota    *quota.Client
 	throttle time.Duration
+	// timed is the client's quotas when its request_percentage applies
+	// to the request: the proxy's time on its answer is added to it.
+	timed *quota.Client
 
 	noResp    bool  // the client expects no response (acks=0)
 	forcedAck bool  // acks=0 forwarded as acks=1 to learn when it is accepted

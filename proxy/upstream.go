@@ -197,6 +197,11 @@ func (c *conn) readResponse(rd *bufio.Reader, lenBuf *[4]byte, head *[8]byte) er
 	if err != nil {
 		return c.upstreamReadError(err)
 	}
+	// The proxy's time on the answer starts once it is read whole.
+	var answerAt time.Time
+	if r.timed != nil {
+		answerAt = time.Now()
+	}
 	ch := acct.charge(cap(buf.B))
 	if c.verify != nil {
 		c.verify.Inspect(r.hdr, r.upCorr, buf.B, sent)
@@ -205,6 +210,12 @@ func (c *conn) readResponse(rd *bufio.Reader, lenBuf *[4]byte, head *[8]byte) er
 	if err != nil {
 		ch.release(c.p.budget)
 		return err
+	}
+	if r.timed != nil {
+		// Before record: once recorded, r may be delivered and
+		// recycled by another goroutine.
+		took := time.Since(answerAt) // the monotonic clock alone
+		r.timed.AddRequestTime(answerAt.Add(took), took)
 	}
 	r.bud, r.respCharge = c.p.budget, ch
 	if err := c.record(r, resp); err != nil {

@@ -73,6 +73,7 @@ type state struct {
 	r   *Resolver
 	gen uint64
 	on  bool // some entry sets a client quota
+	req bool // some entry sets request_percentage
 }
 
 // Manager measures the client quotas of one proxy: per kind, one rate
@@ -129,7 +130,7 @@ func (m *Manager) Update(c *Config) {
 	}
 	m.stats = stats
 	on := r.Has(Produce) || r.Has(Fetch) || r.Has(Request)
-	m.state.Store(&state{r: r, gen: gen, on: on})
+	m.state.Store(&state{r: r, gen: gen, on: on, req: r.Has(Request)})
 }
 
 // On reports whether some client quota is configured: when not, nothing
@@ -137,6 +138,13 @@ func (m *Manager) Update(c *Config) {
 // Manager is off.
 func (m *Manager) On() bool {
 	return m != nil && m.state.Load().on
+}
+
+// RequestOn reports whether some entry sets request_percentage: when not,
+// the proxy need not time its work on requests at all. A nil Manager is
+// off.
+func (m *Manager) RequestOn() bool {
+	return m != nil && m.state.Load().req
 }
 
 // Stats returns the totals of every configured entity and kind.
@@ -288,10 +296,19 @@ func (c *Client) resolve(st *state, k Kind, now int64) *resolved {
 	return res
 }
 
+// unrecord says when record takes its value back once checked.
+type unrecord int8
+
+const (
+	unrecordNever  unrecord = iota
+	unrecordOver            // when over the quota
+	unrecordAlways          // whatever the check said
+)
+
 // record records value on the client's rate of kind k and returns the
 // throttle time, at most limit when positive. It retries once when an
 // expiry dropped the rate between the lookup and the record.
-func (c *Client) record(k Kind, now time.Time, value float64, amount int64, limit time.Duration, unrecordOver bool) time.Duration {
+func (c *Client) record(k Kind, now time.Time, value float64, amount int64, limit time.Duration, un unrecord) time.Duration {
 	if c == nil {
 		return 0
 	}
@@ -308,7 +325,8 @@ func (c *Client) record(k Kind, now time.Time, value float64, amount int64, limi
 		}
 		rt.last = max(rt.last, t)
 		d := rt.r.check(t, value, rt.bound, limit)
-		if d > 0 && unrecordOver {
+		back := un == unrecordAlways || d > 0 && un == unrecordOver
+		if back {
 			// Kafka answers a throttled fetch empty and takes its bytes
 			// back (ClientQuotaManager.unrecordQuotaSensor).
 			rt.r.record(t, -value)
@@ -320,7 +338,7 @@ func (c *Client) record(k Kind, now time.Time, value float64, amount int64, limi
 				stats.Throttle.Add(int64(d))
 				stats.Throttled.Add(1)
 			}
-			if d == 0 || !unrecordOver {
+			if !back {
 				stats.Amount.Add(amount)
 			}
 		}
@@ -336,7 +354,7 @@ func (c *Client) record(k Kind, now time.Time, value float64, amount int64, limi
 // connection is not read for that long. Kafka appends the records of a
 // throttled produce all the same.
 func (c *Client) RecordProduce(now time.Time, bytes int) time.Duration {
-	return c.record(Produce, now, float64(bytes), int64(bytes), 0, false)
+	return c.record(Produce, now, float64(bytes), int64(bytes), 0, unrecordNever)
 }
 
 // RecordFetch records a Fetch response of bytes (its body and 4 bytes,
@@ -346,7 +364,15 @@ func (c *Client) RecordProduce(now time.Time, bytes int) time.Duration {
 // be answered with the response's throttle_time_ms set and no records, as
 // Kafka answers a throttled fetch.
 func (c *Client) RecordFetch(now time.Time, bytes int) time.Duration {
-	return c.record(Fetch, now, float64(bytes), int64(bytes), 0, true)
+	return c.record(Fetch, now, float64(bytes), int64(bytes), 0, unrecordOver)
+}
+
+// RecordThrottledFetch is RecordFetch for a Fetch response that another
+// quota already throttled, so that it goes empty: its bytes are checked
+// against the fetch quota for the throttle, then always taken back, as
+// Kafka does when the request quota alone throttles a fetch.
+func (c *Client) RecordThrottledFetch(now time.Time, bytes int) time.Duration {
+	return c.record(Fetch, now, float64(bytes), int64(bytes), 0, unrecordAlways)
 }
 
 // FetchThrottle returns how long the client's fetch rate is already over
@@ -431,5 +457,63 @@ func (c *Client) RecordRequestTime(now time.Time, d time.Duration) time.Duration
 		return 0
 	}
 	limit := time.Duration(c.m.opts.Window.sizeMs()) * time.Millisecond
-	return c.record(Request, now, float64(d)*nanosToPercent, int64(d), limit, false)
+	return c.record(Request, now, float64(d)*nanosToPercent, int64(d), limit, unrecordNever)
+}
+
+// RequestTimed reports whether request_percentage applies to the
+// client, now: when not, the proxy need not time its requests.
+func (c *Client) RequestTimed(now time.Time) bool {
+	return c != nil && c.rate(Request, ms(now)) != nil
+}
+
+// RequestExempt reports whether requests of key escape the request quota,
+// as Kafka exempts them:
+//   - the inter-broker requests (ApiKeys.clusterAction), which Kafka
+//     answers unthrottled to a principal it lets take a cluster action;
+//     the broker behind the proxy authorizes them;
+//   - SaslHandshake, SaslAuthenticate and ApiVersions, which Kafka
+//     answers in its authenticator while a connection authenticates,
+//     before any quota applies (the proxy, which may only relay the
+//     exchange, does not tell an ApiVersions sent afterwards, once per
+//     connection, from one sent before).
+//
+// Kafka also exempts a Produce with acks=0, which has no answer to carry
+// a throttle; the caller knows that from the request.
+func RequestExempt(key int16) bool {
+	switch key {
+	case 4, 5, 6, 7, // LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown
+		27,                         // WriteTxnMarkers
+		52, 53, 54, 55, 56, 57, 58, // Vote, Begin/EndQuorumEpoch, DescribeQuorum, AlterPartition, UpdateFeatures, Envelope
+		62, 63, 67, // BrokerRegistration, BrokerHeartbeat, AllocateProducerIds
+		17, 36, 18: // SaslHandshake, SaslAuthenticate, ApiVersions
+		return true
+	}
+	return false
+}
+
+// AddRequestTime records d of the proxy's time on one of the client's
+// requests without checking the quota: the time spent after its
+// throttle was decided (delivering its answer), which Kafka likewise
+// records for the network thread without throttling
+// (ClientRequestQuotaManager's recordNoThrottle); the next request's
+// check sees it.
+func (c *Client) AddRequestTime(now time.Time, d time.Duration) {
+	if c == nil {
+		return
+	}
+	t := ms(now)
+	rt := c.rate(Request, t)
+	if rt == nil {
+		return
+	}
+	rt.mu.Lock()
+	if !rt.dead.Load() {
+		rt.last = max(rt.last, t)
+		rt.r.record(t, float64(d)*nanosToPercent)
+	}
+	stats := rt.stats
+	rt.mu.Unlock()
+	if stats != nil {
+		stats.Amount.Add(int64(d))
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func mustParse(t testing.TB, doc string) *Config {
@@ -458,4 +460,158 @@ func BenchmarkFetchRecords(b *testing.B) {
 		c.MaxFetchBytes()
 		c.RecordFetch(now, 100)
 	}
+}
+
+// TestAddRequestTime: time added without a check counts at the next
+// check. request_percentage 10 over Kafka's window (10 s until 11 samples
+// have passed): 1.05 s added is 105 percent-seconds, 10.5%, throttled
+// (10.5-10)/10*10000 = 500 ms, which only the next check hands out.
+func TestAddRequestTime(t *testing.T) {
+	m := NewManager(mustParse(t, "- client-id: app\n  request_percentage: 10\n"), Options{})
+	if !m.RequestOn() {
+		t.Fatal("request_percentage configured: RequestOn false")
+	}
+	c := m.Client("u", "app")
+	c.AddRequestTime(at(0), 1050*time.Millisecond)
+	var st *Stats
+	for _, s := range m.Stats() {
+		if s.Kind == Request {
+			st = s
+		}
+	}
+	if st == nil || st.Throttled.Load() != 0 || st.Amount.Load() != int64(1050*time.Millisecond) {
+		t.Fatalf("after the add: stats %+v, want 1.05e9 ns and no throttle", st)
+	}
+	if d := c.RecordRequestTime(at(0), 0); d != 500*time.Millisecond {
+		t.Fatalf("the check after the add: %v, want 500ms", d)
+	}
+	if st.Throttled.Load() != 1 || st.Throttle.Load() != int64(500*time.Millisecond) {
+		t.Fatalf("stats after the check: %d throttles of %v in all", st.Throttled.Load(), time.Duration(st.Throttle.Load()))
+	}
+	// Another client id resolves to no request quota: nothing recorded.
+	if d := m.Client("u", "other").RecordRequestTime(at(0), time.Hour); d != 0 {
+		t.Fatalf("a client without request_percentage throttled %v", d)
+	}
+}
+
+// TestRequestOnlyWithRequestPercentage: byte rates alone leave the
+// request timing off, and a reload that adds or removes
+// request_percentage turns it on or off.
+func TestRequestOnlyWithRequestPercentage(t *testing.T) {
+	m := NewManager(mustParse(t, "- user: <default>\n  producer_byte_rate: 100\n  consumer_byte_rate: 100\n"), Options{})
+	if !m.On() || m.RequestOn() {
+		t.Fatalf("byte rates only: On %v RequestOn %v, want true false", m.On(), m.RequestOn())
+	}
+	m.Update(mustParse(t, "- user: alice\n  request_percentage: 0.5\n"))
+	if !m.RequestOn() {
+		t.Fatal("after a reload adding request_percentage: RequestOn false")
+	}
+	c := m.Client("alice", "x")
+	if d := c.RecordRequestTime(at(0), 100*time.Millisecond); d != time.Second {
+		t.Fatalf("10 percent-seconds over 10 s against 0.5%%: %v, want 1s (bounded)", d)
+	}
+	m.Update(mustParse(t, "- user: alice\n  producer_byte_rate: 100\n"))
+	if m.RequestOn() {
+		t.Fatal("after a reload removing request_percentage: RequestOn true")
+	}
+	if d := c.RecordRequestTime(at(0), time.Hour); d != 0 {
+		t.Fatalf("quota removed: throttled %v", d)
+	}
+	var nilM *Manager
+	if nilM.RequestOn() {
+		t.Fatal("nil Manager: RequestOn true")
+	}
+}
+
+// TestRecordThrottledFetch: a fetch throttled by another quota has its
+// bytes checked, for the larger throttle, and always taken back. 1000
+// bytes a second over 10 s: 5000 bytes are within it yet taken back, so
+// 9000 more stay within it; 20000 more make 2900 a second, over it by
+// (2900-1000)/1000*10000 ms.
+func TestRecordThrottledFetch(t *testing.T) {
+	m := NewManager(mustParse(t, "- client-id: app\n  consumer_byte_rate: 1000\n"), Options{})
+	c := m.Client("u", "app")
+	if d := c.RecordThrottledFetch(at(0), 5000); d != 0 {
+		t.Fatalf("5000 bytes: %v, want 0", d)
+	}
+	if d := c.RecordFetch(at(0), 9000); d != 0 {
+		t.Fatalf("9000 bytes after 5000 taken back: %v, want 0", d)
+	}
+	if d := c.RecordThrottledFetch(at(0), 20000); d != 19*time.Second {
+		t.Fatalf("20000 bytes more: %v, want 19s", d)
+	}
+	if d := c.FetchThrottle(at(0)); d != 0 {
+		t.Fatalf("after both taken back: %v, want 0", d)
+	}
+	for _, s := range m.Stats() {
+		if s.Kind == Fetch && s.Amount.Load() != 9000 {
+			t.Fatalf("fetch bytes counted %d, want 9000", s.Amount.Load())
+		}
+	}
+}
+
+// TestRequestExempt: the exempt keys are the ones named (a typo in a
+// number would exempt the wrong API), and the client APIs are not.
+func TestRequestExempt(t *testing.T) {
+	exempt := map[int16]string{
+		4: "LeaderAndISR", 5: "StopReplica", 6: "UpdateMetadata", 7: "ControlledShutdown",
+		27: "WriteTxnMarkers", 52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch",
+		55: "DescribeQuorum", 56: "AlterPartition", 57: "UpdateFeatures", 58: "Envelope",
+		62: "BrokerRegistration", 63: "BrokerHeartbeat", 67: "AllocateProducerIDs",
+		17: "SASLHandshake", 36: "SASLAuthenticate", 18: "ApiVersions",
+	}
+	for key := int16(0); key < 100; key++ {
+		name, want := exempt[key]
+		if got := RequestExempt(key); got != want {
+			t.Errorf("%s (%d): exempt %v, want %v", kmsg.NameForKey(key), key, got, want)
+		}
+		if want && kmsg.NameForKey(key) != name {
+			t.Errorf("key %d is %s, not %s", key, kmsg.NameForKey(key), name)
+		}
+	}
+}
+
+// BenchmarkRequestTime measures what the proxy adds per request for
+// request_percentage: "off" is all of it when no entry sets one (the flag
+// the client reader checks); "timed" a client under its quota, whose
+// request is checked once and has its forwarding and its answer added,
+// with the clock reads that go with them, as the proxy makes them (two
+// of the wall clock and the monotonic one, three of the latter alone).
+func BenchmarkRequestTime(b *testing.B) {
+	b.Run("off", func(b *testing.B) {
+		m := NewManager(mustParse(b, "- user: <default>\n  producer_byte_rate: 1000000000000\n"), Options{})
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			if m.RequestOn() {
+				n++
+			}
+		}
+		if n != 0 {
+			b.Fatal("timed without request_percentage")
+		}
+	})
+	b.Run("timed", func(b *testing.B) {
+		m := NewManager(mustParse(b, "- user: <default>\n  request_percentage: 1000000\n"), Options{})
+		c := m.Client("u", "c")
+		b.ReportAllocs()
+		for b.Loop() {
+			if !m.RequestOn() {
+				b.Fatal("not timed")
+			}
+			start := time.Now()
+			if !c.RequestTimed(start) {
+				b.Fatal("no request quota")
+			}
+			took := time.Since(start)
+			if c.RecordRequestTime(start.Add(took), took) != 0 {
+				b.Fatal("throttled")
+			}
+			fwd := time.Since(start)
+			c.AddRequestTime(start.Add(fwd), fwd-took)
+			ans := time.Now()
+			done := time.Since(ans)
+			c.AddRequestTime(ans.Add(done), done)
+		}
+	})
 }

@@ -44,3 +44,48 @@ func TestProduceThrottleOffset(t *testing.T) {
 		t.Fatal("v0 has a throttle")
 	}
 }
+
+// TestThrottleOffsetMatchesKmsg: for every response kmsg knows, at every
+// version, ThrottleOffset finds throttle_time_ms where kmsg encodes it
+// and claims it nowhere else. A response whose field follows others must
+// give ErrCannotScan, never a wrong offset.
+func TestThrottleOffsetMatchesKmsg(t *testing.T) {
+	const mark = 0x7eadbeef
+	found := 0
+	for key := int16(0); key < 200; key++ {
+		if key == produceKey {
+			continue // TestProduceThrottleOffset
+		}
+		probe := kmsg.ResponseForKey(key)
+		if probe == nil {
+			continue
+		}
+		for v := int16(0); v <= probe.MaxVersion(); v++ {
+			resp := kmsg.ResponseForKey(key)
+			resp.SetVersion(v)
+			th, ok := resp.(interface{ SetThrottle(int32) })
+			if ok {
+				th.SetThrottle(mark)
+			}
+			body := resp.AppendTo(nil)
+			atStart := ok && len(body) >= 4 && binary.BigEndian.Uint32(body) == mark
+			off, err := ThrottleOffset(key, v, body)
+			switch {
+			case err == nil && !atStart:
+				t.Errorf("%s v%d: offset %d, but kmsg puts no throttle_time_ms first", kmsg.NameForKey(key), v, off)
+			case err == nil && off != 0:
+				t.Errorf("%s v%d: offset %d, want 0", kmsg.NameForKey(key), v, off)
+			case err != nil && atStart:
+				t.Errorf("%s v%d: %v, but kmsg puts throttle_time_ms first", kmsg.NameForKey(key), v, err)
+			case err == nil:
+				found++
+			}
+		}
+	}
+	if found < 100 {
+		t.Fatalf("throttle_time_ms found in %d responses: the table is nearly empty", found)
+	}
+	if _, err := ThrottleOffset(1, 11, []byte{0, 0}); err == nil {
+		t.Fatal("a Fetch body of 2 bytes: an offset")
+	}
+}
