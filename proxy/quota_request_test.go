@@ -30,7 +30,9 @@ func metadataRequest() *kmsg.MetadataRequest {
 // Kafka answers one. Another client id on the same proxy, without that
 // quota, is never throttled. The throttle shows under kind "request" of
 // the configured entity; a reload that removes the quota ends it.
-func TestQuotaRequestPercentage(t *testing.T) {
+func TestQuotaRequestPercentage(t *testing.T) { quotaTopologies(t, testQuotaRequestPercentage) }
+
+func testQuotaRequestPercentage(t *testing.T, topo config.Topology) {
 	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "r"))
 	direct, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
 	if err != nil {
@@ -44,7 +46,7 @@ func TestQuotaRequestPercentage(t *testing.T) {
 	mut := func(c *config.Config) {
 		c.Quotas = parseQuotas(t, "- client-id: slow\n  request_percentage: 0.0001\n- client-id: free\n  producer_byte_rate: 1048576\n")
 	}
-	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), mut, proxy.WithQuotaWindow(quotaWindow), proxy.WithMetrics(m))
+	p := startProxy(t, config.OrderingConnection, kc.ListenAddrs(), inTopology(topo, mut), proxy.WithQuotaWindow(quotaWindow), proxy.WithMetrics(m))
 	dial := func() net.Conn {
 		nc, err := net.Dial("tcp", p.Addr())
 		if err != nil {
@@ -105,6 +107,7 @@ func TestQuotaRequestPercentage(t *testing.T) {
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Upstreams = kc.ListenAddrs()
 	cfg.UpstreamOrdering = config.OrderingConnection
+	cfg.Topology = topo
 	cfg.DialTimeout = 5 * time.Second
 	cfg.Quotas = parseQuotas(t, "- client-id: slow\n  producer_byte_rate: 1048576\n")
 	if err := p.Reload(cfg); err != nil {

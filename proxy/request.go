@@ -62,6 +62,9 @@ type request struct {
 	// timed is the client's quotas when its request_percentage applies
 	// to the request: the proxy's time on its answer is added to it.
 	timed *quota.Client
+	// mergeAt is when the single topology began merging its answer,
+	// when timed (single_host.go).
+	mergeAt time.Time
 
 	noResp    bool  // the client expects no response (acks=0)
 	forcedAck bool  // acks=0 forwarded as acks=1 to learn when it is accepted

@@ -127,6 +127,14 @@ func (r *request) ForcedAck() bool                { return r.forcedAck }
 func (r *request) SetFailed(err error)            { r.failed = err }
 func (r *request) Pieces() bool                   { return r.aud == nil }
 
+// Merging starts the proxy's time on a merged answer, counted against
+// the client's request_percentage in Complete.
+func (r *request) Merging() {
+	if r.timed != nil {
+		r.mergeAt = time.Now()
+	}
+}
+
 func (r *request) SetPieces(pieces [][]byte, n int, done func()) {
 	r.vec, r.vecLen, r.vecDone = pieces, n, done
 }
@@ -207,6 +215,12 @@ func (s singleClient) PiecesHold() int {
 // broker's: in order (conn.complete).
 func (s singleClient) Complete(sr single.Request, out *wire.Buf, ch budget.Charge) error {
 	r, c := sr.(*request), s.c
+	if r.timed != nil && !r.mergeAt.IsZero() {
+		// Before complete: once recorded, r may be delivered and
+		// recycled by another goroutine.
+		took := time.Since(r.mergeAt) // the monotonic clock alone
+		r.timed.AddRequestTime(r.mergeAt.Add(took), took)
+	}
 	if m := c.p.metrics; m != nil && !r.sentAt.IsZero() {
 		r.upTook = time.Since(r.sentAt)
 		if r.ord.Kind == ordering.Write && c.mode == ordering.None {

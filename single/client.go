@@ -84,6 +84,10 @@ type Request interface {
 	// frame Complete is given, then slices of buffers it does not own,
 	// which done gives back once the answer is written or dropped.
 	SetPieces(pieces [][]byte, n int, done func())
+	// Merging is told that its parts' answers are all in and their merge
+	// begins: the proxy's own time on its answer starts here (a client's
+	// request_percentage counts it).
+	Merging()
 }
 
 // Account is a class of the memory budget as a client connection

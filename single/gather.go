@@ -346,6 +346,7 @@ func (s *Conn) act(st *Split, act int) {
 func (s *Conn) finish(st *Split) {
 	c, r := s.c, st.r
 	b := s.env.Budget
+	r.Merging()
 	if st.fetch != nil {
 		s.endFetch(st)
 	}

@@ -118,6 +118,7 @@ func (r *testRequest) ForcedAck() bool                 { return false }
 func (r *testRequest) SetFailed(error)                 {}
 func (r *testRequest) Pieces() bool                    { return false }
 func (r *testRequest) SetPieces([][]byte, int, func()) {}
+func (r *testRequest) Merging()                        {}
 
 // splitForTest parses and decodes frame as the single topology does
 // and splits it over hashView.
