@@ -32,6 +32,8 @@ type clientIn struct {
 // while there is nothing to read.
 type rawReader interface {
 	fill(in *clientIn) (int, error)
+	// queued is how many bytes the socket holds for the next read.
+	queued() int
 }
 
 func (in *clientIn) init(nc net.Conn) {
@@ -41,6 +43,18 @@ func (in *clientIn) init(nc net.Conn) {
 
 // Buffered reports how many bytes are read and not yet consumed.
 func (in *clientIn) Buffered() int { return in.w - in.r }
+
+// Queued reports how many bytes a read can return now: those buffered and
+// those the socket has received. A frame's buffer grows by it at once
+// (wire.Grow), so a large request the client has sent is read in as few
+// calls, and copied as few times, as its arrival allows.
+func (in *clientIn) Queued() int {
+	n := in.Buffered()
+	if in.raw != nil {
+		n += in.raw.queued()
+	}
+	return n
+}
 
 func (in *clientIn) Read(p []byte) (int, error) {
 	if len(p) == 0 {

@@ -3,8 +3,10 @@ package proxy
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -116,5 +118,56 @@ func TestSpliceBodyStartsWithBuffered(t *testing.T) {
 		if c.in.buf != nil {
 			t.Fatalf("%d-byte body: buffer held after the body was moved", size)
 		}
+	}
+}
+
+// readCounter counts the reads of the socket that bypass clientIn's buffer.
+type readCounter struct {
+	net.Conn
+	reads int
+}
+
+func (r *readCounter) Read(p []byte) (int, error) {
+	r.reads++
+	return r.Conn.Read(p)
+}
+
+// A large request that has arrived whole is read from the socket in one
+// call past the first chunk, into a buffer of its size, not a step at a
+// time (each a system call and a copy of what came before): the single
+// topology reads a Produce whole before it splits it.
+func TestClientInReadsArrivedFrameAtOnce(t *testing.T) {
+	a, b := tcpPair(t)
+	var in clientIn
+	in.init(b)
+	if in.raw == nil {
+		t.Skip("no non-blocking socket read on this platform")
+	}
+	if err := b.(*net.TCPConn).SetReadBuffer(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	counter := &readCounter{Conn: b}
+	in.nc = counter
+	const size = 200 << 10
+	frame := make([]byte, 4+size)
+	binary.BigEndian.PutUint32(frame, size)
+	rand.Read(frame[4:])
+	if _, err := a.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until it has all arrived.
+	for i := 0; in.Queued() < len(frame); i++ {
+		if i == 200 {
+			t.Skipf("only %d of %d bytes arrived: the socket's receive buffer is smaller", in.Queued(), len(frame))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var lb [4]byte
+	got, err := wire.ReadFrame(&in, &lb, wire.MinRequestFrame, 1<<20)
+	if err != nil || !bytes.Equal(got.B, frame) {
+		t.Fatalf("read %v, equal %v", err, err == nil && bytes.Equal(got.B, frame))
+	}
+	if counter.reads != 1 {
+		t.Fatalf("a frame of %d bytes that had arrived took %d reads past the first chunk, want 1", size, counter.reads)
 	}
 }

@@ -15,6 +15,10 @@ type socketReader struct {
 	n   int
 	err error
 	cb  func(fd uintptr) bool // bound once, so a read allocates nothing
+	// q is what the socket has received and not yet given, asked by
+	// qcb, bound once as cb is.
+	q   int
+	qcb func(fd uintptr)
 }
 
 func newRawReader(nc net.Conn) rawReader {
@@ -24,6 +28,7 @@ func newRawReader(nc net.Conn) rawReader {
 	}
 	s := &socketReader{rc: rc}
 	s.cb = s.read
+	s.qcb = s.inq
 	return s
 }
 
@@ -71,4 +76,14 @@ func (s *socketReader) read(fd uintptr) bool {
 		s.err = err
 		return true
 	}
+}
+
+// queued returns how many bytes the socket has received and not yet
+// given; 0 when it cannot tell.
+func (s *socketReader) queued() int {
+	s.q = 0
+	if s.rc.Control(s.qcb) != nil {
+		return 0
+	}
+	return s.q
 }

@@ -216,10 +216,11 @@ func TestMemoryBoundKeepsReserve(t *testing.T) {
 	}
 }
 
-// TestFramesWaitingForMemoryAreShed: three clients each send enough of a
-// large frame to hold a buffer and need a larger one, which none of them
-// can get; none of them is being read any more. The read timeout still
-// sheds them, so their memory returns.
+// TestFramesWaitingForMemoryAreShed: two clients each send enough of a
+// large frame to hold a buffer and need a larger one, which neither can
+// get while a third, begun after them, holds its whole frame; none of
+// them is being read any more. The read timeout still sheds them, so
+// their memory returns.
 func TestFramesWaitingForMemoryAreShed(t *testing.T) {
 	kc := newCluster(t, kfake.SeedTopics(1, "t"))
 	p := startProxy(t, config.OrderingNone, kc.ListenAddrs(), func(c *config.Config) {
@@ -228,26 +229,43 @@ func TestFramesWaitingForMemoryAreShed(t *testing.T) {
 		c.MaxResponseSize = 1 << 20
 		c.ReadTimeout = time.Second
 	})
-	// Each first fills most of a 256 KiB buffer; then each needs 1 MiB
-	// more, and 3 x 256 KiB + 1 MiB is above the bulk share (1.5 MiB).
 	// The frames are Metadata requests, which the proxy reads whole.
-	var conns []net.Conn
-	for range 3 {
+	// The two waiters first hold 32 KiB buffers for the 20 KiB they
+	// sent; the holder, begun later so that it times out last, then
+	// takes a buffer of its whole 1 MiB frame, all but its last bytes
+	// sent; with 300 KiB more each waiter needs a larger buffer (its whole
+	// frame where the socket says what it has received, else 256 KiB and
+	// then the whole frame), and neither fits beside the holder's in the
+	// bulk share (1.5 MiB), until the waiters' read timeout.
+	send := func(c net.Conn, b []byte) {
+		t.Helper()
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUsed := func(n int64) {
+		t.Helper()
+		for p.Stats().MemoryUsed < n {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	start := make([]byte, 20<<10)
+	start[1] = 3 // api key 3, Metadata v0
+	var waiters []net.Conn
+	for range 2 {
 		c := dial(t, p.Addr())
-		start := make([]byte, 200<<10)
-		start[1] = 3 // api key 3, Metadata v0
-		if _, err := c.Write(append(lengthPrefix(1<<20-8), start...)); err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
+		send(c, append(lengthPrefix(1<<20-8), start...))
+		waiters = append(waiters, c)
 	}
-	for p.Stats().MemoryUsed < 3*256<<10 {
-		time.Sleep(10 * time.Millisecond)
-	}
-	for _, c := range conns {
-		if _, err := c.Write(make([]byte, 100<<10)); err != nil {
-			t.Fatal(err)
-		}
+	waitUsed(2 * 32 << 10)
+	time.Sleep(300 * time.Millisecond)
+	holder := dial(t, p.Addr())
+	whole := make([]byte, 1<<20-8-100)
+	whole[1] = 3
+	send(holder, append(lengthPrefix(1<<20-8), whole...))
+	waitUsed(1<<20 + 2*32<<10)
+	for _, c := range waiters {
+		send(c, make([]byte, 300<<10))
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for p.Stats().MemoryUsed > 0 {

@@ -92,10 +92,18 @@ func Start(head []byte, total int, acct Account) (*Buf, error) {
 	return b, nil
 }
 
+// Queued is a reader that knows how many bytes it can return now without
+// waiting: those it holds and those its socket has received.
+type Queued interface {
+	Queued() int
+}
+
 // Grow reads from r into b, whose B holds the first bytes of a frame, until
 // it holds total bytes, moving to a larger buffer (factor times, or the
 // whole frame when that is at most twice as much) each time the current
-// one fills. acct, if not nil, has been
+// one fills; a reader that is Queued has the buffer grow at once to hold
+// what has arrived, or the whole frame when that is at most twice factor
+// times what has. acct, if not nil, has been
 // charged cap(b.B) and is charged for every larger buffer before it is
 // allocated. On error b is put back and its charge released.
 func Grow(r io.Reader, b *Buf, total int, acct Account, factor int) (*Buf, error) {
@@ -104,6 +112,18 @@ func Grow(r io.Reader, b *Buf, total int, acct Account, factor int) (*Buf, error
 	for filled < total {
 		if filled == len(b.B) {
 			n := factor * len(b.B)
+			if q, ok := r.(Queued); ok {
+				// What has arrived is what the peer has sent: the
+				// buffer takes it all at once, or the whole frame
+				// when that is within the bound on what was sent,
+				// rather than a step at a time, each a read and a
+				// copy of what came before.
+				sent := filled + q.Queued()
+				if Cap(total) <= 2*factor*sent {
+					n = total
+				}
+				n = max(n, min(sent, total))
+			}
 			if n >= total/2 {
 				// One more step would copy nearly the whole
 				// frame; take it all now.

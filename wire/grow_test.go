@@ -184,3 +184,58 @@ func sizeName(n int) string {
 	}
 	return fmt.Sprintf("%dKiB", n>>10)
 }
+
+// queuedReader is a reader whose bytes have all arrived: it says so
+// (Queued), and counts its reads.
+type queuedReader struct {
+	r     *bytes.Reader
+	reads int
+}
+
+func (q *queuedReader) Read(p []byte) (int, error) {
+	q.reads++
+	return q.r.Read(p)
+}
+
+func (q *queuedReader) Queued() int { return q.r.Len() }
+
+// TestGrowTakesWhatArrived: a frame that has arrived whole is read in two
+// calls (the first chunk, then the rest into a buffer of the whole frame)
+// and copied once, however large; a peer that has sent part of a large
+// frame gets a buffer for what it sent, within the bound on what it sent.
+func TestGrowTakesWhatArrived(t *testing.T) {
+	for _, n := range []int{40000, 1 << 20, 8<<20 + 3} {
+		f := frameOf(n)
+		q := &queuedReader{r: bytes.NewReader(f)}
+		var acct countingAccount
+		b, err := readGrowing(q, 16<<20, &acct, GrowFactor)
+		if err != nil || !bytes.Equal(b.B, f) {
+			t.Fatalf("frame of %d: %v", n, err)
+		}
+		// The prefix, the first chunk, the rest.
+		if q.reads != 3 {
+			t.Fatalf("frame of %d read in %d calls, want 3", n, q.reads)
+		}
+		if limit := Cap(FirstChunk) + Cap(4+n); acct.peak > limit {
+			t.Fatalf("frame of %d: peak reservation %d above %d", n, acct.peak, limit)
+		}
+		acct.Release(cap(b.B))
+		Put(b)
+	}
+	const declared = 100 << 20
+	for _, sent := range []int{FirstChunk + 1, 100 << 10, 1 << 20} {
+		q := &queuedReader{r: bytes.NewReader(frameOf(declared)[:4+sent])}
+		var acct countingAccount
+		if _, err := readGrowing(q, 128<<20, &acct, GrowFactor); !errors.Is(err, ErrTruncated) {
+			t.Fatalf("%d bytes of a 100 MiB frame: %v, want ErrTruncated", sent, err)
+		}
+		if bound := FirstChunk + 2*GrowFactor*sent; acct.peak > bound {
+			t.Fatalf("%d bytes of a 100 MiB frame reserved %d bytes at peak, above %d", sent, acct.peak, bound)
+		}
+		// Each growth takes everything queued: a read for the first
+		// chunk, one for the rest, and the one that finds the end.
+		if q.reads > 4 {
+			t.Fatalf("%d bytes of a 100 MiB frame read in %d calls", sent, q.reads)
+		}
+	}
+}
