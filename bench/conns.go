@@ -181,36 +181,6 @@ func Churn(ctx context.Context, addr string, d time.Duration, parallel int) (flo
 	return rate, firstErr
 }
 
-// ProcessCPU reads the user and system CPU time process pid has used, all
-// threads together, from /proc. The kernel counts it in ticks of 10ms.
-func ProcessCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The command name may hold spaces and parentheses; the fields we want
-	// are counted from the last ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, fmt.Errorf("bench: /proc/%d/stat has no command", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("bench: /proc/%d/stat is short", pid)
-	}
-	// utime and stime are fields 14 and 15 of the line, 12 and 13 after
-	// the command.
-	var ticks int64
-	for _, s := range f[11:13] {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("bench: /proc/%d/stat: %w", pid, err)
-		}
-		ticks += v
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
-}
-
 // ProcessRSS reads the resident set size of process pid, in bytes, from
 // /proc.
 func ProcessRSS(pid int) (int64, error) {

@@ -772,7 +772,9 @@ median over $ROUNDS rounds of ${DURATION} after ${WARMUP} of warm-up, and each r
 Throughput on a machine this small follows whatever else runs on it (see the
 load average above), so every table also gives **path CPU s/GB**: the CPU
 time the relay or the proxy process spent per 10^9 bytes of record values it
-carried, read from /proc over the same window. It depends much less on the
+carried, read over the same window from the kernel's CPU clock of the
+process, in nanoseconds (\`/proc/PID/stat\` counts 10 ms ticks, which
+moved per-round ratios by up to 0.03). It depends much less on the
 competition for the cores (though a path that moves more bytes per second
 also moves more per system call, so its cost per GB falls), and it is
 where a proxy's cost shows first. A CPU target is judged by the ratio of
