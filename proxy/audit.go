@@ -24,6 +24,9 @@ package proxy
 // (wire.ProduceScan, and the record batches' headers) and its response is
 // not decoded, so a summary has no Produce offsets; per-request auditing
 // scans the Produce response for the offsets and errors (wire.ProducedScan).
+// A Produce streamed in None mode is counted as its partitions pass
+// (auditstream.go); one spliced whole in Connection mode is never seen,
+// and its event has what its response says (readsWhole says why).
 // A Fetch's partitions and fetch offsets are scanned from its request
 // (wire.FetchScan) and what it returned from its response (wire.FetchedScan,
 // the records skipped by their lengths, the offsets read from the record
@@ -179,9 +182,14 @@ type auditReq struct {
 
 	// fetch holds a Fetch's partitions, each with its topic's name, as the
 	// request and then the response name them (and those of a Produce that
-	// went upstream unread, as its response names them); they become
-	// resources once the response is read (groupResources).
+	// went upstream unread, as its response names them, or as they
+	// streamed past); they become resources once the response is read
+	// (groupResources).
 	fetch []fetchPart
+	// streams: a Produce whose body streams in None mode, its partitions
+	// counted on the way; counted (under connAudit.mu) once they are in
+	// fetch (auditstream.go).
+	streams, counted bool
 }
 
 // fetchPart is one partition of a Fetch's event, before it is grouped
@@ -214,6 +222,7 @@ func putAuditReq(ar *auditReq) {
 	ar.resources = ar.req.Resources[:0]
 	clear(ar.resources[:cap(ar.resources)]) // names and partitions not kept alive
 	ar.req, ar.kreq, ar.perRequest, ar.refused = audit.Request{}, nil, false, nil
+	ar.streams, ar.counted = false, false
 	auditReqPool.Put(ar)
 }
 
@@ -293,11 +302,12 @@ const auditWholeMax = 4 << 20
 // reading it whole costs no more (measured against streaming it, three
 // runs of one and twelve partitions: 0.80 to 1.00 times the CPU per GB in
 // request mode, 0.80 to 0.99 in a summary; peak memory grew by up to 17
-// MiB). A body spliced
-// between TCP sockets is never seen, and reading it whole would cost the
-// copies the splice saves (measured: 1.22 times the CPU per GB with the
-// per-request audit, beyond the 1.10 allowed, and 1.06 times in a
-// summary): its event keeps what its response says.
+// MiB). Between TCP sockets a body streams: in None mode it is counted as
+// its partitions pass (auditstream.go); in Connection mode it is spliced
+// whole, unseen, and reading it whole would cost the copies the splice
+// saves (measured: 1.22 times the CPU per GB with the per-request audit,
+// beyond the 1.10 allowed, and 1.06 times in a summary), so its event
+// keeps what its response says.
 func (c *conn) readsWhole(size int32) bool {
 	return c.aud.countWrites && !c.splice && size <= auditWholeMax
 }
@@ -387,6 +397,7 @@ func (c *conn) auditRead(r *request) {
 		}
 	}
 	ar.refused = r.refused
+	ar.streams = r.scanBody
 	r.aud = ar
 }
 
@@ -599,6 +610,9 @@ func (c *conn) auditDelivered(rs []*request) {
 		}
 		r.aud = nil
 		ar.req.Time = now
+		if ar.streams {
+			c.streamedResources(ar)
+		}
 		if r.resp != nil && r.resp != noResponse {
 			c.fillResponse(ar, r.resp.B, r.hdr)
 		}
