@@ -14,8 +14,10 @@ import (
 // always the header of its first record batch. Brokers take one batch per
 // partition (Produce v3 and later), so that header's record count is the
 // partition's: the event gets each partition's bytes and, where the one
-// batch's header was in view, its records, at no cost beyond reading a
-// few bytes already in memory. The partitions are handed to the request's
+// batch's header was in view, its records, reading a few bytes already in
+// memory (BenchmarkAuditStreamedProduce: under 1 µs more a request of 12
+// partitions of 64 KiB, in either data path; about 0.3% of the streaming
+// path's CPU per GB). The partitions are handed to the request's
 // event before the frame's last byte goes upstream, under the audit's
 // lock, which the goroutine delivering the response takes before it reads
 // them.
