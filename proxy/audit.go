@@ -24,9 +24,9 @@ package proxy
 // (wire.ProduceScan, and the record batches' headers) and its response is
 // not decoded, so a summary has no Produce offsets; per-request auditing
 // scans the Produce response for the offsets and errors (wire.ProducedScan).
-// A Produce streamed in None mode is counted as its partitions pass
-// (auditstream.go); one spliced whole in Connection mode is never seen,
-// and its event has what its response says (readsWhole says why).
+// A Produce streamed is counted as its partitions pass (auditstream.go);
+// one spliced whole in Connection mode (acks=0) is never seen, and its
+// event has what its response says.
 // A Fetch's partitions and fetch offsets are scanned from its request
 // (wire.FetchScan) and what it returned from its response (wire.FetchedScan,
 // the records skipped by their lengths, the offsets read from the record
@@ -302,12 +302,11 @@ const auditWholeMax = 4 << 20
 // reading it whole costs no more (measured against streaming it, three
 // runs of one and twelve partitions: 0.80 to 1.00 times the CPU per GB in
 // request mode, 0.80 to 0.99 in a summary; peak memory grew by up to 17
-// MiB). Between TCP sockets a body streams: in None mode it is counted as
-// its partitions pass (auditstream.go); in Connection mode it is spliced
-// whole, unseen, and reading it whole would cost the copies the splice
-// saves (measured: 1.22 times the CPU per GB with the per-request audit,
-// beyond the 1.10 allowed, and 1.06 times in a summary), so its event
-// keeps what its response says.
+// MiB). Between TCP sockets a body streams, counted as its partitions
+// pass (auditstream.go): reading it whole would cost the copies the
+// splice saves (measured in Connection mode: 1.22 times the CPU per GB of
+// the splice with the per-request audit, beyond the 1.10 allowed, and
+// 1.06 times in a summary).
 func (c *conn) readsWhole(size int32) bool {
 	return c.aud.countWrites && !c.splice && size <= auditWholeMax
 }

@@ -180,7 +180,9 @@ func (c *conn) startStream(body []byte, h wire.RequestHeader, total int) (int, b
 	bs.win, bs.winCh = wire.Get(n), charge{n: int64(wire.Cap(n))}
 	bs.win.B = bs.win.B[:0]
 	bs.done, bs.records, bs.lead, bs.leadN = 0, 0, 0, 0
-	bs.barrier, bs.ndeferred = false, 0
+	// In Connection mode (an audited request, auditstream.go) no
+	// partition is the sequencer's concern.
+	bs.barrier, bs.ndeferred = c.mode != ordering.None, 0
 	return used, true
 }
 
