@@ -25,8 +25,8 @@ package proxy
 // not decoded, so a summary has no Produce offsets; per-request auditing
 // scans the Produce response for the offsets and errors (wire.ProducedScan).
 // A Produce streamed is counted as its partitions pass (auditstream.go);
-// one spliced whole in Connection mode (acks=0) is never seen, and its
-// event has what its response says.
+// one spliced whole (acks=0 in Connection mode) is never seen, its records
+// not counted.
 // A Fetch's partitions and fetch offsets are scanned from its request
 // (wire.FetchScan) and what it returned from its response (wire.FetchedScan,
 // the records skipped by their lengths, the offsets read from the record
