@@ -48,3 +48,38 @@ func auditExchange(p *Proxy, cfg *config.Config, rec audit.Recorder, frame, resp
 		c.auditDelivered(rs)
 	}, nil
 }
+
+// AuditExchangeStreamed is AuditExchange for a Produce whose body streams
+// in None mode, its head alone read: with counted, its partitions are
+// counted as the stream finds them (from frame, scanned here as the
+// stream would), as they are; without, as they were not.
+func AuditExchangeStreamed(p *Proxy, cfg *config.Config, rec audit.Recorder, frame, resp []byte, counted bool) (func(), error) {
+	h, err := wire.ParseRequestHeader(frame)
+	if err != nil {
+		return nil, err
+	}
+	p.aud.rec = rec
+	c := &conn{p: p, cfg: cfg, halt: make(chan struct{}), bs: new(bodyStream)}
+	c.aud.a = rec.Open(audit.ConnInfo{ID: 1, Listener: "node", ClientAddress: "127.0.0.1:1"})
+	head := frame[:min(len(frame), 4+spliceHead)]
+	var steps []wire.StreamStep
+	var s wire.ProduceScan
+	if err := s.Reset(frame[h.Body:], h.Version); err != nil {
+		return nil, err
+	}
+	for part, ok := s.Next(); ok; part, ok = s.Next() {
+		steps = append(steps, wire.StreamStep{Found: true, Partition: part, Records: int64(len(part.Records))})
+	}
+	return func() {
+		r := &request{hdr: h, frame: &wire.Buf{B: head}, resp: &wire.Buf{B: resp}, stream: len(frame) - len(head), scanBody: true}
+		c.auditRead(r)
+		if counted {
+			c.bs.aud, c.bs.counted = r.aud, c.bs.counted[:0]
+			for _, st := range steps {
+				c.countStreamed(st, st.Partition.Records)
+			}
+			c.auditStreamed()
+		}
+		c.auditDelivered([]*request{r})
+	}, nil
+}

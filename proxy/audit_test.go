@@ -536,19 +536,28 @@ type recorded struct {
 	reqs  []audit.Request
 	opens []audit.ConnInfo
 	auths []audit.Authentication
+	// authConns is, for each of auths, the connection it was recorded on.
+	authConns []audit.ConnInfo
+	conns     map[*audit.Conn]audit.ConnInfo
 }
 
 func (r *recorded) Open(info audit.ConnInfo) *audit.Conn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.opens = append(r.opens, info)
-	return &audit.Conn{}
+	c := &audit.Conn{}
+	if r.conns == nil {
+		r.conns = map[*audit.Conn]audit.ConnInfo{}
+	}
+	r.conns[c] = info
+	return c
 }
 
-func (r *recorded) Authentication(_ context.Context, _ *audit.Conn, a *audit.Authentication) error {
+func (r *recorded) Authentication(_ context.Context, c *audit.Conn, a *audit.Authentication) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.auths = append(r.auths, *a)
+	r.authConns = append(r.authConns, r.conns[c])
 	return nil
 }
 func (r *recorded) Wants(int16, audit.Decision) bool         { return true }

@@ -119,7 +119,7 @@ func (c *conn) readRequest(size int32, lenBuf *[4]byte) (r *request, readErr, er
 			return r, readErr, err
 		}
 	}
-	if c.streamReq && size >= spliceMin {
+	if c.streamReq && size >= spliceMin && !c.readsWhole(size) {
 		head, ch, err := c.readFrame(lenBuf[:], 4+spliceHead, total)
 		if err != nil {
 			return nil, err, nil

@@ -209,6 +209,8 @@ func (c *conn) serve() {
 		c.auditOpen()
 		c.routeByName()
 		err = c.connect()
+	} else {
+		c.auditHandshakeRefused(err)
 	}
 	if err == nil {
 		err = c.readClient()

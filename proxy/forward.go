@@ -138,6 +138,7 @@ func (c *conn) flush(byReader, try bool) (spliced bool) {
 		frames, bufs = frames[:0], bufs[:0]
 		held, taken, stream := 0, 0, int64(0)
 		scanBody, unread, streamSeq := false, false, uint64(0)
+		var streamAud *auditReq
 		now, writes := c.p.metrics.Now(), 0
 		var charged [2]charge // small, bulk: released once written
 		for _, r := range c.outq {
@@ -162,7 +163,7 @@ func (c *conn) flush(byReader, try bool) (spliced bool) {
 			stream = int64(r.stream)
 			scanBody = r.scanBody
 			if stream > 0 {
-				streamSeq = r.seq
+				streamSeq, streamAud = r.seq, r.aud
 				if r.upCorr == noCorrelation {
 					// Not sequenced: everything sequenced
 					// so far precedes it.
@@ -232,7 +233,7 @@ func (c *conn) flush(byReader, try bool) (spliced bool) {
 				kind = metrics.StreamedRequestScanned
 			}
 			if scanBody {
-				err = c.streamProduce(streamSeq)
+				err = c.streamProduce(streamSeq, streamAud)
 			} else if rest > 0 {
 				err = c.spliceRest(rest)
 			}

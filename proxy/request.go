@@ -236,6 +236,10 @@ func (c *conn) spliceable(head *wire.Buf, size int32) *request {
 	if err != nil {
 		return nil
 	}
+	if acks != 0 && c.aud.countWrites {
+		// Streamed as in None mode, to be counted (auditstream.go).
+		return c.spliceableNone(head, h, size)
+	}
 	r := getRequest()
 	r.hdr, r.frame = h, head
 	r.stream = 4 + int(size) - len(head.B)

@@ -146,7 +146,36 @@ func (p *Proxy) handshake(ctx context.Context, nc net.Conn) error {
 	if skipped, ok := p.sec.failures.allow(string(kind), time.Now()); ok {
 		p.log.Warn("tls handshake failed; connection closed", "client", nc.RemoteAddr().String(), "reason", reason, "similar_failures_not_logged", skipped)
 	}
-	return fmt.Errorf("%w: %s", ErrTLSHandshake, reason)
+	failed := fmt.Errorf("%w: %s", ErrTLSHandshake, reason)
+	if cert := refusedCertificate(err); cert != nil {
+		return &certRefusedError{error: failed, cert: cert, reason: reason}
+	}
+	return failed
+}
+
+// certRefusedError is a handshake that refused the client certificate
+// cert because the CAs do not verify it (an unknown authority, expired,
+// a usage the certificate lacks): the audit records it as a refused
+// authentication (auditclaim.go).
+type certRefusedError struct {
+	error
+	cert   *x509.Certificate
+	reason string
+}
+
+func (e *certRefusedError) Unwrap() error { return e.error }
+
+// refusedCertificate is the client certificate a failed handshake did not
+// verify, nil when the handshake failed otherwise. crypto/tls hands the
+// certificates it refused back in its error, after sending the client
+// the alert the failure calls for, so the verification and what the
+// client sees stay crypto/tls's alone.
+func refusedCertificate(err error) *x509.Certificate {
+	var verify *tls.CertificateVerificationError
+	if !errors.As(err, &verify) || len(verify.UnverifiedCertificates) == 0 {
+		return nil
+	}
+	return verify.UnverifiedCertificates[0]
 }
 
 // tlsFailure names why a handshake failed, and its kind for metrics and

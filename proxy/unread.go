@@ -139,7 +139,9 @@ func (c *conn) unreadable(head []byte, size int32) (r *request, foreign bool) {
 	if !fits {
 		return nil, true
 	}
-	if c.mode == ordering.None {
+	if c.mode == ordering.None || c.aud.countWrites {
+		// Streamed as in None mode; in Connection mode when audited,
+		// to be counted (auditstream.go).
 		return c.unreadNone(head, h, size), false
 	}
 	r = getRequest()

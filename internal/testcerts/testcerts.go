@@ -68,6 +68,12 @@ type Pair struct {
 // Issue signs a certificate for cn valid for hosts (DNS names or IP
 // addresses), usable by a server and a client.
 func (ca *CA) Issue(cn string, hosts ...string) (Pair, error) {
+	return ca.IssueValid(cn, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), hosts...)
+}
+
+// IssueValid is Issue for a certificate valid from notBefore to notAfter,
+// such as one already expired.
+func (ca *CA) IssueValid(cn string, notBefore, notAfter time.Time, hosts ...string) (Pair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return Pair{}, err
@@ -75,8 +81,8 @@ func (ca *CA) Issue(cn string, hosts ...string) (Pair, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber: nextSerial(),
 		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
