@@ -22,12 +22,16 @@ import (
 // (acks not 0): then it streams as in None mode, none of its partitions
 // the sequencer's concern, to be counted. That costs the walk's system
 // calls, a peek and a splice per partition rather than one splice per
-// request (BENCHMARKS.md, runs 35 to 39: per-request audit of the bench's
-// producer 1.05 times the CPU per GB without audit, over one and twelve
-// partitions); small batches pay those calls over fewer bytes. The
-// partitions are handed to the request's event before the frame's last
-// byte goes upstream, under the audit's lock, which the goroutine
-// delivering the response takes before it reads them.
+// request: measured side by side with the whole request spliced and no
+// audit, four runs of the bench's producer, 1.03 (one partition) and
+// 1.14, 1.04 and 1.03 (twelve) times the CPU per GB with the per-request
+// audit, beside 1.09, 1.09, 0.98 and 1.00 for the audit without the walk
+// in the same runs; a summary with the walk 0.88 to 1.12 times one
+// without. Its batches were full (1 MiB); small batches pay the system
+// calls over fewer bytes. The partitions are handed to the request's
+// event before the frame's last byte goes upstream, under the audit's
+// lock, which the goroutine delivering the response takes before it reads
+// them.
 
 // countStreamed adds the partition step found to the streaming request's
 // event: its record bytes and, when rec (the bytes after the partition's

@@ -177,7 +177,7 @@ func (c *conn) startStream(body []byte, h wire.RequestHeader, total int) (int, b
 	if err := c.accts[0].Reserve(wire.Cap(n)); err != nil {
 		return 0, false
 	}
-	bs.win, bs.winCh = wire.Get(n), charge{N: int64(wire.Cap(n))}
+	bs.win, bs.winCh = wire.Get(n), charge{n: int64(wire.Cap(n))}
 	bs.win.B = bs.win.B[:0]
 	bs.done, bs.records, bs.lead, bs.leadN = 0, 0, 0, 0
 	// In Connection mode (an audited request, auditstream.go) no
@@ -527,7 +527,7 @@ func (c *conn) extendLocked(seq uint64, k ordering.Key, wait bool) (added, waite
 		}
 		switch did {
 		case ordering.ExtendAdded:
-			c.bs.keys.N += ordering.KeyStateBytes
+			c.bs.keys.n += ordering.KeyStateBytes
 			return true, waited, nil
 		case ordering.ExtendHeld:
 			c.p.budget.Release(ordering.KeyStateBytes, false)
@@ -535,7 +535,7 @@ func (c *conn) extendLocked(seq uint64, k ordering.Key, wait bool) (added, waite
 		case ordering.ExtendBarrier:
 			// The write holds no keys any more, and takes none.
 			c.p.budget.Release(ordering.KeyStateBytes, false)
-			c.bs.keys.Release(c.p.budget)
+			c.bs.keys.release(c.p.budget)
 			c.bs.barrier = true
 			return true, waited, nil
 		}
@@ -605,8 +605,8 @@ func (c *conn) fillWindow() error {
 		nb := wire.Get(n)
 		nb.B = nb.B[:copy(nb.B, bs.win.B)]
 		wire.Put(bs.win)
-		bs.winCh.Release(c.p.budget)
-		bs.win, bs.winCh = nb, charge{N: int64(wire.Cap(n))}
+		bs.winCh.release(c.p.budget)
+		bs.win, bs.winCh = nb, charge{n: int64(wire.Cap(n))}
 	}
 	free := bs.win.B[len(bs.win.B):cap(bs.win.B)]
 	c.p.streamWork.calls.Add(1)
@@ -651,7 +651,7 @@ func (c *conn) putWindow() {
 	bs := c.bs
 	wire.Put(bs.win)
 	bs.win = nil
-	bs.winCh.Release(c.p.budget)
+	bs.winCh.release(c.p.budget)
 }
 
 // endStream returns the window and hands the key state charged while
@@ -660,14 +660,14 @@ func (c *conn) putWindow() {
 func (c *conn) endStream(seq uint64) {
 	bs := c.bs
 	c.putWindow()
-	if bs.keys.N == 0 {
+	if bs.keys.n == 0 {
 		return
 	}
 	c.mu.Lock()
 	if r, ok := c.seq.Get(seq); ok && r.resp == nil {
-		r.stateCharge.N += bs.keys.N
+		r.stateCharge.n += bs.keys.n
 		bs.keys = charge{}
 	}
 	c.mu.Unlock()
-	bs.keys.Release(c.p.budget)
+	bs.keys.release(c.p.budget)
 }

@@ -80,11 +80,11 @@ func (c *conn) streamWalk(r *request, rd *bufio.Reader, head *[8]byte, size int3
 		c.fw = new(fetchWalk)
 	}
 	fw := c.fw
-	fw.win, fw.ch = wire.Get(n), charge{N: int64(wire.Cap(n)), Resp: true}
+	fw.win, fw.ch = wire.Get(n), charge{n: int64(wire.Cap(n)), resp: true}
 	defer func() {
 		wire.Put(fw.win)
 		fw.win = nil
-		fw.ch.Release(c.p.budget)
+		fw.ch.release(c.p.budget)
 	}()
 	fw.win.B = append(fw.win.B[:0], head[:]...)
 	fw.done, fw.pass, fw.unread = len(head), 0, int64(size)-4
@@ -263,8 +263,8 @@ func (c *conn) fetchGrow() error {
 	nb := wire.Get(n)
 	nb.B = append(nb.B[:0], fw.win.B...)
 	wire.Put(fw.win)
-	fw.ch.Release(c.p.budget)
-	fw.win, fw.ch = nb, charge{N: int64(wire.Cap(n)), Resp: true}
+	fw.ch.release(c.p.budget)
+	fw.win, fw.ch = nb, charge{n: int64(wire.Cap(n)), resp: true}
 	return nil
 }
 

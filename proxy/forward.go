@@ -171,13 +171,13 @@ func (c *conn) flush(byReader, try bool) (spliced bool) {
 				}
 			}
 			unread = r.frame == nil && r.stream > 0
-			if ch := &r.frameCharge; ch.N > 0 {
+			if ch := &r.frameCharge; ch.n > 0 {
 				i := 0
-				if ch.Bulk {
+				if ch.bulk {
 					i = 1
 				}
-				charged[i].N += ch.N
-				charged[i].Bulk = ch.Bulk
+				charged[i].n += ch.n
+				charged[i].bulk = ch.bulk
 				*ch = charge{}
 			}
 			if r.upCorr == noCorrelation {
@@ -282,8 +282,8 @@ func (c *conn) written(frames []*wire.Buf, charged *[2]charge, held, writes int,
 		wire.Put(f)
 	}
 	clear(frames)
-	charged[0].Release(c.p.budget)
-	charged[1].Release(c.p.budget)
+	charged[0].release(c.p.budget)
+	charged[1].release(c.p.budget)
 	c.mu.Lock()
 	c.seq.Free(held)
 	c.cond.Broadcast()

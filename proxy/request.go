@@ -102,9 +102,9 @@ func (r *request) free() {
 		wire.Put(r.resp)
 	}
 	wire.Put(r.local)
-	r.frameCharge.Release(r.bud)
-	r.respCharge.Release(r.bud)
-	r.stateCharge.Release(r.bud)
+	r.frameCharge.release(r.bud)
+	r.respCharge.release(r.bud)
+	r.stateCharge.release(r.bud)
 	if r.split != nil {
 		r.split.ReleaseAll(r.bud)
 	}

@@ -184,7 +184,7 @@ func (s singleClient) DropFrame(sr single.Request) {
 	held := len(r.frame.B)
 	wire.Put(r.frame)
 	r.frame = nil
-	r.frameCharge.Release(c.p.budget)
+	r.frameCharge.release(c.p.budget)
 	if r.upCorr != noCorrelation {
 		c.mu.Lock()
 		c.seq.Free(held)
@@ -232,7 +232,7 @@ func (s singleClient) Complete(sr single.Request, out *wire.Buf, ch budget.Charg
 		c.seq.Free(len(r.frame.B))
 	}
 	c.mu.Unlock()
-	r.bud, r.respCharge = c.p.budget, ch
+	r.bud, r.respCharge = c.p.budget, charge{n: ch.N, bulk: ch.Bulk, resp: ch.Resp}
 	return c.complete(r, out)
 }
 
