@@ -252,7 +252,7 @@ func (c *conn) dial(auth *upauth.Authenticator) error {
 		sess upauth.Session
 		err  error
 	)
-	ctx := withIdentity(c.p.ctx, auth)
+	ctx := upauth.WithIdentity(c.p.ctx, auth)
 	if c.target.resolve == nil {
 		up, addr, sess, err = c.p.bootstrapUpstream(ctx)
 	} else {

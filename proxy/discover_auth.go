@@ -2,15 +2,13 @@ package proxy
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"fmt"
-	"io"
 	"slices"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/upauth"
 )
 
 // ErrUpstreamNeedsCredentials is returned by Discover when the upstream
@@ -59,40 +57,5 @@ func (p *Proxy) probeVersions(ctx context.Context, addr string, version int16) (
 	nc.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
 	defer stop()
-
-	const corr = 1
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.Version = version
-	req.ClientSoftwareName, req.ClientSoftwareVersion = "inorder", "1"
-	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("inorder")).AppendRequest(nil, req, corr)
-	if _, err := nc.Write(frame); err != nil {
-		return nil, fmt.Errorf("api versions to %s: %w", addr, err)
-	}
-	var head [8]byte
-	if _, err := io.ReadFull(nc, head[:]); err != nil {
-		return nil, fmt.Errorf("api versions from %s: %w", addr, err)
-	}
-	size := int32(binary.BigEndian.Uint32(head[:4]))
-	if size < 4 || size > 1<<20 {
-		return nil, fmt.Errorf("%w: api versions from %s: frame of %d bytes", ErrUpstreamProtocol, addr, size)
-	}
-	if got := int32(binary.BigEndian.Uint32(head[4:])); got != corr {
-		return nil, fmt.Errorf("%w: api versions from %s: correlation id %d", ErrUpstreamProtocol, addr, got)
-	}
-	body := make([]byte, size-4)
-	if _, err := io.ReadFull(nc, body); err != nil {
-		return nil, fmt.Errorf("api versions from %s: %w", addr, err)
-	}
-	resp := kmsg.NewPtrApiVersionsResponse()
-	resp.Version = version
-	if len(body) >= 2 && int16(binary.BigEndian.Uint16(body)) == kerr.UnsupportedVersion.Code {
-		resp.Version = 0
-	}
-	if err := resp.ReadFrom(body); err != nil {
-		return nil, fmt.Errorf("%w: api versions from %s: %v", ErrUpstreamProtocol, addr, err)
-	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil && !errors.Is(err, kerr.UnsupportedVersion) {
-		return nil, fmt.Errorf("api versions from %s: %w", addr, err)
-	}
-	return resp, nil
+	return upauth.AskVersions(nc, addr, version)
 }

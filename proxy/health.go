@@ -81,7 +81,7 @@ func (p *Proxy) Ready() error {
 	if err := p.nodes.openErr(); err != nil {
 		return fmt.Errorf("%w: %v", ErrNotReady, err)
 	}
-	if err := p.sec.gate.refusing(p.current().Upstreams); err != nil {
+	if err := p.sec.gate.Refusing(p.current().Upstreams); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
 	h := &p.health

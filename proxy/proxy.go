@@ -89,10 +89,8 @@ type Proxy struct {
 	// client reaches the upstream as the proxy (upidentity.go).
 	identities UpstreamIdentities
 	// upVersions are the upstream's API versions, for the ApiVersions
-	// answered before a client's upstream is dialled; versionsProbe
-	// makes their probe one at a time.
-	upVersions    upVersions
-	versionsProbe sync.Mutex
+	// answered before a client's upstream is dialled.
+	upVersions upauth.Versions
 	// quotas and connCaps enforce the client quotas and connection caps
 	// (quota.go); Reload updates them.
 	quotas   *quota.Manager

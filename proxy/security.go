@@ -24,7 +24,7 @@ type security struct {
 	upTLS    *tls.Config           // nil: plaintext upstream
 	upName   string                // verified name of the configured upstreams; empty: their host
 	auth     *upauth.Authenticator // nil: clients' SASL passes through
-	gate     authGates
+	gate     upauth.Gates
 	failures rateLog // TLS handshakes and refused authentications
 }
 
@@ -215,13 +215,13 @@ func plaintextOnTLS(h [5]byte) string {
 
 // dialSecure makes an upstream connection ready for requests: TCP, then
 // TLS when configured, then SASL when the proxy authenticates, as the
-// identity ctx carries (withIdentity) or else in its own name. configured
+// identity ctx carries (upauth.WithIdentity) or else in its own name. configured
 // says addr is one of the upstream addresses given to the proxy, which may
 // be verified by another name; addresses learned from metadata are
 // verified by their own host.
 func (p *Proxy) dialSecure(ctx context.Context, addr string, configured bool) (net.Conn, upauth.Session, error) {
-	auth := p.identity(ctx)
-	if err := p.sec.gate.check(gateKey(addr, auth, p.sec.auth)); err != nil {
+	auth := upauth.Identity(ctx, p.sec.auth)
+	if err := p.sec.gate.Check(upauth.GateKey(addr, auth, p.sec.auth)); err != nil {
 		return nil, upauth.Session{}, err
 	}
 	if timeout := p.current().DialTimeout; timeout > 0 {
@@ -283,15 +283,15 @@ func (p *Proxy) dialSecure(ctx context.Context, addr string, configured bool) (n
 func (p *Proxy) authenticate(ctx context.Context, auth *upauth.Authenticator, nc net.Conn, addr string) (upauth.Session, error) {
 	host, _, _ := net.SplitHostPort(addr)
 	sess, err := auth.Authenticate(ctx, nc, host)
-	key := gateKey(addr, auth, p.sec.auth)
+	key := upauth.GateKey(addr, auth, p.sec.auth)
 	switch {
 	case err == nil:
-		p.sec.gate.succeeded(key)
+		p.sec.gate.Succeeded(key)
 		p.metrics.SASLAuthentication(auth.Mechanism(), metrics.ResultSuccess)
 	case errors.Is(err, upauth.ErrRefused), errors.Is(err, upauth.ErrNoSecret):
 		p.metrics.SASLAuthentication(auth.Mechanism(), metrics.ResultFailure)
 		p.metrics.UpstreamDialError(metrics.DialSASL)
-		wait := p.sec.gate.failed(key, err)
+		wait := p.sec.gate.Failed(key, err)
 		if skipped, ok := p.sec.failures.allow("sasl", time.Now()); ok {
 			p.log.Error("upstream authentication failed", "upstream", addr, "mechanism", auth.Mechanism(), "user", auth.User(),
 				"err", err, "retry_in", wait, "similar_failures_not_logged", skipped)

@@ -27,6 +27,7 @@ import (
 	"github.com/inorder-proxy/inorder/rewrite"
 	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/splitmerge"
+	"github.com/inorder-proxy/inorder/upauth"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -158,7 +159,7 @@ func (s singleClient) Dial(ctx context.Context, addr string) (net.Conn, time.Tim
 		f(addr)
 	}
 	auth := s.c.sasl.auth
-	nc, sess, err := p.dialSecure(withIdentity(ctx, auth), addr, slices.Contains(p.current().Upstreams, addr))
+	nc, sess, err := p.dialSecure(upauth.WithIdentity(ctx, auth), addr, slices.Contains(p.current().Upstreams, addr))
 	return nc, sess.ReauthAt, auth != nil && auth != p.sec.auth, err
 }
 
