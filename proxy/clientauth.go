@@ -11,7 +11,6 @@ package proxy
 import (
 	"crypto/tls"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,23 +68,11 @@ func (p *Proxy) clientSASL() bool { return p.clientAuth != nil && p.clientAuth.S
 
 // advertiseClientSASL makes an ApiVersions answer list the SaslHandshake
 // and SaslAuthenticate versions the client authentication serves, when it
-// answers them, whatever the upstream serves: clients choose the SASL flow
-// by them (no SaslHandshake v1 or no SaslAuthenticate means the raw v0
-// tokens), and the upstream never sees those requests.
+// answers them (clientauth.Advertise).
 func (p *Proxy) advertiseClientSASL(av *kmsg.ApiVersionsResponse) {
-	if !p.clientSASL() || av.ErrorCode != 0 {
-		return
+	if p.clientSASL() {
+		clientauth.Advertise(av)
 	}
-	for _, key := range []int16{keySaslHandshake, keySaslAuthenticate} {
-		max, _ := wire.MaxVersion(key)
-		i := slices.IndexFunc(av.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == key })
-		if i < 0 {
-			av.ApiKeys = append(av.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: key})
-			i = len(av.ApiKeys) - 1
-		}
-		av.ApiKeys[i].MinVersion, av.ApiKeys[i].MaxVersion = 0, max
-	}
-	slices.SortFunc(av.ApiKeys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
 }
 
 // frameLimit is the largest frame the client may send now: max, or
@@ -195,20 +182,17 @@ func (c *conn) authTokens() error {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	client := (*saslClient)(c)
 	for {
-		c.setReadDeadline(c.lim.read)
-		tok, err := readToken(&c.in)
+		tok, err := client.Token()
 		if err != nil {
-			return fmt.Errorf("%w: client SASL token: %v", ErrBadRequest, err)
+			return err
 		}
 		v := c.auth.s.Token(tok[4:])
 		c.auditToken(v)
 		if len(v.Response) > 0 {
-			c.beginWrite()
-			_, err = c.client.Write(v.Response)
-			c.endWrite()
-			if err != nil {
-				return fmt.Errorf("%w: client write: %v", errClientClosed, err)
+			if err := client.Write(v.Response); err != nil {
+				return err
 			}
 		}
 		switch v.Action {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/inorder-proxy/inorder/clientsasl"
 	"github.com/inorder-proxy/inorder/internal/proxyerr"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -48,7 +49,7 @@ var (
 	ErrServerName = errors.New("tls server name refused")
 	// ErrClientSASL closes a client whose SASL exchange the proxy cannot
 	// relay.
-	ErrClientSASL = errors.New("client SASL not relayed")
+	ErrClientSASL = clientsasl.ErrNotRelayed
 	// ErrClientAuth closes a client that the proxy's client
 	// authentication refused: bad credentials, a request before
 	// authentication, a session that expired.

@@ -24,32 +24,30 @@ package proxy
 // Terminated at the proxy (client-sasl-mechanisms): the client
 // authentication answers the client's SASL itself (clientauth.go), and
 // none of it reaches the upstream.
+//
+// What needs no connection is package clientsasl's: the refusal's answer,
+// the v0 handshake and its answer read, the relay's rounds, the raw token
+// reader. This file is the seam: it hands clientsasl the client's side
+// (clientToken, writeClient) and the idle upstream connection.
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/clientsasl"
 	"github.com/inorder-proxy/inorder/upauth"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
 const (
-	keySaslHandshake    = 17
-	keySaslAuthenticate = 36
+	keySaslHandshake    = clientsasl.KeySaslHandshake
+	keySaslAuthenticate = clientsasl.KeySaslAuthenticate
 )
-
-// maxSASLToken bounds a raw SASL token, as Kafka's
-// sasl.server.max.receive.size does.
-const maxSASLToken = 512 << 10
 
 // reauthTimeout bounds a re-authentication exchange.
 const reauthTimeout = 30 * time.Second
@@ -94,12 +92,11 @@ func (c *conn) prepareSASL(r *request) error {
 	if r.hdr.Key != keySaslHandshake || r.hdr.Version != 0 {
 		return nil
 	}
-	req := kmsg.NewPtrSASLHandshakeRequest()
-	req.Version = 0
-	if err := req.ReadFrom(r.frame.B[r.hdr.Body:]); err != nil {
+	mech, err := clientsasl.HandshakeV0(r.frame.B[r.hdr.Body:])
+	if err != nil {
 		return err
 	}
-	c.sasl.v0Mech = req.Mechanism
+	c.sasl.v0Mech = mech
 	return nil
 }
 
@@ -107,22 +104,7 @@ func (c *conn) prepareSASL(r *request) error {
 // authenticates for the client: a handshake lists no mechanism, an
 // authenticate fails with a message.
 func (c *conn) refuseClientSASL(r *request) {
-	const msg = "this inorder proxy authenticates to the upstream itself (upstream-sasl-mechanism); connect without SASL"
-	var out []byte
-	if r.hdr.Key == keySaslHandshake {
-		resp := kmsg.NewSASLHandshakeResponse()
-		resp.Version = r.hdr.Version
-		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		resp.SupportedMechanisms = []string{}
-		out = wire.AppendResponse(nil, r.hdr.Correlation, false, resp.AppendTo)
-	} else {
-		resp := kmsg.NewSASLAuthenticateResponse()
-		resp.Version = r.hdr.Version
-		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-		m := msg
-		resp.ErrorMessage = &m
-		out = wire.AppendResponse(nil, r.hdr.Correlation, r.hdr.ResponseFlexible(), resp.AppendTo)
-	}
+	out := clientsasl.Refuse(r.hdr)
 	wire.Put(r.frame)
 	r.frame = nil
 	r.local = &wire.Buf{B: out}
@@ -133,13 +115,14 @@ func (c *conn) refuseClientSASL(r *request) {
 }
 
 // noteHandshakeResponse records whether the upstream accepted a
-// SaslHandshake v0, whose raw tokens follow. Its response header is v0 and
-// its body starts with the error code.
+// SaslHandshake v0, whose raw tokens follow.
 func (c *conn) noteHandshakeResponse(r *request, frame []byte) {
-	if r.hdr.Version != 0 || len(frame) < 10 {
+	if r.hdr.Version != 0 {
 		return
 	}
-	c.sasl.v0Accepted.Store(binary.BigEndian.Uint16(frame[8:]) == 0)
+	if accepted, ok := clientsasl.Accepted(frame); ok {
+		c.sasl.v0Accepted.Store(accepted)
+	}
 }
 
 // beforeSubmit renews the proxy's session on the upstream connection when
@@ -185,65 +168,11 @@ func (c *conn) afterSubmit() error {
 		// Refused mechanism: the client goes on in Kafka framing.
 		return nil
 	}
-	return c.relayRawSASL(mech)
-}
-
-// rawRounds is how many client token, server token rounds a mechanism
-// takes in the legacy flow: the proxy must know where the tokens end.
-func rawRounds(mech string) int {
-	switch mech {
-	case config.MechanismPlain, config.MechanismOAuthBearer:
-		return 1
-	case config.MechanismScramSHA256, config.MechanismScramSHA512:
-		return 2
-	}
-	return 0
-}
-
-// relayRawSASL copies the legacy flow's tokens, client first, each round
-// one token each way. Nothing else is in flight, and wmu keeps any late
-// deliverer off the client socket. A broker that refuses the credentials
-// closes the connection, which ends the client's too.
-func (c *conn) relayRawSASL(mech string) error {
-	rounds := rawRounds(mech)
-	if rounds == 0 {
-		return fmt.Errorf("%w: %s after SaslHandshake v0; only PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are relayed there (SaslHandshake v1 relays every mechanism)", ErrClientSASL, mech)
-	}
+	// Nothing else is in flight, and wmu keeps any late deliverer off
+	// the client socket.
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	for i := 0; i < rounds; i++ {
-		// A token has the read timeout of a request, and the idle
-		// timeout does not apply: the exchange is in progress.
-		c.setReadDeadline(c.lim.read)
-		tok, err := readToken(&c.in)
-		if err != nil {
-			return fmt.Errorf("%w: client SASL token: %v", ErrBadRequest, err)
-		}
-		if _, err := c.up.Write(tok); err != nil {
-			return fmt.Errorf("%w: write: %v", ErrUpstreamFailed, err)
-		}
-		// The upstream's answer is bounded too: while the proxy waits
-		// for it, nothing reads the client, so a client that gives up
-		// would go unnoticed behind an upstream that never answers.
-		c.up.SetReadDeadline(time.Now().Add(upstreamTokenTimeout(c.lim.read)))
-		resp, err := readToken(c.up)
-		c.up.SetReadDeadline(time.Time{})
-		if err != nil {
-			return fmt.Errorf("%w: SASL token (a broker refusing the credentials closes the connection): %v", ErrUpstreamFailed, err)
-		}
-		c.beginWrite()
-		_, err = c.client.Write(resp)
-		c.endWrite()
-		if err != nil {
-			return fmt.Errorf("%w: client write: %v", errClientClosed, err)
-		}
-		if mech == config.MechanismOAuthBearer && i == 0 && len(resp) > 4 {
-			// A non-empty answer is the server's error (RFC 7628
-			// 3.2.2); the client acknowledges it with one more token.
-			rounds = 2
-		}
-	}
-	return nil
+	return clientsasl.Relay(mech, (*saslClient)(c), c.up, upstreamTokenTimeout(c.lim.read))
 }
 
 // upstreamTokenTimeout bounds the wait for the upstream's raw SASL token:
@@ -256,20 +185,33 @@ func upstreamTokenTimeout(read time.Duration) time.Duration {
 	return reauthTimeout
 }
 
-// readToken reads one length-prefixed raw SASL token and returns it with
-// its prefix, ready to forward.
-func readToken(r io.Reader) ([]byte, error) {
-	var lenBuf [4]byte
-	n, err := wire.ReadLength(r, &lenBuf, 0, maxSASLToken)
+// saslClient is the client's side of a raw SASL token flow: the client
+// reader's, holding wmu, with nothing else in flight.
+type saslClient conn
+
+// Token reads the client's next raw token. A token has the read timeout
+// of a request, and the idle timeout does not apply: the exchange is in
+// progress.
+func (s *saslClient) Token() ([]byte, error) {
+	c := (*conn)(s)
+	c.setReadDeadline(c.lim.read)
+	tok, err := clientsasl.ReadToken(&c.in)
 	if err != nil {
-		return nil, err
-	}
-	tok := make([]byte, 4+int(n))
-	copy(tok, lenBuf[:])
-	if err := wire.ReadBody(r, tok[4:]); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: client SASL token: %v", ErrBadRequest, err)
 	}
 	return tok, nil
+}
+
+// Write writes b, a token or an answer, to the client.
+func (s *saslClient) Write(b []byte) error {
+	c := (*conn)(s)
+	c.beginWrite()
+	_, err := c.client.Write(b)
+	c.endWrite()
+	if err != nil {
+		return fmt.Errorf("%w: client write: %v", errClientClosed, err)
+	}
+	return nil
 }
 
 // waitQuiet waits until no request is queued, in flight or undelivered and
