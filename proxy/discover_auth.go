@@ -19,29 +19,6 @@ import (
 // client receives first names them.
 var ErrUpstreamNeedsCredentials = errors.New("the upstream lists its brokers only to authenticated clients, and SASL passes through")
 
-// discoverUnauthenticated runs after a failed discovery when the proxy
-// does not authenticate upstream. ApiVersions is the one request a Kafka
-// SASL listener answers before authentication, so an upstream that answers
-// it is alive and only withholds its metadata.
-func (p *Proxy) discoverUnauthenticated(ctx context.Context, upstreams []string) error {
-	var errs []error
-	for _, addr := range upstreams {
-		err := p.answersApiVersions(ctx, addr)
-		if err == nil {
-			return nil
-		}
-		errs = append(errs, err)
-	}
-	return oneLine(errs...)
-}
-
-// answersApiVersions sends one ApiVersions v0 request to addr over the
-// proxy's upstream dial (TLS included) and checks the answer.
-func (p *Proxy) answersApiVersions(ctx context.Context, addr string) error {
-	_, err := p.probeVersions(ctx, addr, 0)
-	return err
-}
-
 // probeVersions sends one ApiVersions request of version to addr over the
 // proxy's upstream dial, in its own name, and returns the answer; an
 // upstream that does not know the version answers with its v0 body.

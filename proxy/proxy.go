@@ -239,7 +239,7 @@ func (p *Proxy) Discover(ctx context.Context) error {
 	cfg := p.current()
 	brokers, err := fetchBrokers(ctx, cfg.Upstreams, cfg.DialTimeout, p.dialDiscovery)
 	p.learnEarlyVersions(ctx)
-	if err != nil && p.sec.auth == nil && p.discoverUnauthenticated(ctx, cfg.Upstreams) == nil {
+	if err != nil && p.sec.auth == nil && upauth.Unauthenticated(ctx, cfg.Upstreams, p.probeVersions) == nil {
 		p.health.record(nil)
 		p.noteReady()
 		return ErrUpstreamNeedsCredentials

@@ -115,6 +115,23 @@ func (v *Versions) Learn(ctx context.Context, addr string, upstreams []string, p
 	return proxyerr.OneLine(errs...)
 }
 
+// Unauthenticated asks upstreams in turn, with probe, for ApiVersions v0,
+// after a discovery that failed while the proxy holds no credentials of
+// its own. ApiVersions is the one request a Kafka SASL listener answers
+// before authentication, so an upstream that answers it (nil) is alive and
+// only withholds its metadata.
+func Unauthenticated(ctx context.Context, upstreams []string, probe Probe) error {
+	var errs []error
+	for _, addr := range upstreams {
+		_, err := probe(ctx, addr, 0)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return proxyerr.OneLine(errs...)
+}
+
 // AskVersions sends one ApiVersions request of version on nc, a new
 // connection to addr that carries nothing else, and returns the answer;
 // an upstream that does not know the version answers with its v0 body.

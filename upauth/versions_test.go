@@ -141,3 +141,27 @@ func TestAskVersions(t *testing.T) {
 		t.Fatalf("error code: %v", err)
 	}
 }
+
+func TestUnauthenticated(t *testing.T) {
+	var asked []string
+	probe := func(_ context.Context, addr string, version int16) (*kmsg.ApiVersionsResponse, error) {
+		asked = append(asked, addr)
+		if version != 0 {
+			t.Errorf("asked %s for v%d, want v0", addr, version)
+		}
+		if addr == "sasl" {
+			return versionsAnswer(0, 9), nil
+		}
+		return nil, errors.New("connection refused")
+	}
+	if err := Unauthenticated(context.Background(), []string{"down", "sasl", "other"}, probe); err != nil {
+		t.Fatalf("one upstream answers: %v", err)
+	}
+	if got := strings.Join(asked, " "); got != "down sasl" {
+		t.Fatalf("asked %s, want down then sasl", got)
+	}
+	err := Unauthenticated(context.Background(), []string{"down", "down2"}, probe)
+	if err == nil || err.Error() != "connection refused" {
+		t.Fatalf("none answers: %v", err)
+	}
+}
