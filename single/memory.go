@@ -317,21 +317,37 @@ func (a *roomAccount) Reserve(n int) error {
 // they were reserved.
 func (a *roomAccount) Release(n int) { a.room.give(int64(n)) }
 
+// TryReserve is Reserve without waiting: it reports whether the room and
+// what the budget holds free now had n bytes.
+func (a *roomAccount) TryReserve(n int) bool {
+	got := a.room.take(int64(n))
+	if rest := int64(n) - got; rest > 0 && !a.room.b.TryReserveResponse(rest) {
+		a.room.give(got)
+		return false
+	}
+	return true
+}
+
+// budgetRoom reserves response memory from the budget without waiting:
+// an answer with no room (a long poll abandoned) is cut from it.
+type budgetRoom struct{ b *budget.Budget }
+
+func (r budgetRoom) TryReserve(n int) bool { return r.b.TryReserveResponse(int64(n)) }
+func (r budgetRoom) Release(n int)         { r.b.ReleaseResponse(int64(n)) }
+
 // readAnswer reads a part's answer of total bytes, whose first bytes are
-// head, into a frame charged to acct. A large Fetch answer is read into a
-// frame of its exact size, reserved at once: a broker fills a part up to
-// the bytes it asks for, so the frame is often just above a power of two,
-// and a pool's class would hold twice it, beside the growth steps before.
+// head, into a frame charged to acct. A large Fetch answer (bigAnswer) is
+// read into a frame of its exact size, which the caller reserved in acct:
+// a broker fills a part up to the bytes it asks for, so the frame is often
+// just above a power of two, and a pool's class would hold twice it,
+// beside the growth steps before.
 func readAnswer(rd io.Reader, head []byte, total int, acct wire.Account, fetch bool) (*wire.Buf, error) {
-	if !fetch || total <= exactBufFrom {
+	if !bigAnswer(fetch, total) {
 		buf, err := wire.Start(head, total, acct)
 		if err == nil {
 			buf, err = wire.Grow(rd, buf, total, acct, wire.TrustedGrowFactor)
 		}
 		return buf, err
-	}
-	if err := acct.Reserve(total); err != nil {
-		return nil, err
 	}
 	b := &wire.Buf{B: make([]byte, total)}
 	n := copy(b.B, head)
@@ -345,19 +361,39 @@ func readAnswer(rd io.Reader, head []byte, total int, acct wire.Account, fetch b
 	return b, nil
 }
 
+// bigAnswer reports whether an answer is read into a frame of its exact
+// size, reserved before it is read.
+func bigAnswer(fetch bool, total int) bool { return fetch && total > exactBufFrom }
+
 // answerAccount is the account an answer for ref is read into: its
-// Fetch's room, while that Fetch waits for it, else acct.
-func (s *Conn) answerAccount(ref *partRef, acct Account) wire.Account {
+// Fetch's room, while that Fetch waits for it, else acct; and for a
+// Fetch, what its part may keep of an answer cut (fetchcut.go): the
+// part's own share of the room and half what the budget holds free, so
+// that the merged answer and the other parts find room beside it.
+func (s *Conn) answerAccount(ref *partRef, acct Account) (wire.Account, cutRoom, int) {
 	if ref.key != keyFetch {
-		return acct
+		return acct, nil, 0
 	}
 	s.mu.Lock()
 	st := ref.st
 	s.mu.Unlock()
+	b := s.env.Budget
+	free := int((b.Limit() - b.Used()) / 2)
 	if st == nil || st.room == nil {
-		return acct
+		return acct, budgetRoom{b}, free
 	}
-	return &roomAccount{room: st.room, next: acct}
+	share := fetchRoomSlack
+	if fr, ok := st.plan.Parts[ref.i].Request.(*kmsg.FetchRequest); ok { // the plan is not changed once sent
+		share += int(max(fr.MaxBytes, 0))
+	}
+	ra := &roomAccount{room: st.room, next: acct}
+	return ra, ra, share + max(free, 0)
+}
+
+// reserveNow reserves n bytes of rm without waiting; with no budget
+// there is nothing to reserve.
+func reserveNow(b *budget.Budget, rm cutRoom, n int) bool {
+	return b == nil || rm == nil || rm.TryReserve(n)
 }
 
 // reserveFetchRoom reserves st's room, lowering its parts' maximum bytes
