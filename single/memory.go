@@ -223,7 +223,9 @@ func within(buf, sub []byte) (int, bool) {
 // fetchFloor each; only then does the Fetch wait for room, holding none,
 // for room that Fetches in flight give back without waiting themselves.
 // An answer larger than its room (a first record batch above the part's
-// maximum, which a broker answers whole) reserves the rest as before.
+// maximum, which a broker answers whole) reserves the rest from the
+// budget if it is free now; one larger than that is cut at a partition
+// boundary as it is read (fetchcut.go), never waited for.
 
 // fetchFloor is the least a Fetch's part asks for when the budget is
 // short: about one record batch at Kafka's default max.message.bytes, so
@@ -367,27 +369,35 @@ func bigAnswer(fetch bool, total int) bool { return fetch && total > exactBufFro
 
 // answerAccount is the account an answer for ref is read into: its
 // Fetch's room, while that Fetch waits for it, else acct; and for a
-// Fetch, what its part may keep of an answer cut (fetchcut.go): the
-// part's own share of the room and half what the budget holds free, so
-// that the merged answer and the other parts find room beside it.
-func (s *Conn) answerAccount(ref *partRef, acct Account) (wire.Account, cutRoom, int) {
+// Fetch, the memory a cut answer is reserved from (fetchcut.go).
+func (s *Conn) answerAccount(ref *partRef, acct Account) (wire.Account, cutRoom) {
 	if ref.key != keyFetch {
-		return acct, nil, 0
+		return acct, nil
 	}
 	s.mu.Lock()
 	st := ref.st
 	s.mu.Unlock()
-	b := s.env.Budget
-	free := int((b.Limit() - b.Used()) / 2)
 	if st == nil || st.room == nil {
-		return acct, budgetRoom{b}, free
-	}
-	share := fetchRoomSlack
-	if fr, ok := st.plan.Parts[ref.i].Request.(*kmsg.FetchRequest); ok { // the plan is not changed once sent
-		share += int(max(fr.MaxBytes, 0))
+		return acct, budgetRoom{s.env.Budget}
 	}
 	ra := &roomAccount{room: st.room, next: acct}
-	return ra, ra, share + max(free, 0)
+	return ra, ra
+}
+
+// cutMost is what a cut answer for ref may keep: its part's own share of
+// its Fetch's room and half what the budget holds free, so that the
+// merged answer and the other parts find room beside it.
+func (s *Conn) cutMost(ref *partRef) int {
+	b := s.env.Budget
+	most := int(max(b.Limit()-b.Used(), 0) / 2)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := ref.st; st != nil && st.room != nil {
+		if fr, ok := st.plan.Parts[ref.i].Request.(*kmsg.FetchRequest); ok { // the plan is not changed once sent
+			most += fetchRoomSlack + int(max(fr.MaxBytes, 0))
+		}
+	}
+	return most
 }
 
 // reserveNow reserves n bytes of rm without waiting; with no budget
