@@ -325,7 +325,7 @@ func (c *cutter) records(flex bool) {
 	}
 	prefix := 4
 	if flex {
-		prefix = varintLen(uint64(n + 1))
+		prefix = uvarintLen(uint64(n + 1))
 	}
 	if n <= 0 || (!c.cutting && len(c.out)+prefix+n <= c.most && c.grow(prefix+n)) {
 		if n < 0 {
@@ -347,7 +347,7 @@ func (c *cutter) records(flex bool) {
 func (c *cutter) putLength(flex bool, n int) {
 	need := 4
 	if flex {
-		need = varintLen(uint64(n + 1))
+		need = uvarintLen(uint64(n + 1))
 	}
 	if !c.grow(need) {
 		if c.err == nil {
@@ -380,15 +380,6 @@ func (c *cutter) discard(n int) {
 		}
 		c.err = err
 	}
-}
-
-func varintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
 }
 
 // cutAnswer reads ref's answer from u, of total bytes, cut to most
