@@ -150,6 +150,9 @@ func (p *Proxy) FlushHandOffs() int64 { return p.flushHandOffs.Load() }
 // FetchVectors counts the merged Fetch answers written as vectors.
 func (p *Proxy) FetchVectors() int64 { return p.fetchVectors.Load() }
 
+// FetchCuts counts the Fetch answers cut short.
+func (p *Proxy) FetchCuts() int64 { return p.fetchCuts.Load() }
+
 // RequestTime is the proxy's time counted against the request_percentage
 // of the configured entity named entity (Entity.String()).
 func (p *Proxy) RequestTime(entity string) time.Duration {

@@ -120,6 +120,9 @@ type Proxy struct {
 	// fetchVectors counts the merged Fetch answers written as vectors
 	// (single/fetchmerge.go); tests read it.
 	fetchVectors atomic.Int64
+	// fetchCuts counts the single topology's Fetch answers cut short
+	// (single/fetchcut.go).
+	fetchCuts atomic.Int64
 
 	mu        sync.Mutex
 	closing   bool

@@ -208,6 +208,9 @@ func TestSingleFetchVectorFitsWhereACopyCannot(t *testing.T) {
 			if p.FetchVectors() != 1 {
 				t.Fatalf("%d merged answers written as vectors, want 1", p.FetchVectors())
 			}
+			if p.FetchCuts() != 0 {
+				t.Fatalf("%d answers within max_bytes cut", p.FetchCuts())
+			}
 			raw.c.Close()
 			waitMemoryFree(t, p)
 		})

@@ -56,6 +56,7 @@ func newSingleView(p *Proxy) (*single.View, error) {
 		IdleClosed:   peekClosed,
 		NotKafka:     strangerFromUpstream,
 		FetchVectors: &p.fetchVectors,
+		FetchCuts:    &p.fetchCuts,
 	}
 	port := p.boot.Addr().(*net.TCPAddr).Port
 	if p.cfg.AdvertisedPort != 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/internal/budget"
+	"github.com/inorder-proxy/inorder/internal/ratelog"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -122,6 +123,11 @@ type Env struct {
 	// FetchVectors, if set, counts the merged Fetch answers written in
 	// pieces (fetchmerge.go).
 	FetchVectors *atomic.Int64
+	// FetchCuts, if set, counts the Fetch parts' answers cut short
+	// (fetchcut.go).
+	FetchCuts *atomic.Int64
+
+	cutLog ratelog.Log // the log lines of answers cut
 }
 
 // charge is memory reserved in the budget for one buffer or state.

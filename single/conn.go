@@ -612,7 +612,18 @@ func (u *upstream) readLoop() error {
 		}
 		total := 4 + int(size)
 		acct := s.c.UpAccount(total)
-		buf, err := readAnswer(rd, head[:], total, s.answerAccount(ref, acct), ref.key == keyFetch)
+		into, rm := s.answerAccount(ref, acct)
+		var buf *wire.Buf
+		if bigAnswer(ref.key == keyFetch, total) && !reserveNow(s.env.Budget, rm, total) {
+			// More than the memory there is now: cut, not waited for
+			// (fetchcut.go).
+			buf, err = s.cutAnswer(u, ref, rd, head[:], total, rm, s.cutMost(ref))
+			if errors.Is(err, errCutMalformed) {
+				return fmt.Errorf("%w: node %d: %v", proxyerr.UpstreamProtocol, u.key.node, err)
+			}
+		} else {
+			buf, err = readAnswer(rd, head[:], total, into, ref.key == keyFetch)
+		}
 		if err != nil {
 			s.partFailed(ref, err)
 			return u.readError(err)

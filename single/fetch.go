@@ -41,6 +41,7 @@ type fetchRounds struct {
 	sigs     [][]byte   // part i as asked, waits aside
 	timer    *time.Timer
 	failed   bool  // a part got no answer
+	cut      bool  // a part's answer was cut short: its broker has more than the proxy holds
 	toPoll   []int // parts to ask (again) with the rest of the wait
 }
 
@@ -184,6 +185,7 @@ func (s *Conn) fetchGotLocked(st *Split, ref *partRef, res splitmerge.Result, bu
 	}
 	st.results[i], st.frames[i], st.charges[i] = res, buf, ch
 	f.bytes[i] = recordBytes(res)
+	f.cut = f.cut || ref.cut
 	if ref.round == 2 && f.bytes[i] < int(f.min) && time.Until(f.deadline) > repollMin {
 		// A poll taken over answered when its own, shorter, wait
 		// ended: ask this broker again for the rest of this one.
@@ -216,7 +218,7 @@ func (s *Conn) fetchNextLocked(st *Split) int {
 		if f.out > 0 {
 			return actNone
 		}
-		if !enough && !f.failed && time.Now().Before(f.deadline) {
+		if !enough && !f.failed && !f.cut && time.Now().Before(f.deadline) {
 			f.round = 2
 			for i := range f.sigs {
 				f.toPoll = append(f.toPoll, i)
@@ -224,10 +226,10 @@ func (s *Conn) fetchNextLocked(st *Split) int {
 			return actPoll
 		}
 	case 2:
-		if !enough && !f.failed && len(f.toPoll) > 0 {
+		if !enough && !f.failed && !f.cut && len(f.toPoll) > 0 {
 			return actPoll
 		}
-		if f.out > 0 && !enough && !f.failed {
+		if f.out > 0 && !enough && !f.failed && !f.cut {
 			return actNone
 		}
 	}

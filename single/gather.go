@@ -66,6 +66,7 @@ type partRef struct {
 	node         int32  // the broker it went to
 	wrote        bool   // it was written, at least in part, to its broker
 	tries        int8   // how many times it was sent again after a failure
+	cut          bool   // Fetch: its answer was cut short (fetchcut.go)
 	// until is when a Fetch long poll's own wait ends, and its broker
 	// answers it at the latest.
 	until time.Time

@@ -223,7 +223,9 @@ func within(buf, sub []byte) (int, bool) {
 // fetchFloor each; only then does the Fetch wait for room, holding none,
 // for room that Fetches in flight give back without waiting themselves.
 // An answer larger than its room (a first record batch above the part's
-// maximum, which a broker answers whole) reserves the rest as before.
+// maximum, which a broker answers whole) reserves the rest from the
+// budget if it is free now; one larger than that is cut at a partition
+// boundary as it is read (fetchcut.go), never waited for.
 
 // fetchFloor is the least a Fetch's part asks for when the budget is
 // short: about one record batch at Kafka's default max.message.bytes, so
@@ -317,21 +319,37 @@ func (a *roomAccount) Reserve(n int) error {
 // they were reserved.
 func (a *roomAccount) Release(n int) { a.room.give(int64(n)) }
 
+// TryReserve is Reserve without waiting: it reports whether the room and
+// what the budget holds free now had n bytes.
+func (a *roomAccount) TryReserve(n int) bool {
+	got := a.room.take(int64(n))
+	if rest := int64(n) - got; rest > 0 && !a.room.b.TryReserveResponse(rest) {
+		a.room.give(got)
+		return false
+	}
+	return true
+}
+
+// budgetRoom reserves response memory from the budget without waiting:
+// an answer with no room (a long poll abandoned) is cut from it.
+type budgetRoom struct{ b *budget.Budget }
+
+func (r budgetRoom) TryReserve(n int) bool { return r.b.TryReserveResponse(int64(n)) }
+func (r budgetRoom) Release(n int)         { r.b.ReleaseResponse(int64(n)) }
+
 // readAnswer reads a part's answer of total bytes, whose first bytes are
-// head, into a frame charged to acct. A large Fetch answer is read into a
-// frame of its exact size, reserved at once: a broker fills a part up to
-// the bytes it asks for, so the frame is often just above a power of two,
-// and a pool's class would hold twice it, beside the growth steps before.
+// head, into a frame charged to acct. A large Fetch answer (bigAnswer) is
+// read into a frame of its exact size, which the caller reserved in acct:
+// a broker fills a part up to the bytes it asks for, so the frame is often
+// just above a power of two, and a pool's class would hold twice it,
+// beside the growth steps before.
 func readAnswer(rd io.Reader, head []byte, total int, acct wire.Account, fetch bool) (*wire.Buf, error) {
-	if !fetch || total <= exactBufFrom {
+	if !bigAnswer(fetch, total) {
 		buf, err := wire.Start(head, total, acct)
 		if err == nil {
 			buf, err = wire.Grow(rd, buf, total, acct, wire.TrustedGrowFactor)
 		}
 		return buf, err
-	}
-	if err := acct.Reserve(total); err != nil {
-		return nil, err
 	}
 	b := &wire.Buf{B: make([]byte, total)}
 	n := copy(b.B, head)
@@ -345,19 +363,47 @@ func readAnswer(rd io.Reader, head []byte, total int, acct wire.Account, fetch b
 	return b, nil
 }
 
+// bigAnswer reports whether an answer is read into a frame of its exact
+// size, reserved before it is read.
+func bigAnswer(fetch bool, total int) bool { return fetch && total > exactBufFrom }
+
 // answerAccount is the account an answer for ref is read into: its
-// Fetch's room, while that Fetch waits for it, else acct.
-func (s *Conn) answerAccount(ref *partRef, acct Account) wire.Account {
+// Fetch's room, while that Fetch waits for it, else acct; and for a
+// Fetch, the memory a cut answer is reserved from (fetchcut.go).
+func (s *Conn) answerAccount(ref *partRef, acct Account) (wire.Account, cutRoom) {
 	if ref.key != keyFetch {
-		return acct
+		return acct, nil
 	}
 	s.mu.Lock()
 	st := ref.st
 	s.mu.Unlock()
 	if st == nil || st.room == nil {
-		return acct
+		return acct, budgetRoom{s.env.Budget}
 	}
-	return &roomAccount{room: st.room, next: acct}
+	ra := &roomAccount{room: st.room, next: acct}
+	return ra, ra
+}
+
+// cutMost is what a cut answer for ref may keep: its part's own share of
+// its Fetch's room and half what the budget holds free, so that the
+// merged answer and the other parts find room beside it.
+func (s *Conn) cutMost(ref *partRef) int {
+	b := s.env.Budget
+	most := int(max(b.Limit()-b.Used(), 0) / 2)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := ref.st; st != nil && st.room != nil {
+		if fr, ok := st.plan.Parts[ref.i].Request.(*kmsg.FetchRequest); ok { // the plan is not changed once sent
+			most += fetchRoomSlack + int(max(fr.MaxBytes, 0))
+		}
+	}
+	return most
+}
+
+// reserveNow reserves n bytes of rm without waiting; with no budget
+// there is nothing to reserve.
+func reserveNow(b *budget.Budget, rm cutRoom, n int) bool {
+	return b == nil || rm == nil || rm.TryReserve(n)
 }
 
 // reserveFetchRoom reserves st's room, lowering its parts' maximum bytes

@@ -1,0 +1,81 @@
+package proxy_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/config"
+)
+
+// TestSingleFetchCutsAnAnswerBeyondMaxBytes: brokers that answer every
+// partition of a Fetch with a 1 MiB batch, whatever its max_bytes (kfake's
+// synthetic mode), answer each part of a 36-partition fetch with 12 MiB,
+// more than a 16 MiB budget can hold for the three parts together. A
+// consumer through the single endpoint still reads records at once (not
+// after the response wait, 30 s, nor never), each partition's in order
+// and whole; the answers were cut, and another client is served beside
+// it; no memory is held once both are gone.
+func TestSingleFetchCutsAnAnswerBeyondMaxBytes(t *testing.T) {
+	const topic, partitions, valueSize, want = "over", 36, 8000, 400
+	kc := newCluster(t, kfake.SeedTopics(partitions, topic),
+		kfake.SyntheticFetch(kfake.SyntheticBatch{Records: 128, RecordBytes: valueSize}))
+	spreadLeaders(t, kc, topic, partitions)
+	p := startSingle(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.MaxMemory = smallestBudget })
+	ctx := testContext(t, 25*time.Second)
+	only := &onlyProxy{addr: p.Addr()}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), only.opt(), kgo.ConsumeTopics(topic),
+		kgo.FetchMaxBytes(50<<20), kgo.FetchMaxPartitionBytes(1<<20), kgo.BrokerMaxReadBytes(100<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	start := time.Now()
+	next := map[int32]int64{}
+	got := 0
+	for got < want {
+		fetches := cl.PollRecords(ctx, want-got)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("%d records in %s, want %d: %v", got, time.Since(start).Round(time.Millisecond), want, err)
+		}
+		fetches.EachError(func(topic string, part int32, err error) {
+			t.Fatalf("partition %d: %v", part, err)
+		})
+		for _, r := range fetches.Records() {
+			if n, ok := next[r.Partition]; ok && r.Offset != n {
+				t.Fatalf("partition %d: offset %d after %d", r.Partition, r.Offset, n-1)
+			}
+			if len(r.Value) != valueSize {
+				t.Fatalf("partition %d offset %d: a value of %d bytes, want %d", r.Partition, r.Offset, len(r.Value), valueSize)
+			}
+			next[r.Partition] = r.Offset + 1
+			got++
+		}
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Fatalf("%d records took %s", got, took)
+	}
+	if p.FetchCuts() == 0 {
+		t.Fatal("no answer was cut: the test does not show what it means to")
+	}
+	only.check(t)
+
+	other, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), only.opt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	md.Topics = append(md.Topics, mt)
+	resp, err := md.RequestWith(ctx, other)
+	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != partitions {
+		t.Fatalf("another client's Metadata beside the consumer: %v", err)
+	}
+	other.Close()
+	cl.Close()
+	waitMemoryFree(t, p)
+}
