@@ -614,7 +614,7 @@ func (u *upstream) readLoop() error {
 		acct := s.c.UpAccount(total)
 		into, rm := s.answerAccount(ref, acct)
 		var buf *wire.Buf
-		if bigAnswer(ref.key == keyFetch, total) && !reserveNow(s.env.Budget, rm, total) {
+		if bigAnswer(ref.key == keyFetch, total) && !reserveNow(s.env.Budget, rm, wire.FineCap(total)) {
 			// More than the memory there is now: cut, not waited for
 			// (fetchcut.go).
 			buf, err = s.cutAnswer(u, ref, rd, head[:], total, rm, s.cutMost(ref))

@@ -76,10 +76,7 @@ func (s *Conn) encode(st *Split, resp kmsg.Response, size int) (*wire.Buf, charg
 		if size == 0 {
 			size = EncodedSize(fr, hdr.Correlation, flexible)
 		}
-		held := size
-		if size <= exactBufFrom {
-			held = wire.Cap(size)
-		}
+		held := wire.FineCap(size)
 		// The room reserved with the parts holds the merged answer
 		// but for what its answers outgrew.
 		got := st.room.take(int64(held))
@@ -134,18 +131,14 @@ func (s *Conn) charged(acct Account, out *wire.Buf, reserved int) (*wire.Buf, ch
 	return out, ch, nil
 }
 
-// exactBufFrom is the size above which a frame is made at its size rather
-// than taken from a pool, whose classes round it up to a power of two.
-const exactBufFrom = 64 << 10
+// exactBufFrom is the size above which a frame is taken from the pool's
+// fine classes (wire.GetFine), an eighth of a power of two apart, rather
+// than its powers of two.
+const exactBufFrom = wire.FineFrom
 
-// exactBuf returns an empty buffer of capacity n: exactly n above
-// exactBufFrom (wire.Put then drops it), else a pooled one of wire.Cap(n)
-// with room to spare.
+// exactBuf returns an empty pooled buffer of capacity wire.FineCap(n).
 func exactBuf(n int) *wire.Buf {
-	if n > exactBufFrom {
-		return &wire.Buf{B: make([]byte, 0, n)}
-	}
-	b := wire.Get(n)
+	b := wire.GetFine(n)
 	b.B = b.B[:0]
 	return b
 }
@@ -339,10 +332,11 @@ func (r budgetRoom) Release(n int)         { r.b.ReleaseResponse(int64(n)) }
 
 // readAnswer reads a part's answer of total bytes, whose first bytes are
 // head, into a frame charged to acct. A large Fetch answer (bigAnswer) is
-// read into a frame of its exact size, which the caller reserved in acct:
-// a broker fills a part up to the bytes it asks for, so the frame is often
-// just above a power of two, and a pool's class would hold twice it,
-// beside the growth steps before.
+// read into a frame of its fine class (wire.GetFine), which the caller
+// reserved in acct (wire.FineCap): a broker fills a part up to the bytes
+// it asks for, so the frame is often just above a power of two, and a
+// power of two's class would hold twice it, beside the growth steps
+// before.
 func readAnswer(rd io.Reader, head []byte, total int, acct wire.Account, fetch bool) (*wire.Buf, error) {
 	if !bigAnswer(fetch, total) {
 		buf, err := wire.Start(head, total, acct)
@@ -351,10 +345,11 @@ func readAnswer(rd io.Reader, head []byte, total int, acct wire.Account, fetch b
 		}
 		return buf, err
 	}
-	b := &wire.Buf{B: make([]byte, total)}
+	b := wire.GetFine(total)
 	n := copy(b.B, head)
 	if _, err := io.ReadFull(rd, b.B[n:]); err != nil {
-		acct.Release(total)
+		wire.Put(b)
+		acct.Release(wire.FineCap(total))
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, wire.ErrTruncated
 		}

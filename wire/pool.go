@@ -48,12 +48,84 @@ func Get(n int) *Buf {
 	return &Buf{B: make([]byte, n, 1<<(c+minClassShift))}
 }
 
-// Put returns b for reuse; b must not be used afterwards. Nil is ignored.
+// Frames larger than FineFrom are also pooled in finer classes: eight to
+// each power of two, so that a frame's class exceeds it by at most an
+// eighth where the next power of two could nearly double it. A part's
+// Fetch answer is sized by the bytes its broker was asked for, often just
+// above a power of two; made at its own size it was never reused, and
+// the proxy then spent a fifth of its CPU zeroing new frames and
+// collecting the old ones (BENCHMARKS.md).
+const FineFrom = 64 << 10
+
+// fineSteps is the number of classes from one power of two (exclusive) to
+// the next (inclusive); the last is the power of two, pooled in pools.
+const fineSteps = 8
+
+var finePools [(maxClassShift - minFineShift + 1) * (fineSteps - 1)]sync.Pool
+
+// minFineShift is the power of two at the top of the first fine range:
+// FineFrom < n <= 1<<minFineShift.
+const minFineShift = 17
+
+// fineClass returns n's fine capacity and its index in finePools, or -1
+// when that capacity is a power of two (pools) or out of range. n must be
+// above FineFrom.
+func fineClass(n int) (int, int) {
+	k := bits.Len(uint(n - 1)) // 1<<(k-1) < n <= 1<<k
+	if k > maxClassShift {
+		return n, -1
+	}
+	step := 1 << (k - 1) / fineSteps
+	steps := (n + step - 1) / step // fineSteps+1 .. 2*fineSteps
+	if steps == 2*fineSteps {
+		return 1 << k, -1
+	}
+	return steps * step, (k-minFineShift)*(fineSteps-1) + steps - fineSteps - 1
+}
+
+// FineCap returns the capacity of the buffer GetFine(n) returns, which is
+// what it costs: Cap(n) up to FineFrom, above it n rounded up to the next
+// eighth of the power of two below it.
+func FineCap(n int) int {
+	if n <= FineFrom {
+		return Cap(n)
+	}
+	c, _ := fineClass(n)
+	return c
+}
+
+// GetFine is Get with the finer classes above FineFrom: a buffer whose B
+// has length n and capacity FineCap(n). Put takes it back.
+func GetFine(n int) *Buf {
+	if n <= FineFrom {
+		return Get(n)
+	}
+	c, idx := fineClass(n)
+	if idx < 0 {
+		return Get(n)
+	}
+	if v := finePools[idx].Get(); v != nil {
+		b := v.(*Buf)
+		b.B = b.B[:n]
+		return b
+	}
+	return &Buf{B: make([]byte, n, c)}
+}
+
+// Put returns b for reuse; b must not be used afterwards. Nil is ignored,
+// and so is a buffer whose capacity is no class's.
 func Put(b *Buf) {
 	if b == nil {
 		return
 	}
 	c := cap(b.B)
+	if c > FineFrom && c&(c-1) != 0 {
+		if fc, idx := fineClass(c); idx >= 0 && fc == c {
+			b.B = b.B[:0]
+			finePools[idx].Put(b)
+		}
+		return
+	}
 	if c < 1<<minClassShift || c&(c-1) != 0 {
 		return
 	}
