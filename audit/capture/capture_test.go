@@ -1,7 +1,6 @@
 package capture_test
 
 import (
-	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,37 +12,14 @@ import (
 
 	"github.com/inorder-proxy/inorder/audit"
 	"github.com/inorder-proxy/inorder/audit/capture"
+	"github.com/inorder-proxy/inorder/audit/capture/capturetest"
 	"github.com/inorder-proxy/inorder/clientauth"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
-// batch is a record batch (v2) of n records and size bytes at offset
-// base, as far as its header says.
-func batch(base int64, n int32, size int) []byte {
-	b := make([]byte, size)
-	binary.BigEndian.PutUint64(b, uint64(base))
-	binary.BigEndian.PutUint32(b[8:], uint32(size-12))
-	b[16] = 2
-	binary.BigEndian.PutUint32(b[23:], uint32(n-1))
-	binary.BigEndian.PutUint32(b[57:], uint32(n))
-	return b
-}
-
-// frames are a request's frame and its answer's, both length prefixed.
-func frames(req kmsg.Request, resp kmsg.Response, clientID string) (frame, respFrame []byte) {
-	frame = kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)).AppendRequest(nil, req, 9)
-	respFrame = binary.BigEndian.AppendUint32(make([]byte, 4), 9)
-	if req.IsFlexible() {
-		respFrame = append(respFrame, 0)
-	}
-	respFrame = resp.AppendTo(respFrame)
-	binary.BigEndian.PutUint32(respFrame, uint32(len(respFrame)-4))
-	return frame, respFrame
-}
-
 // exchange is the event of frame answered by respFrame, as a connection
 // builds it: the whole request read, or its head alone (unread).
-func exchange(t testing.TB, c *capture.Conn, frame, respFrame []byte, unread bool) (*capture.Req, wire.RequestHeader) {
+func exchange(t testing.TB, c *capture.Conn, frame, respFrame []byte, unread bool) *capture.Req {
 	t.Helper()
 	h, err := wire.ParseRequestHeader(frame)
 	if err != nil {
@@ -55,45 +31,7 @@ func exchange(t testing.TB, c *capture.Conn, frame, respFrame []byte, unread boo
 	}
 	ar := c.Read(h, frame, id, !unread, true, nil, false)
 	c.Answered(ar, h, respFrame, time.Unix(1, 0))
-	return ar, h
-}
-
-// topicEvent is how an event names topic ti of the exchanges here: by
-// name, or by id from the versions that carry ids alone.
-func topicEvent(name string, id [16]byte, version, idsFrom int16) string {
-	if version >= idsFrom {
-		return base64.RawURLEncoding.EncodeToString(id[:])
-	}
-	return name
-}
-
-// produceExchange is a Produce of 12 partitions of three topics, each a
-// batch of 10+partition records, and its answer, partition p of topic t
-// at base offset 1000*t+100*p.
-func produceExchange(version int16) (frame, respFrame []byte, req *kmsg.ProduceRequest) {
-	req = kmsg.NewPtrProduceRequest()
-	req.SetVersion(version)
-	req.Acks, req.TimeoutMillis = -1, 5000
-	resp := kmsg.NewPtrProduceResponse()
-	resp.SetVersion(version)
-	for ti, name := range []string{"orders", "payments", "audit-me"} {
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic, rt.TopicID = name, [16]byte{byte(ti + 1), 7}
-		st := kmsg.NewProduceResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		for pi := range int32(4) {
-			rp := kmsg.NewProduceRequestTopicPartition()
-			rp.Partition, rp.Records = pi, batch(0, 10+pi, 200)
-			rt.Partitions = append(rt.Partitions, rp)
-			sp := kmsg.NewProduceResponseTopicPartition()
-			sp.Partition, sp.BaseOffset = pi, 1000*int64(ti)+100*int64(pi)
-			st.Partitions = append(st.Partitions, sp)
-		}
-		req.Topics = append(req.Topics, rt)
-		resp.Topics = append(resp.Topics, st)
-	}
-	frame, respFrame = frames(req, resp, "producer-1")
-	return frame, respFrame, req
+	return ar
 }
 
 // TestProduceEvent: a Produce's event names its topics and partitions
@@ -106,30 +44,16 @@ func TestProduceEvent(t *testing.T) {
 	for _, version := range []int16{11, 13} {
 		for _, unread := range []bool{false, true} {
 			t.Run(fmt.Sprintf("v%d/unread=%v", version, unread), func(t *testing.T) {
-				frame, respFrame, req := produceExchange(version)
+				frame, respFrame, req := capturetest.Produce(version)
 				var c capture.Conn
 				for range 2 {
-					ar, _ := exchange(t, &c, frame, respFrame, unread)
+					ar := exchange(t, &c, frame, respFrame, unread)
 					q := ar.Request()
-					if q.APIKey != 0 || q.APIVersion != version || q.ClientID != "producer-1" || q.Time != time.Unix(1, 0) || len(q.Resources) != 3 {
+					if q.APIKey != 0 || q.APIVersion != version || q.Time != time.Unix(1, 0) {
 						t.Fatalf("produce recorded as %+v", q)
 					}
-					for ti, res := range q.Resources {
-						name := topicEvent(req.Topics[ti].Topic, req.Topics[ti].TopicID, version, 13)
-						if res.Type != "Topic" || res.Name != name || res.Operation != "Write" || len(res.Partitions) != 4 {
-							t.Fatalf("topic %d recorded as %+v, want %s", ti, res, name)
-						}
-						for pi, part := range res.Partitions {
-							first := 1000*int64(ti) + 100*int64(pi)
-							last, records, bytes := first+9+int64(pi), 10+int64(pi), int64(200)
-							if unread {
-								last, records, bytes = audit.NoOffset, 0, 0
-							}
-							if part.Partition != int32(pi) || part.FirstOffset != first || part.LastOffset != last || part.Records != records ||
-								part.Bytes != bytes || part.Committed != audit.NoOffset || part.FetchOffset != audit.NoOffset {
-								t.Fatalf("%s/%d recorded as %+v", name, pi, part)
-							}
-						}
+					if err := capturetest.CheckProduce(q, req, unread); err != nil {
+						t.Fatal(err)
 					}
 					capture.Put(ar)
 				}
@@ -137,7 +61,7 @@ func TestProduceEvent(t *testing.T) {
 					return
 				}
 				if n := testing.AllocsPerRun(100, func() {
-					ar, _ := exchange(t, &c, frame, respFrame, unread)
+					ar := exchange(t, &c, frame, respFrame, unread)
 					capture.Put(ar)
 				}); n != 0 {
 					t.Errorf("a Produce's event allocates %v times", n)
@@ -154,54 +78,18 @@ func TestProduceEvent(t *testing.T) {
 func TestFetchEvent(t *testing.T) {
 	for _, version := range []int16{12, 13} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
-			req := kmsg.NewPtrFetchRequest()
-			req.SetVersion(version)
-			req.ReplicaID, req.MaxWaitMillis, req.MinBytes = -1, 500, 1
-			resp := kmsg.NewPtrFetchResponse()
-			resp.SetVersion(version)
-			for ti, name := range []string{"orders", "payments"} {
-				rt := kmsg.NewFetchRequestTopic()
-				rt.Topic, rt.TopicID = name, [16]byte{byte(ti + 1), 7}
-				st := kmsg.NewFetchResponseTopic()
-				st.Topic, st.TopicID = rt.Topic, rt.TopicID
-				for pi := range int32(2) {
-					first := 1000*int64(ti) + 100*int64(pi)
-					rp := kmsg.NewFetchRequestTopicPartition()
-					rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = pi, first+3, 1<<20
-					rt.Partitions = append(rt.Partitions, rp)
-					sp := kmsg.NewFetchResponseTopicPartition()
-					sp.Partition, sp.RecordBatches = pi, append(batch(first, 10, 100), batch(first+10, 5, 100)...)
-					st.Partitions = append(st.Partitions, sp)
-				}
-				req.Topics = append(req.Topics, rt)
-				resp.Topics = append(resp.Topics, st)
-			}
-			frame, respFrame := frames(req, resp, "consumer-1")
+			frame, respFrame, req := capturetest.Fetch(version, 100)
 			var c capture.Conn
-			ar, _ := exchange(t, &c, frame, respFrame, false)
-			q := ar.Request()
-			if q.ClientID != "consumer-1" || len(q.Resources) != 2 {
-				t.Fatalf("fetch recorded as %+v", q)
-			}
-			for ti, res := range q.Resources {
-				name := topicEvent(req.Topics[ti].Topic, req.Topics[ti].TopicID, version, 13)
-				if res.Name != name || res.Operation != "Read" || len(res.Partitions) != 2 {
-					t.Fatalf("topic %d recorded as %+v, want %s", ti, res, name)
-				}
-				for pi, part := range res.Partitions {
-					first := 1000*int64(ti) + 100*int64(pi)
-					if part.Partition != int32(pi) || part.FetchOffset != first+3 || part.FirstOffset != first || part.LastOffset != first+14 ||
-						part.Records != 15 || part.Bytes != 200 || part.Committed != audit.NoOffset {
-						t.Fatalf("%s/%d recorded as %+v", name, pi, part)
-					}
-				}
+			ar := exchange(t, &c, frame, respFrame, false)
+			if err := capturetest.CheckFetch(ar.Request(), req, 100); err != nil {
+				t.Fatal(err)
 			}
 			capture.Put(ar)
 			if raceEnabled {
 				return
 			}
 			if n := testing.AllocsPerRun(100, func() {
-				ar, _ := exchange(t, &c, frame, respFrame, false)
+				ar := exchange(t, &c, frame, respFrame, false)
 				capture.Put(ar)
 			}); n != 0 {
 				t.Errorf("a Fetch's event allocates %v times", n)
@@ -214,7 +102,7 @@ func TestFetchEvent(t *testing.T) {
 // partitions counted as they passed, their records where one batch's
 // header was in view; without them, with its answer's partitions alone.
 func TestStreamedProduce(t *testing.T) {
-	frame, respFrame, _ := produceExchange(9)
+	frame, respFrame, _ := capturetest.Produce(9)
 	h, err := wire.ParseRequestHeader(frame)
 	if err != nil {
 		t.Fatal(err)
