@@ -74,11 +74,11 @@ func AuditExchangeStreamed(p *Proxy, cfg *config.Config, rec audit.Recorder, fra
 		r := &request{hdr: h, frame: &wire.Buf{B: head}, resp: &wire.Buf{B: resp}, stream: len(frame) - len(head), scanBody: true}
 		c.auditRead(r)
 		if counted {
-			c.bs.aud, c.bs.counted = r.aud, c.bs.counted[:0]
+			c.bs.aud.Begin(r.aud)
 			for _, st := range steps {
-				c.countStreamed(st, st.Partition.Records)
+				c.aud.ev.Count(&c.bs.aud, st, st.Partition.Records)
 			}
-			c.auditStreamed()
+			c.aud.ev.Streamed(&c.bs.aud)
 		}
 		c.auditDelivered([]*request{r})
 	}, nil

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/inorder-proxy/inorder/audit"
+	"github.com/inorder-proxy/inorder/audit/capture/capturetest"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/metrics"
@@ -690,16 +690,6 @@ func (s *discardSink) Write(_ context.Context, recs []audit.Record) (int, error)
 }
 func (s *discardSink) Close() error { return nil }
 
-// auditBatch is a record batch (v2) of n records and size bytes, as far
-// as its header says.
-func auditBatch(n int32, size int) []byte {
-	b := make([]byte, size)
-	binary.BigEndian.PutUint32(b[8:], uint32(size-12))
-	b[16] = 2
-	binary.BigEndian.PutUint32(b[57:], uint32(n))
-	return b
-}
-
 // recordTwice records the exchange of frame and respFrame twice on one
 // connection, the second time with what the first pooled, and returns
 // the two requests recorded.
@@ -758,34 +748,7 @@ func TestAuditProduceAllocs(t *testing.T) {
 	cfg := &config.Config{Audit: config.Audit{AuditDataPath: config.AuditDataPathRequest}}
 	for _, version := range []int16{11, 13} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
-			req := kmsg.NewPtrProduceRequest()
-			req.SetVersion(version)
-			req.Acks, req.TimeoutMillis = -1, 5000
-			resp := kmsg.NewPtrProduceResponse()
-			resp.SetVersion(version)
-			for ti, name := range []string{"orders", "payments", "audit-me"} {
-				rt := kmsg.NewProduceRequestTopic()
-				rt.Topic, rt.TopicID = name, [16]byte{byte(ti + 1), 7}
-				st := kmsg.NewProduceResponseTopic()
-				st.Topic, st.TopicID = rt.Topic, rt.TopicID
-				for pi := range int32(4) {
-					rp := kmsg.NewProduceRequestTopicPartition()
-					rp.Partition, rp.Records = pi, auditBatch(10+pi, 200)
-					rt.Partitions = append(rt.Partitions, rp)
-					sp := kmsg.NewProduceResponseTopicPartition()
-					sp.Partition, sp.BaseOffset = pi, 1000*int64(ti)+100*int64(pi)
-					st.Partitions = append(st.Partitions, sp)
-				}
-				req.Topics = append(req.Topics, rt)
-				resp.Topics = append(resp.Topics, st)
-			}
-			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("producer-1")).AppendRequest(nil, req, 9)
-			respFrame := binary.BigEndian.AppendUint32(make([]byte, 4), 9)
-			if req.IsFlexible() {
-				respFrame = append(respFrame, 0)
-			}
-			respFrame = resp.AppendTo(respFrame)
-			binary.BigEndian.PutUint32(respFrame, uint32(len(respFrame)-4))
+			frame, respFrame, req := capturetest.Produce(version)
 
 			// Its body unread (spliced), the request's topics and
 			// partitions are the response's, with their offsets; its
@@ -796,27 +759,8 @@ func TestAuditProduceAllocs(t *testing.T) {
 					exchange = proxy.AuditExchangeUnread
 				}
 				for _, q := range recordTwiceBy(t, exchange, p, cfg, frame, respFrame) {
-					if q.ClientID != "producer-1" || len(q.Resources) != 3 {
-						t.Fatalf("produce (unread %v) recorded as %+v", unread, q)
-					}
-					for ti, res := range q.Resources {
-						name := req.Topics[ti].Topic
-						if version >= 13 {
-							name = base64.RawURLEncoding.EncodeToString(req.Topics[ti].TopicID[:])
-						}
-						if res.Name != name || res.Operation != "Write" || len(res.Partitions) != 4 {
-							t.Fatalf("topic %d (unread %v) recorded as %+v, want %s", ti, unread, res, name)
-						}
-						for pi, part := range res.Partitions {
-							first := 1000*int64(ti) + 100*int64(pi)
-							last, records, bytes := first+9+int64(pi), 10+int64(pi), int64(200)
-							if unread {
-								last, records, bytes = audit.NoOffset, 0, 0
-							}
-							if part.Partition != int32(pi) || part.FirstOffset != first || part.LastOffset != last || part.Records != records || part.Bytes != bytes {
-								t.Fatalf("topic %s partition %d (unread %v) recorded as %+v", name, pi, unread, part)
-							}
-						}
+					if err := capturetest.CheckProduce(&q, req, unread); err != nil {
+						t.Fatal(err)
 					}
 				}
 			}
@@ -1040,48 +984,6 @@ func TestAuditFetchNamesWhatWasRead(t *testing.T) {
 	}
 }
 
-// fetchExchange is a Fetch of 12 partitions of three topics and its
-// response, each partition returning two batches of size bytes: the first at
-// offset 1000*topic+100*partition holding 10 records, the second 5 further
-// on holding 5.
-func fetchExchange(version int16, size int) (frame, respFrame []byte, req *kmsg.FetchRequest) {
-	req = kmsg.NewPtrFetchRequest()
-	req.SetVersion(version)
-	req.ReplicaID, req.MaxWaitMillis, req.MinBytes = -1, 500, 1
-	resp := kmsg.NewPtrFetchResponse()
-	resp.SetVersion(version)
-	for ti, name := range []string{"orders", "payments", "audit-me"} {
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = name, [16]byte{byte(ti + 1), 7}
-		st := kmsg.NewFetchResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		for pi := range int32(4) {
-			first := 1000*int64(ti) + 100*int64(pi)
-			rp := kmsg.NewFetchRequestTopicPartition()
-			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = pi, first+3, 1<<20
-			rt.Partitions = append(rt.Partitions, rp)
-			a, b := auditBatch(10, size), auditBatch(5, size)
-			binary.BigEndian.PutUint64(a, uint64(first))
-			binary.BigEndian.PutUint32(a[23:], 9)
-			binary.BigEndian.PutUint64(b, uint64(first+10))
-			binary.BigEndian.PutUint32(b[23:], 4)
-			sp := kmsg.NewFetchResponseTopicPartition()
-			sp.Partition, sp.HighWatermark, sp.RecordBatches = pi, first+15, append(a, b...)
-			st.Partitions = append(st.Partitions, sp)
-		}
-		req.Topics = append(req.Topics, rt)
-		resp.Topics = append(resp.Topics, st)
-	}
-	frame = kmsg.NewRequestFormatter(kmsg.FormatterClientID("consumer-1")).AppendRequest(nil, req, 9)
-	respFrame = binary.BigEndian.AppendUint32(make([]byte, 4), 9)
-	if req.IsFlexible() {
-		respFrame = append(respFrame, 0)
-	}
-	respFrame = resp.AppendTo(respFrame)
-	binary.BigEndian.PutUint32(respFrame, uint32(len(respFrame)-4))
-	return frame, respFrame, req
-}
-
 // TestAuditFetchAllocs: per-request auditing of a Fetch of 12 partitions
 // allocates a few times per request, not per partition, by name (v12) and
 // by topic id (v13), and its event holds what the request asked and the
@@ -1092,26 +994,10 @@ func TestAuditFetchAllocs(t *testing.T) {
 	cfg := &config.Config{Audit: config.Audit{AuditDataPath: config.AuditDataPathRequest}}
 	for _, version := range []int16{12, 13} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
-			frame, respFrame, req := fetchExchange(version, 64<<10)
+			frame, respFrame, req := capturetest.Fetch(version, 64<<10)
 			for _, q := range recordTwice(t, p, cfg, frame, respFrame) {
-				if q.ClientID != "consumer-1" || len(q.Resources) != 3 {
-					t.Fatalf("fetch recorded as %+v", q)
-				}
-				for ti, res := range q.Resources {
-					name := req.Topics[ti].Topic
-					if version >= 13 {
-						name = base64.RawURLEncoding.EncodeToString(req.Topics[ti].TopicID[:])
-					}
-					if res.Name != name || res.Operation != "Read" || len(res.Partitions) != 4 {
-						t.Fatalf("topic %d recorded as %+v, want %s", ti, res, name)
-					}
-					for pi, part := range res.Partitions {
-						first := 1000*int64(ti) + 100*int64(pi)
-						if part.Partition != int32(pi) || part.FetchOffset != first+3 || part.FirstOffset != first || part.LastOffset != first+14 ||
-							part.Records != 15 || part.Bytes != 128<<10 || part.Committed != audit.NoOffset {
-							t.Fatalf("topic %s partition %d recorded as %+v", name, pi, part)
-						}
-					}
+				if err := capturetest.CheckFetch(&q, req, 64<<10); err != nil {
+					t.Fatal(err)
 				}
 			}
 
@@ -1140,7 +1026,7 @@ func BenchmarkAuditFetch(b *testing.B) {
 		for _, path := range []string{config.AuditDataPathRequest, config.AuditDataPathSummary} {
 			b.Run(fmt.Sprintf("%s/%dKiB", path, 24*size>>10), func(b *testing.B) {
 				cfg := &config.Config{Audit: config.Audit{AuditDataPath: path}}
-				frame, respFrame, _ := fetchExchange(13, size)
+				frame, respFrame, _ := capturetest.Fetch(13, size)
 				trail := audit.New(audit.Options{DataPath: audit.DataPath(path)}, audit.NewQueue(audit.QueueOptions{}, &discardSink{}))
 				defer trail.Shutdown(context.Background())
 				run, err := proxy.AuditExchange(p.Proxy, cfg, trail, frame, respFrame)

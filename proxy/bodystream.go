@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 
+	"github.com/inorder-proxy/inorder/audit/capture"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -84,12 +85,11 @@ type bodyStream struct {
 	deferred  [streamDeferred]ordering.Key
 	ndeferred int
 	seq       uint64 // the request streaming
-	// aud is the streaming request's audit state, nil when it is not
-	// audited; counted, its partitions as they pass (auditstream.go).
-	aud     *auditReq
-	counted []fetchPart
-	one     [1][]byte
-	peeked  [streamPeek]byte // what peekNext saw
+	// aud counts the streaming request's partitions for its audit event
+	// as they pass, when it is audited (audit/capture).
+	aud    capture.Stream
+	one    [1][]byte
+	peeked [streamPeek]byte // what peekNext saw
 }
 
 // streamWork counts, over every connection, the work of streaming
@@ -180,7 +180,7 @@ func (c *conn) startStream(body []byte, h wire.RequestHeader, total int) (int, b
 	bs.win, bs.winCh = wire.Get(n), charge{n: int64(wire.Cap(n))}
 	bs.win.B = bs.win.B[:0]
 	bs.done, bs.records, bs.lead, bs.leadN = 0, 0, 0, 0
-	// In Connection mode (an audited request, auditstream.go) no
+	// In Connection mode (an audited request, counted by audit/capture) no
 	// partition is the sequencer's concern.
 	bs.barrier, bs.ndeferred = c.mode != ordering.None, 0
 	return used, true
@@ -228,10 +228,10 @@ func (c *conn) awaitOpenLocked() (open, waited bool) {
 // partition's records only tag sections follow, which the proxy needs
 // nothing from: they go with those records, unscanned, as a request's body
 // does in connection mode, and the upstream judges them.
-func (c *conn) streamProduce(seq uint64, ar *auditReq) error {
+func (c *conn) streamProduce(seq uint64, ar *capture.Req) error {
 	bs := c.bs
 	bs.seq = seq
-	bs.aud, bs.counted = ar, bs.counted[:0]
+	bs.aud.Begin(ar)
 	defer c.endStream(seq)
 	for {
 		if bs.records > 0 {
@@ -285,11 +285,11 @@ func (c *conn) streamProduce(seq uint64, ar *auditReq) error {
 			return fmt.Errorf("%w: Produce: %v", ErrBadRequest, err)
 		case step.End:
 			// What follows the structure, if anything, goes as it is.
-			c.auditStreamed()
+			c.aud.ev.Streamed(&bs.aud)
 			return c.passRest()
 		}
-		if bs.aud != nil {
-			c.countStreamed(step, window[step.Used:])
+		if bs.aud.On() {
+			c.aud.ev.Count(&bs.aud, step, window[step.Used:])
 		}
 		if !bs.barrier {
 			if err := c.extendPartition(seq, step.Partition); err != nil {
@@ -297,7 +297,7 @@ func (c *conn) streamProduce(seq uint64, ar *auditReq) error {
 			}
 		}
 		if bs.scan.Last() {
-			c.auditStreamed()
+			c.aud.ev.Streamed(&bs.aud)
 			return c.passRest()
 		}
 		if peeked {

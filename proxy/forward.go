@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/inorder-proxy/inorder/audit/capture"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/wire"
@@ -138,7 +139,7 @@ func (c *conn) flush(byReader, try bool) (spliced bool) {
 		frames, bufs = frames[:0], bufs[:0]
 		held, taken, stream := 0, 0, int64(0)
 		scanBody, unread, streamSeq := false, false, uint64(0)
-		var streamAud *auditReq
+		var streamAud *capture.Req
 		now, writes := c.p.metrics.Now(), 0
 		var charged [2]charge // small, bulk: released once written
 		for _, r := range c.outq {

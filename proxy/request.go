@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/inorder-proxy/inorder/audit/capture"
 	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/quota"
@@ -77,7 +78,7 @@ type request struct {
 	// forwarded, for its audit event.
 	refused []authz.Refusal
 	// aud is what its audit event needs; nil when not audited.
-	aud *auditReq
+	aud *capture.Req
 
 	// vec: the response frame in pieces (respvec.go), of vecLen bytes;
 	// vecDone gives back what they alias but resp.
@@ -237,7 +238,7 @@ func (c *conn) spliceable(head *wire.Buf, size int32) *request {
 		return nil
 	}
 	if acks != 0 && c.aud.countWrites {
-		// Streamed as in None mode, to be counted (auditstream.go).
+		// Streamed as in None mode, to be counted (audit/capture).
 		return c.spliceableNone(head, h, size)
 	}
 	r := getRequest()

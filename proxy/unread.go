@@ -141,7 +141,7 @@ func (c *conn) unreadable(head []byte, size int32) (r *request, foreign bool) {
 	}
 	if c.mode == ordering.None || c.aud.countWrites {
 		// Streamed as in None mode; in Connection mode when audited,
-		// to be counted (auditstream.go).
+		// to be counted (audit/capture).
 		return c.unreadNone(head, h, size), false
 	}
 	r = getRequest()
