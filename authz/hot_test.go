@@ -1,0 +1,287 @@
+package authz
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/inorder-proxy/inorder/acl"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// benchACLs is the ACL file bench/run.sh's write_acls writes for n
+// bindings: the bench client's (User:ANONYMOUS, on inorder-bench-*
+// topics), a DENY of User:* from one host on the same prefix, and for
+// many services the mix an operator keeps.
+func benchACLs(n int) string {
+	var b strings.Builder
+	b.WriteString("acls:\n")
+	for _, op := range []string{"CREATE", "DESCRIBE", "WRITE", "READ", "DELETE"} {
+		fmt.Fprintf(&b, "  - {principal: User:ANONYMOUS, resourceType: TOPIC, resourceName: inorder-bench-, patternType: PREFIXED, operation: %s}\n", op)
+	}
+	b.WriteString("  - {principal: \"User:*\", host: 10.20.0.1, resourceType: TOPIC, resourceName: inorder-bench-, patternType: PREFIXED, operation: ALL, permissionType: DENY}\n")
+	b.WriteString("  - {principal: \"User:*\", resourceType: TOPIC, resourceName: _internal-, patternType: PREFIXED, operation: WRITE, permissionType: DENY}\n")
+	domains := []string{"orders", "payments", "inventory", "shipping", "billing", "users", "audit-log", "clicks", "search", "recs"}
+	m := 7
+	for i := 0; m < n; i++ {
+		svc, d := fmt.Sprintf("svc-%d", i), domains[i%10]
+		lines := []string{
+			fmt.Sprintf("{principal: User:%s, resourceType: TOPIC, resourceName: %s.%s.events, operation: WRITE}", svc, d, svc),
+			fmt.Sprintf("{principal: User:%s, resourceType: TOPIC, resourceName: %s.%s.events, operation: READ}", svc, d, svc),
+			fmt.Sprintf("{principal: User:%s, resourceType: TOPIC, resourceName: %s.%s, patternType: PREFIXED, operation: READ}", svc, d, "abcdefghijklmnopqrstuvwxyz"[:i%23+1]),
+			fmt.Sprintf("{principal: User:%s, resourceType: TOPIC, resourceName: %s-, patternType: PREFIXED, operation: DESCRIBE}", svc, d),
+			fmt.Sprintf("{principal: User:%s, resourceType: GROUP, resourceName: %s-consumers, operation: READ}", svc, svc),
+			fmt.Sprintf("{principal: User:%s, resourceType: GROUP, resourceName: %s-, patternType: PREFIXED, operation: DESCRIBE}", svc, svc),
+			fmt.Sprintf("{principal: User:%s, host: 10.%d.%d.%d, resourceType: TOPIC, resourceName: %s.private, operation: ALL, permissionType: DENY}", svc, i%250, i%7, i%200+1, d),
+			fmt.Sprintf("{principal: User:%s, resourceType: TRANSACTIONAL_ID, resourceName: %s-tx-, patternType: PREFIXED, operation: WRITE}", svc, svc),
+		}
+		for k := 0; k < len(lines) && m < n; k++ {
+			b.WriteString("  - " + lines[k] + "\n")
+			m++
+		}
+	}
+	return b.String()
+}
+
+// benchGuard loads benchACLs(1000) from a file under a test's temporary
+// directory and returns its Guard and the file's path.
+func benchGuard(tb testing.TB) (*Guard, string) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "acls.yaml")
+	if err := os.WriteFile(path, []byte(benchACLs(1000)), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	g, err := New(path, acl.Options{}, nil, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if got := g.Authorizer().Set().Len(); got != 1000 {
+		tb.Fatalf("%d bindings loaded, want 1000", got)
+	}
+	return g, path
+}
+
+// benchClient is the bench client as the ACL proxy sees it.
+func benchClient(g *Guard) acl.Client {
+	return g.Client("", netip.MustParseAddr("127.0.0.1"))
+}
+
+// BenchmarkBenchProduce is the ACL work on one allowed Produce of the
+// bench's 1-partition workload (kgo's small requests, read whole) with
+// the bench's 1,000 ACLs: without a connection's state (no decision
+// kept, as the single topology calls it) and with it.
+func BenchmarkBenchProduce(b *testing.B) {
+	g, _ := benchGuard(b)
+	c := benchClient(g)
+	h, f := frame(b, produce(100, "inorder-bench-p1"))
+	for _, conn := range []bool{false, true} {
+		b.Run(fmt.Sprintf("conn=%v", conn), func(b *testing.B) {
+			var st *Conn
+			if conn {
+				st = &Conn{}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if out, _ := g.Request(st, c, h, f, nil, false); out.Action != Pass {
+					b.Fatal(out.Action)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBenchProduceHead is the same decision for a Produce that
+// streams, taken from its head.
+func BenchmarkBenchProduceHead(b *testing.B) {
+	g, _ := benchGuard(b)
+	c := benchClient(g)
+	h, f := frame(b, produce(100, "inorder-bench-p1"))
+	for _, conn := range []bool{false, true} {
+		b.Run(fmt.Sprintf("conn=%v", conn), func(b *testing.B) {
+			var st *Conn
+			if conn {
+				st = &Conn{}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if !g.ProduceHead(st, c, h, f, len(f)) {
+					b.Fatal("denied")
+				}
+			}
+		})
+	}
+}
+
+// TestDecisionKeptPerConnection counts the decisions asked of the rules:
+// a connection's second Produce to the same topic asks none, whether read
+// whole or from its head; a reload, another principal or another topic
+// asks again, and the answer after a reload is the new rules'.
+func TestDecisionKeptPerConnection(t *testing.T) {
+	g, path := benchGuard(t)
+	c := benchClient(g)
+	st := &Conn{}
+	h, f := frame(t, produce(100, "inorder-bench-p1"))
+	h12, f12 := frame(t, produce(100, "inorder-bench-p12"))
+	request := func(h wire.RequestHeader, f []byte, c acl.Client) Action {
+		t.Helper()
+		out, err := g.Request(st, c, h, f, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Action
+	}
+	expect := func(made int) {
+		t.Helper()
+		if st.dec.made != made {
+			t.Fatalf("%d decisions asked of the rules, want %d", st.dec.made, made)
+		}
+	}
+	for range 5 {
+		if a := request(h, f, c); a != Pass {
+			t.Fatalf("action %v, want Pass", a)
+		}
+		if !g.ProduceHead(st, c, h, f, len(f)) {
+			t.Fatal("head refused")
+		}
+	}
+	expect(1)
+	request(h12, f12, c)
+	request(h, f, c)
+	expect(2)
+
+	// Another principal on the connection (re-authentication) is
+	// decided for itself: svc-1 may not write the bench's topics.
+	svc := g.Client("User:svc-1", c.Host)
+	if a := request(h, f, svc); a != Answer {
+		t.Fatalf("svc-1's write: action %v, want Answer", a)
+	}
+	expect(3)
+	if a := request(h, f, c); a != Pass {
+		t.Fatalf("back to ANONYMOUS: action %v, want Pass", a)
+	}
+	expect(4)
+
+	// A reload that denies the topic applies at the next request.
+	deny := benchACLs(1000) + "  - {principal: User:ANONYMOUS, resourceType: TOPIC, resourceName: inorder-bench-p1, operation: WRITE, permissionType: DENY}\n"
+	if err := os.WriteFile(path, []byte(deny), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if a := request(h, f, c); a != Answer {
+		t.Fatalf("after the reload: action %v, want Answer", a)
+	}
+	if g.ProduceHead(st, c, h, f, len(f)) {
+		t.Fatal("after the reload: head allowed")
+	}
+	expect(5)
+	if a := request(h12, f12, c); a != Pass {
+		t.Fatalf("after the reload, the other topic: action %v, want Pass", a)
+	}
+	expect(6)
+}
+
+// TestDecisionsBounded: a connection keeps decisionsKept decisions, the
+// oldest replaced, and none for a name longer than nameKept; what is
+// forgotten is decided again.
+func TestDecisionsBounded(t *testing.T) {
+	g, _ := benchGuard(t)
+	c := benchClient(g)
+	st := &Conn{}
+	var frames [][]byte
+	var hdrs []wire.RequestHeader
+	for i := range decisionsKept + 1 {
+		h, f := frame(t, produce(10, fmt.Sprintf("inorder-bench-%d", i)))
+		hdrs, frames = append(hdrs, h), append(frames, f)
+	}
+	for round := range 3 {
+		for i := range frames {
+			if out, _ := g.Request(st, c, hdrs[i], frames[i], nil, false); out.Action != Pass {
+				t.Fatalf("topic %d: action %v", i, out.Action)
+			}
+		}
+		// Written in turn, one more than kept: each evicts the next.
+		if want := (round + 1) * (decisionsKept + 1); st.dec.made != want {
+			t.Fatalf("round %d: %d decisions, want %d", round, st.dec.made, want)
+		}
+	}
+	// The last decisionsKept topics, now kept, ask nothing.
+	made := st.dec.made
+	for i := 1; i < len(frames); i++ {
+		g.Request(st, c, hdrs[i], frames[i], nil, false)
+	}
+	if st.dec.made != made {
+		t.Fatalf("%d decisions for topics kept", st.dec.made-made)
+	}
+
+	long := "inorder-bench-" + strings.Repeat("x", nameKept)
+	h, f := frame(t, produce(10, long))
+	for range 3 {
+		if out, _ := g.Request(st, c, h, f, nil, false); out.Action != Pass {
+			t.Fatalf("long name: action %v", out.Action)
+		}
+	}
+	if st.dec.made != made+3 {
+		t.Fatalf("long name: %d decisions, want 3", st.dec.made-made)
+	}
+	for i := range st.dec.e {
+		if n := len(st.dec.e[i].name); n > nameKept {
+			t.Fatalf("a name of %d bytes kept", n)
+		}
+	}
+}
+
+// TestDecisionsAgreeWithRules: what a connection keeps answers as the
+// rules do, for every principal, host and topic asked in any order.
+func TestDecisionsAgreeWithRules(t *testing.T) {
+	g, _ := benchGuard(t)
+	st := &Conn{}
+	topics := []string{"inorder-bench-p1", "orders.svc-0.events", "payments.svc-1.events", "clicks.svc-7.events", "_internal-x", "orders.abc", "inorder-bench-p1"}
+	clients := []acl.Client{
+		benchClient(g),
+		g.Client("User:svc-0", netip.MustParseAddr("127.0.0.1")),
+		g.Client("User:svc-7", netip.MustParseAddr("127.0.0.1")),
+		g.Client("", netip.MustParseAddr("10.20.0.1")),
+	}
+	for round := range 2 {
+		for _, c := range clients {
+			for i := range topics {
+				topic := topics[(i+round)%len(topics)]
+				h, f := frame(t, produce(10, topic))
+				want := g.Authorizer().Authorize(c.Principal, c.Host, acl.Write, acl.Topic, topic)
+				out, err := g.Request(st, c, h, f, nil, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := out.Action == Pass; got != want {
+					t.Errorf("%s from %v on %s: passed %v, rules say %v", c.Principal, c.Host, topic, got, want)
+				}
+				if got := g.ProduceHead(st, c, h, f, len(f)); got != want {
+					t.Errorf("%s from %v on %s: head allowed %v, rules say %v", c.Principal, c.Host, topic, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestDecisionAllocatesNothing: an allowed Produce decided on a
+// connection, read whole or from its head, allocates nothing.
+func TestDecisionAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	g, _ := benchGuard(t)
+	c := benchClient(g)
+	st := &Conn{}
+	h, f := frame(t, produce(100, "inorder-bench-p1"))
+	if n := testing.AllocsPerRun(100, func() { g.Request(st, c, h, f, nil, false) }); n != 0 {
+		t.Errorf("Request: %v allocations", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { g.ProduceHead(st, c, h, f, len(f)) }); n != 0 {
+		t.Errorf("ProduceHead: %v allocations", n)
+	}
+}
