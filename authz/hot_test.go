@@ -24,25 +24,7 @@ func benchACLs(n int) string {
 	}
 	b.WriteString("  - {principal: \"User:*\", host: 10.20.0.1, resourceType: TOPIC, resourceName: inorder-bench-, patternType: PREFIXED, operation: ALL, permissionType: DENY}\n")
 	b.WriteString("  - {principal: \"User:*\", resourceType: TOPIC, resourceName: _internal-, patternType: PREFIXED, operation: WRITE, permissionType: DENY}\n")
-	domains := []string{"orders", "payments", "inventory", "shipping", "billing", "users", "audit-log", "clicks", "search", "recs"}
-	m := 7
-	for i := 0; m < n; i++ {
-		svc, d := fmt.Sprintf("svc-%d", i), domains[i%10]
-		lines := []string{
-			fmt.Sprintf("{principal: User:%s, resourceType: TOPIC, resourceName: %s.%s.events, operation: WRITE}", svc, d, svc),
-			fmt.Sprintf("{principal: User:%s, resourceType: TOPIC, resourceName: %s.%s.events, operation: READ}", svc, d, svc),
-			fmt.Sprintf("{principal: User:%s, resourceType: TOPIC, resourceName: %s.%s, patternType: PREFIXED, operation: READ}", svc, d, "abcdefghijklmnopqrstuvwxyz"[:i%23+1]),
-			fmt.Sprintf("{principal: User:%s, resourceType: TOPIC, resourceName: %s-, patternType: PREFIXED, operation: DESCRIBE}", svc, d),
-			fmt.Sprintf("{principal: User:%s, resourceType: GROUP, resourceName: %s-consumers, operation: READ}", svc, svc),
-			fmt.Sprintf("{principal: User:%s, resourceType: GROUP, resourceName: %s-, patternType: PREFIXED, operation: DESCRIBE}", svc, svc),
-			fmt.Sprintf("{principal: User:%s, host: 10.%d.%d.%d, resourceType: TOPIC, resourceName: %s.private, operation: ALL, permissionType: DENY}", svc, i%250, i%7, i%200+1, d),
-			fmt.Sprintf("{principal: User:%s, resourceType: TRANSACTIONAL_ID, resourceName: %s-tx-, patternType: PREFIXED, operation: WRITE}", svc, svc),
-		}
-		for k := 0; k < len(lines) && m < n; k++ {
-			b.WriteString("  - " + lines[k] + "\n")
-			m++
-		}
-	}
+	serviceACLs(&b, n-7)
 	return b.String()
 }
 
@@ -70,48 +52,35 @@ func benchClient(g *Guard) acl.Client {
 }
 
 // BenchmarkBenchProduce is the ACL work on one allowed Produce of the
-// bench's 1-partition workload (kgo's small requests, read whole) with
-// the bench's 1,000 ACLs: without a connection's state (no decision
-// kept, as the single topology calls it) and with it.
+// bench's 1-partition workload with the bench's 1,000 ACLs, read whole
+// (kgo's small requests) or streamed from its head: without a
+// connection's state (no decision kept, as the single topology calls it)
+// and with it.
 func BenchmarkBenchProduce(b *testing.B) {
 	g, _ := benchGuard(b)
 	c := benchClient(g)
 	h, f := frame(b, produce(100, "inorder-bench-p1"))
-	for _, conn := range []bool{false, true} {
-		b.Run(fmt.Sprintf("conn=%v", conn), func(b *testing.B) {
-			var st *Conn
-			if conn {
-				st = &Conn{}
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if out, _ := g.Request(st, c, h, f, nil, false); out.Action != Pass {
-					b.Fatal(out.Action)
+	for _, tc := range []struct {
+		name   string
+		decide func(*Conn) bool
+	}{
+		{"whole", func(st *Conn) bool { out, _ := g.Request(st, c, h, f, nil, false); return out.Action == Pass }},
+		{"head", func(st *Conn) bool { return g.ProduceHead(st, c, h, f, len(f)) }},
+	} {
+		for _, conn := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/conn=%v", tc.name, conn), func(b *testing.B) {
+				var st *Conn
+				if conn {
+					st = &Conn{}
 				}
-			}
-		})
-	}
-}
-
-// BenchmarkBenchProduceHead is the same decision for a Produce that
-// streams, taken from its head.
-func BenchmarkBenchProduceHead(b *testing.B) {
-	g, _ := benchGuard(b)
-	c := benchClient(g)
-	h, f := frame(b, produce(100, "inorder-bench-p1"))
-	for _, conn := range []bool{false, true} {
-		b.Run(fmt.Sprintf("conn=%v", conn), func(b *testing.B) {
-			var st *Conn
-			if conn {
-				st = &Conn{}
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if !g.ProduceHead(st, c, h, f, len(f)) {
-					b.Fatal("denied")
+				b.ReportAllocs()
+				for b.Loop() {
+					if !tc.decide(st) {
+						b.Fatal("denied")
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 

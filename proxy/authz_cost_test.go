@@ -35,19 +35,7 @@ func TestACLReloadRevokesKeptDecision(t *testing.T) {
 				defer c.Close()
 				c.SetDeadline(time.Now().Add(20 * time.Second))
 				req := multiProduce(9, "a", []int32{0}, []string{"v"}, size)
-				send := func(corr int32) map[string]int16 {
-					t.Helper()
-					frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, corr)
-					if _, err := c.Write(frame); err != nil {
-						t.Fatal(err)
-					}
-					resp := kmsg.NewPtrProduceResponse()
-					resp.Version = 9
-					if err := resp.ReadFrom(readResponse(t, c, corr)[1:]); err != nil {
-						t.Fatal(err)
-					}
-					return produceCodes(t, resp)
-				}
+				send := func(corr int32) map[string]int16 { return produceVia(t, c, req, corr) }
 				for corr := int32(1); corr <= 3; corr++ {
 					wantCodes(t, "before", send(corr), map[string]int16{"a": 0})
 				}
@@ -62,6 +50,13 @@ func TestACLReloadRevokesKeptDecision(t *testing.T) {
 			})
 		}
 	}
+}
+
+// produceVia sends the Produce v9 req numbered corr on c and returns its
+// answer's error codes by topic.
+func produceVia(t *testing.T, c net.Conn, req *kmsg.ProduceRequest, corr int32) map[string]int16 {
+	t.Helper()
+	return produceCodes(t, produceExchange(t, c, kmsg.NewRequestFormatter().AppendRequest(nil, req, corr), corr))
 }
 
 // TestACLAllowedAllocatesNothing counts the proxy's allocations per
