@@ -68,12 +68,12 @@ type Rate struct {
 	// it still counts.
 	samples []sample
 	current int
-	// total and since answer over without a pass over the samples when
-	// the answer cannot depend on it (under): total is the samples' sum,
-	// kept as records come and set by every pass; since is at most the
-	// earliest last event, so that no sample is purged before since plus
-	// the window; latest is at least every sample's start, the latest
-	// time the samples were given. frac: some value was not a whole number, whose sum
+	// total, since and latest let over answer without a pass over the
+	// samples when the pass could not change its answer (under): total
+	// is the samples' sum, kept as records come and set by every pass;
+	// since is at most the earliest last event, so that no sample is
+	// purged before since plus the window; latest is at least every
+	// sample's start. frac: some value was not a whole number, whose sum
 	// depends on the order of its terms, so every check makes the pass.
 	total  float64
 	since  int64
@@ -179,7 +179,7 @@ func (r *Rate) Measure(now time.Time) float64 { return r.measure(ms(now)) }
 
 // measure is the rate per second at now and the span it is measured
 // over: purge, sum and oldest start in one pass over the samples, as a
-// record of every request runs it.
+// record near its quota runs it (one far under it skips it, see under).
 func (r *Rate) measure(now int64) float64 {
 	observed, _ := r.measureSpan(now)
 	return observed
