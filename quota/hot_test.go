@@ -155,6 +155,7 @@ func TestRecordUnderQuotaMakesNoPass(t *testing.T) {
 	rt.mu.Lock()
 	passes := rt.r.passes
 	rt.mu.Unlock()
+	t.Logf("%d passes over the samples for %d records", passes, requests)
 	if passes > 31 {
 		t.Errorf("%d passes over the samples for %d records in 30 s, want at most one a second", passes, requests)
 	}
