@@ -127,6 +127,8 @@ type Conn struct {
 	dec  decisions
 	// head reads Produce heads (ProduceHead), its topic buffer reused.
 	head wire.ProduceStream
+	// kept lends dec to Check (acl.Client.Kept).
+	kept kept
 }
 
 // staleSession reports whether f continues a fetch session that may
@@ -350,7 +352,7 @@ func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []
 		f.SessionID, f.SessionEpoch, f.ForgottenTopics = 0, -1, nil
 		changed = true
 	}
-	v := a.Check(c, req)
+	v := a.Check(g.keptClient(st, rs, c), req)
 	if v.Unhandled {
 		v = g.unhandled(a, c, hdr.Key)
 	}
@@ -406,6 +408,17 @@ func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []
 	out := g.forward(hdr, frame, req, fix)
 	out.Refused = refused(req, v)
 	return out, nil
+}
+
+// keptClient is c with the decisions kept on st, for Check alone: the
+// Fix, which the upstream reader applies, must not reach them.
+func (g *Guard) keptClient(st *Conn, rs *rules, c acl.Client) acl.Client {
+	if st == nil {
+		return c
+	}
+	st.kept = kept{st: st, rs: rs}
+	c.Kept = &st.kept
+	return c
 }
 
 // forward re-encodes req, which the caller changed, in frame's header.
@@ -475,7 +488,7 @@ func (g *Guard) produceAllowed(st *Conn, rs *rules, c acl.Client, hdr wire.Reque
 			}
 			name = []byte(n)
 		}
-		if !g.allowed(st, rs, c, acl.Write, acl.Topic, name) {
+		if !allowed(st, rs, c, acl.Write, acl.Topic, name) {
 			return false
 		}
 		last, lastID, checked = p.Topic, p.TopicID, true
@@ -546,7 +559,7 @@ func (g *Guard) ProduceHead(st *Conn, c acl.Client, hdr wire.RequestHeader, head
 	rs := g.cur.Load()
 	body := head[hdr.Body:]
 	id, ok := transactionalID(hdr, body)
-	if !ok || id != nil && !g.allowed(st, rs, c, acl.Write, acl.TransactionalID, []byte(*id)) {
+	if !ok || id != nil && !allowed(st, rs, c, acl.Write, acl.TransactionalID, []byte(*id)) {
 		return false
 	}
 	var ps wire.ProduceStream
@@ -570,7 +583,7 @@ func (g *Guard) ProduceHead(st *Conn, c acl.Client, hdr wire.RequestHeader, head
 		}
 		name = []byte(n)
 	}
-	return g.allowed(st, rs, c, acl.Write, acl.Topic, name)
+	return allowed(st, rs, c, acl.Write, acl.Topic, name)
 }
 
 // transactionalID reads a Produce body's transactional id (v3+; nil when

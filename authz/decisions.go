@@ -43,9 +43,9 @@ func (d *decisions) current(gen uint64, c acl.Client) bool {
 	return d.gen == gen && d.principal == c.Principal && d.host == c.Host
 }
 
-// find returns the decision kept for op on the resource of type rt named
-// name, if any.
-func (d *decisions) find(gen uint64, c acl.Client, op acl.Operation, rt acl.ResourceType, name []byte) (allowed, ok bool) {
+// find returns the decision d keeps for op on the resource of type rt
+// named name, if any.
+func find[N string | []byte](d *decisions, gen uint64, c acl.Client, op acl.Operation, rt acl.ResourceType, name N) (allowed, ok bool) {
 	if !d.current(gen, c) {
 		return false, false
 	}
@@ -57,9 +57,9 @@ func (d *decisions) find(gen uint64, c acl.Client, op acl.Operation, rt acl.Reso
 	return false, false
 }
 
-// keep keeps a decision made under gen for c, replacing the oldest when
-// all are taken, and every one when gen or c changed.
-func (d *decisions) keep(gen uint64, c acl.Client, op acl.Operation, rt acl.ResourceType, name []byte, allowed bool) {
+// keep makes d keep a decision made under gen for c, replacing the
+// oldest when all are taken, and every one when gen or c changed.
+func keep[N string | []byte](d *decisions, gen uint64, c acl.Client, op acl.Operation, rt acl.ResourceType, name N, allowed bool) {
 	if len(name) > nameKept {
 		return
 	}
@@ -75,15 +75,30 @@ func (d *decisions) keep(gen uint64, c acl.Client, op acl.Operation, rt acl.Reso
 // allowed reports whether c may perform op on the resource of type rt
 // named name under rs: as kept on the connection st, or else asked of
 // the rules and kept. A nil st keeps nothing.
-func (g *Guard) allowed(st *Conn, rs *rules, c acl.Client, op acl.Operation, rt acl.ResourceType, name []byte) bool {
+func allowed[N string | []byte](st *Conn, rs *rules, c acl.Client, op acl.Operation, rt acl.ResourceType, name N) bool {
 	if st == nil {
 		return rs.a.Authorize(c.Principal, c.Host, op, rt, string(name))
 	}
-	if allowed, ok := st.dec.find(rs.gen, c, op, rt, name); ok {
+	if allowed, ok := find(&st.dec, rs.gen, c, op, rt, name); ok {
 		return allowed
 	}
 	allowed := rs.a.Authorize(c.Principal, c.Host, op, rt, string(name))
 	st.dec.made++
-	st.dec.keep(rs.gen, c, op, rt, name, allowed)
+	keep(&st.dec, rs.gen, c, op, rt, name, allowed)
 	return allowed
+}
+
+// kept answers Check's decisions from a connection's (acl.Kept).
+type kept struct {
+	st *Conn
+	rs *rules
+}
+
+// Authorize is allowed under k's rules; under others (never: Check is
+// given them), a's answer.
+func (k *kept) Authorize(a *acl.Authorizer, principal string, host netip.Addr, op acl.Operation, rt acl.ResourceType, name string) bool {
+	if a != k.rs.a {
+		return a.Authorize(principal, host, op, rt, name)
+	}
+	return allowed(k.st, k.rs, acl.Client{Principal: principal, Host: host}, op, rt, name)
 }

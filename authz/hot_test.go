@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/inorder-proxy/inorder/acl"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -53,19 +55,21 @@ func benchClient(g *Guard) acl.Client {
 
 // BenchmarkBenchProduce is the ACL work on one allowed Produce of the
 // bench's 1-partition workload with the bench's 1,000 ACLs, read whole
-// (kgo's small requests) or streamed from its head: without a
-// connection's state (no decision kept, as the single topology calls it)
-// and with it.
+// (kgo's small requests) or streamed from its head, and on one Fetch of
+// its topic (decoded for the full check): without a connection's state
+// (no decision kept, as the single topology calls it) and with it.
 func BenchmarkBenchProduce(b *testing.B) {
 	g, _ := benchGuard(b)
 	c := benchClient(g)
 	h, f := frame(b, produce(100, "inorder-bench-p1"))
+	fh, ff := frame(b, benchFetch())
 	for _, tc := range []struct {
 		name   string
 		decide func(*Conn) bool
 	}{
 		{"whole", func(st *Conn) bool { out, _ := g.Request(st, c, h, f, nil, false); return out.Action == Pass }},
 		{"head", func(st *Conn) bool { return g.ProduceHead(st, c, h, f, len(f)) }},
+		{"fetch", func(st *Conn) bool { out, _ := g.Request(st, c, fh, ff, nil, false); return out.Action == Pass }},
 	} {
 		for _, conn := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/conn=%v", tc.name, conn), func(b *testing.B) {
@@ -253,4 +257,69 @@ func TestDecisionAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { g.ProduceHead(st, c, h, f, len(f)) }); n != 0 {
 		t.Errorf("ProduceHead: %v allocations", n)
 	}
+}
+
+// TestFetchDecisionKept: the full check (a Fetch, decoded) keeps its
+// decisions on the connection too: a second Fetch of the same topic asks
+// the rules nothing, and a reload that denies it applies at the next.
+func TestFetchDecisionKept(t *testing.T) {
+	g, path := benchGuard(t)
+	c := benchClient(g)
+	st := &Conn{}
+	h, f := frame(t, benchFetch())
+	for range 3 {
+		if out, err := g.Request(st, c, h, f, nil, false); err != nil || out.Action != Pass {
+			t.Fatalf("action %v, %v; want Pass", out.Action, err)
+		}
+	}
+	if st.dec.made != 1 {
+		t.Fatalf("%d decisions asked of the rules for three Fetches, want 1", st.dec.made)
+	}
+	deny := benchACLs(1000) + "  - {principal: User:ANONYMOUS, resourceType: TOPIC, resourceName: inorder-bench-p1, operation: READ, permissionType: DENY}\n"
+	if err := os.WriteFile(path, []byte(deny), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := g.Request(st, c, h, f, nil, false); out.Action != Answer {
+		t.Fatalf("after the reload: action %v, want Answer", out.Action)
+	}
+	if st.dec.made != 2 {
+		t.Fatalf("%d decisions after the reload, want 2", st.dec.made)
+	}
+}
+
+// TestDecisionLongNameAllocatesNothing: a kept decision on a topic whose
+// name is longer than a conversion's stack buffer allocates nothing
+// either, read whole or from its head.
+func TestDecisionLongNameAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	g, _ := benchGuard(t)
+	c := benchClient(g)
+	st := &Conn{}
+	h, f := frame(t, produce(100, "inorder-bench-"+strings.Repeat("long", 20)))
+	if out, _ := g.Request(st, c, h, f, nil, false); out.Action != Pass {
+		t.Fatalf("action %v, want Pass", out.Action)
+	}
+	if n := testing.AllocsPerRun(100, func() { g.Request(st, c, h, f, nil, false) }); n != 0 {
+		t.Errorf("Request: %v allocations", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { g.ProduceHead(st, c, h, f, len(f)) }); n != 0 {
+		t.Errorf("ProduceHead: %v allocations", n)
+	}
+}
+
+// benchFetch is a Fetch v12 of the bench's 1-partition topic.
+func benchFetch() *kmsg.FetchRequest {
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version = 12
+	fetch.ReplicaID = -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "inorder-bench-p1"
+	ft.Partitions = []kmsg.FetchRequestTopicPartition{{Partition: 0}}
+	fetch.Topics = append(fetch.Topics, ft)
+	return fetch
 }
