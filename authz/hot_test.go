@@ -242,20 +242,26 @@ func TestDecisionsAgreeWithRules(t *testing.T) {
 }
 
 // TestDecisionAllocatesNothing: an allowed Produce decided on a
-// connection, read whole or from its head, allocates nothing.
+// connection, read whole or from its head, allocates nothing, whether
+// its topic's name fits a conversion's stack buffer or not.
 func TestDecisionAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
 	}
 	g, _ := benchGuard(t)
 	c := benchClient(g)
-	st := &Conn{}
-	h, f := frame(t, produce(100, "inorder-bench-p1"))
-	if n := testing.AllocsPerRun(100, func() { g.Request(st, c, h, f, nil, false) }); n != 0 {
-		t.Errorf("Request: %v allocations", n)
-	}
-	if n := testing.AllocsPerRun(100, func() { g.ProduceHead(st, c, h, f, len(f)) }); n != 0 {
-		t.Errorf("ProduceHead: %v allocations", n)
+	for _, topic := range []string{"inorder-bench-p1", "inorder-bench-" + strings.Repeat("long", 20)} {
+		st := &Conn{}
+		h, f := frame(t, produce(100, topic))
+		if out, _ := g.Request(st, c, h, f, nil, false); out.Action != Pass {
+			t.Fatalf("%s: action %v, want Pass", topic, out.Action)
+		}
+		if n := testing.AllocsPerRun(100, func() { g.Request(st, c, h, f, nil, false) }); n != 0 {
+			t.Errorf("%s: Request: %v allocations", topic, n)
+		}
+		if n := testing.AllocsPerRun(100, func() { g.ProduceHead(st, c, h, f, len(f)) }); n != 0 {
+			t.Errorf("%s: ProduceHead: %v allocations", topic, n)
+		}
 	}
 }
 
@@ -287,28 +293,6 @@ func TestFetchDecisionKept(t *testing.T) {
 	}
 	if st.dec.made != 2 {
 		t.Fatalf("%d decisions after the reload, want 2", st.dec.made)
-	}
-}
-
-// TestDecisionLongNameAllocatesNothing: a kept decision on a topic whose
-// name is longer than a conversion's stack buffer allocates nothing
-// either, read whole or from its head.
-func TestDecisionLongNameAllocatesNothing(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts differ under the race detector")
-	}
-	g, _ := benchGuard(t)
-	c := benchClient(g)
-	st := &Conn{}
-	h, f := frame(t, produce(100, "inorder-bench-"+strings.Repeat("long", 20)))
-	if out, _ := g.Request(st, c, h, f, nil, false); out.Action != Pass {
-		t.Fatalf("action %v, want Pass", out.Action)
-	}
-	if n := testing.AllocsPerRun(100, func() { g.Request(st, c, h, f, nil, false) }); n != 0 {
-		t.Errorf("Request: %v allocations", n)
-	}
-	if n := testing.AllocsPerRun(100, func() { g.ProduceHead(st, c, h, f, len(f)) }); n != 0 {
-		t.Errorf("ProduceHead: %v allocations", n)
 	}
 }
 
