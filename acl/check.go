@@ -27,6 +27,16 @@ type Client struct {
 	// named by id alone is answered UNKNOWN_TOPIC_ID, as Kafka answers an
 	// id it does not know; it is never let through unchecked.
 	TopicName func(id [16]byte) (string, bool)
+	// Kept, when not nil, answers Check's decisions in the Authorizer's
+	// place: a connection's last decisions, each as the Authorizer
+	// answered it. Nil: the Authorizer decides every time.
+	Kept Kept
+}
+
+// Kept answers a decision as a's Authorize would, from what it kept of
+// a's earlier answers or else by asking a.
+type Kept interface {
+	Authorize(a *Authorizer, principal string, host netip.Addr, op Operation, rt ResourceType, name string) bool
 }
 
 // Verdict is a request's authorization, as a broker would decide it
@@ -80,6 +90,9 @@ type checker struct {
 }
 
 func (k *checker) allowed(op Operation, rt ResourceType, name string) bool {
+	if k.c.Kept != nil {
+		return k.c.Kept.Authorize(k.a, k.c.Principal, k.c.Host, op, rt, name)
+	}
 	return k.a.Authorize(k.c.Principal, k.c.Host, op, rt, name)
 }
 

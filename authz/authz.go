@@ -39,7 +39,7 @@ type Counter interface {
 type Guard struct {
 	file string
 	opts acl.Options
-	cur  atomic.Pointer[acl.Authorizer]
+	cur  atomic.Pointer[rules]
 	m    Counter
 	log  *slog.Logger
 
@@ -57,8 +57,9 @@ type Guard struct {
 	resolveMu  sync.Mutex // one upstream listing at a time
 	resolvedAt time.Time  // the last listing's, under resolveMu
 
-	// gen counts the reloads: a fetch session opened under older rules
-	// is not trusted (see Conn).
+	// gen counts the reloads: each rules has its own, so that a fetch
+	// session opened or a decision kept under older rules is not trusted
+	// (see Conn).
 	gen atomic.Uint64
 
 	logMu   sync.Mutex
@@ -94,9 +95,15 @@ func (g *Guard) Reload() error {
 	if err != nil {
 		return err
 	}
-	g.cur.Store(a)
-	g.gen.Add(1)
+	g.cur.Store(&rules{a: a, gen: g.gen.Add(1)})
 	return nil
+}
+
+// rules are the running rules and their generation, swapped together so
+// that what a connection keeps is never filed under the wrong ones.
+type rules struct {
+	a   *acl.Authorizer
+	gen uint64
 }
 
 // Conn is one client connection's authorization state, kept by the
@@ -110,16 +117,24 @@ func (g *Guard) Reload() error {
 // every partition, which is checked: an incremental Fetch on a connection
 // that has not fetched under the running rules is forwarded without its
 // session, and the client, told so by the answer, starts afresh.
+//
+// It also keeps the connection's last decisions (decisions): a client
+// writes the same few topics request after request, and a decision over
+// a large ACL file costs a lookup per prefix length.
 type Conn struct {
 	gen  uint64 // the rules' generation this connection last fetched under
 	seen bool   // the connection has fetched
+	dec  decisions
+	// head reads Produce heads (ProduceHead), its topic buffer reused.
+	head wire.ProduceStream
+	// kept lends dec to Check (acl.Client.Kept).
+	kept kept
 }
 
 // staleSession reports whether f continues a fetch session that may
-// predate the running rules, and notes that the connection now fetches
-// under them.
-func (g *Guard) staleSession(st *Conn, f *kmsg.FetchRequest) bool {
-	gen := g.gen.Load()
+// predate the rules of generation gen, and notes that the connection now
+// fetches under them.
+func (g *Guard) staleSession(st *Conn, f *kmsg.FetchRequest, gen uint64) bool {
 	stale := f.Version >= 7 && f.SessionID != 0 && (!st.seen || st.gen != gen)
 	st.gen, st.seen = gen, true
 	return stale
@@ -129,7 +144,7 @@ func (g *Guard) staleSession(st *Conn, f *kmsg.FetchRequest) bool {
 func (g *Guard) File() string { return g.file }
 
 // Authorizer is the running rules.
-func (g *Guard) Authorizer() *acl.Authorizer { return g.cur.Load() }
+func (g *Guard) Authorizer() *acl.Authorizer { return g.cur.Load().a }
 
 // Client is who sends requests on a connection, for Guard.Request.
 func (g *Guard) Client(principal string, host netip.Addr) acl.Client {
@@ -302,13 +317,16 @@ var ErrDenied = fmt.Errorf("acks=0 produce denied by the ACL file")
 // header hdr. req is the request decoded when the caller has it already
 // (the single topology), nil otherwise. noResp: the client expects no
 // answer (acks=0), whatever the frame now says.
+//
+// st, the connection's state, may be nil (then nothing is kept).
 func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []byte, req kmsg.Request, noResp bool) (Outcome, error) {
-	a := g.cur.Load()
+	rs := g.cur.Load()
+	a := rs.a
 	switch hdr.Key {
 	case 18, 17, 36: // ApiVersions, SaslHandshake, SaslAuthenticate need nothing
 		return Outcome{}, nil
 	}
-	if req == nil && hdr.Key == 0 && g.produceAllowed(a, c, hdr, frame) {
+	if req == nil && hdr.Key == 0 && g.produceAllowed(st, rs, c, hdr, frame) {
 		return Outcome{}, nil
 	}
 	if req == nil {
@@ -330,11 +348,11 @@ func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []
 		return g.answer(hdr, a.DeleteACLs(c, g.file, r)), nil
 	}
 	changed := false
-	if f, ok := req.(*kmsg.FetchRequest); ok && st != nil && g.staleSession(st, f) {
+	if f, ok := req.(*kmsg.FetchRequest); ok && st != nil && g.staleSession(st, f, rs.gen) {
 		f.SessionID, f.SessionEpoch, f.ForgottenTopics = 0, -1, nil
 		changed = true
 	}
-	v := a.Check(c, req)
+	v := a.Check(g.keptClient(st, rs, c), req)
 	if v.Unhandled {
 		v = g.unhandled(a, c, hdr.Key)
 	}
@@ -392,6 +410,17 @@ func (g *Guard) Request(st *Conn, c acl.Client, hdr wire.RequestHeader, frame []
 	return out, nil
 }
 
+// keptClient is c with the decisions kept on st, for Check alone: the
+// Fix, which the upstream reader applies, must not reach them.
+func (g *Guard) keptClient(st *Conn, rs *rules, c acl.Client) acl.Client {
+	if st == nil {
+		return c
+	}
+	st.kept = kept{st: st, rs: rs}
+	c.Kept = &st.kept
+	return c
+}
+
 // forward re-encodes req, which the caller changed, in frame's header.
 func (g *Guard) forward(hdr wire.RequestHeader, frame []byte, req kmsg.Request, fix *Fix) Outcome {
 	out := wire.AppendRequest(make([]byte, 0, len(frame)), frame, hdr, req.AppendTo)
@@ -435,7 +464,7 @@ func (g *Guard) unhandled(a *acl.Authorizer, c acl.Client, key int16) acl.Verdic
 // to the full check. Its records are not read: transactional records
 // without a transactional id are refused by Kafka whatever the ACLs
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as Check would refuse them.
-func (g *Guard) produceAllowed(a *acl.Authorizer, c acl.Client, hdr wire.RequestHeader, frame []byte) bool {
+func (g *Guard) produceAllowed(st *Conn, rs *rules, c acl.Client, hdr wire.RequestHeader, frame []byte) bool {
 	body := frame[hdr.Body:]
 	if id, ok := transactionalID(hdr, body); !ok || id != nil {
 		return false
@@ -451,15 +480,15 @@ func (g *Guard) produceAllowed(a *acl.Authorizer, c acl.Client, hdr wire.Request
 		if checked && string(p.Topic) == string(last) && p.TopicID == lastID {
 			continue
 		}
-		name := string(p.Topic)
-		if len(p.Topic) == 0 {
+		name := p.Topic
+		if len(name) == 0 {
 			n, ok := g.topicName(p.TopicID)
 			if !ok {
 				return false
 			}
-			name = n
+			name = []byte(n)
 		}
-		if !a.Authorize(c.Principal, c.Host, acl.Write, acl.Topic, name) {
+		if !allowed(st, rs, c, acl.Write, acl.Topic, name) {
 			return false
 		}
 		last, lastID, checked = p.Topic, p.TopicID, true
@@ -521,17 +550,23 @@ func codeResource(code int16) acl.ResourceType {
 // whether the records are transactional). The proxy then forwards the
 // request as it arrives, never holding it. False says nothing: the request
 // is read whole and decided by Request.
-func (g *Guard) ProduceHead(c acl.Client, hdr wire.RequestHeader, head []byte, frameLen int) bool {
+//
+// st, the connection's state, may be nil (then nothing is kept).
+func (g *Guard) ProduceHead(st *Conn, c acl.Client, hdr wire.RequestHeader, head []byte, frameLen int) bool {
 	if hdr.Key != 0 || hdr.Body > len(head) || frameLen < len(head) {
 		return false
 	}
-	a := g.cur.Load()
+	rs := g.cur.Load()
 	body := head[hdr.Body:]
 	id, ok := transactionalID(hdr, body)
-	if !ok || id != nil && !a.Authorize(c.Principal, c.Host, acl.Write, acl.TransactionalID, *id) {
+	if !ok || id != nil && !allowed(st, rs, c, acl.Write, acl.TransactionalID, []byte(*id)) {
 		return false
 	}
-	var s wire.ProduceStream
+	var ps wire.ProduceStream
+	s := &ps
+	if st != nil {
+		s = &st.head
+	}
 	used, err := s.Start(body, hdr.Version, frameLen-hdr.Body)
 	if err != nil || s.Topics() != 1 {
 		return false
@@ -540,15 +575,15 @@ func (g *Guard) ProduceHead(c acl.Client, hdr wire.RequestHeader, head []byte, f
 	if err != nil || !step.Found {
 		return false
 	}
-	name := string(step.Partition.Topic)
-	if len(step.Partition.Topic) == 0 {
+	name := step.Partition.Topic
+	if len(name) == 0 {
 		n, ok := g.topicName(step.Partition.TopicID)
 		if !ok {
 			return false
 		}
-		name = n
+		name = []byte(n)
 	}
-	return a.Authorize(c.Principal, c.Host, acl.Write, acl.Topic, name)
+	return allowed(st, rs, c, acl.Write, acl.Topic, name)
 }
 
 // transactionalID reads a Produce body's transactional id (v3+; nil when

@@ -87,7 +87,7 @@ func TestProduceFastPathAgreesWithCheck(t *testing.T) {
 	for _, topics := range [][]string{{"a"}, {"b"}, {"a", "b"}, {"a", "a"}, {"c"}, {"b", "a"}} {
 		req := produce(10, topics...)
 		h, f := frame(t, req)
-		fast := g.produceAllowed(g.Authorizer(), c, h, f)
+		fast := g.produceAllowed(nil, g.cur.Load(), c, h, f)
 		if full := g.Authorizer().Check(c, req).Allowed(); fast != full {
 			t.Errorf("%v: fast path %v, Check %v", topics, fast, full)
 		}
@@ -95,7 +95,7 @@ func TestProduceFastPathAgreesWithCheck(t *testing.T) {
 	txn := produce(10, "a")
 	txn.TransactionID = kmsg.StringPtr("tx")
 	h, f := frame(t, txn)
-	if g.produceAllowed(g.Authorizer(), c, h, f) {
+	if g.produceAllowed(nil, g.cur.Load(), c, h, f) {
 		t.Errorf("a transactional Produce passed the fast path")
 	}
 }

@@ -23,8 +23,16 @@ func manyACLs(n int) string {
 	var b strings.Builder
 	b.WriteString("acls:\n")
 	b.WriteString("  - {principal: \"User:*\", resourceType: TOPIC, resourceName: _internal-, patternType: PREFIXED, operation: WRITE, permissionType: DENY}\n")
+	serviceACLs(&b, n-1)
+	return b.String()
+}
+
+// serviceACLs writes n bindings of services svc-0, svc-1... eight each:
+// Literal and Prefixed topic names of many lengths, Literal and Prefixed
+// groups, a DENY from one host and transactional ids.
+func serviceACLs(b *strings.Builder, n int) {
 	domains := []string{"orders", "payments", "inventory", "shipping", "billing", "users", "audit-log", "clicks", "search", "recs"}
-	m := 1
+	m := 0
 	for i := 0; m < n; i++ {
 		svc, d := fmt.Sprintf("svc-%d", i), domains[i%len(domains)]
 		lines := []string{
@@ -37,15 +45,11 @@ func manyACLs(n int) string {
 			fmt.Sprintf("{principal: User:%s, host: 10.%d.%d.%d, resourceType: TOPIC, resourceName: %s.private, operation: ALL, permissionType: DENY}", svc, i%250, i%7, i%200+1, d),
 			fmt.Sprintf("{principal: User:%s, resourceType: TRANSACTIONAL_ID, resourceName: %s-tx-, patternType: PREFIXED, operation: WRITE}", svc, svc),
 		}
-		for _, l := range lines {
-			if m == n {
-				break
-			}
-			b.WriteString("  - " + l + "\n")
+		for k := 0; k < len(lines) && m < n; k++ {
+			b.WriteString("  - " + lines[k] + "\n")
 			m++
 		}
 	}
-	return b.String()
 }
 
 func manyACLsGuard(b *testing.B, n int) *Guard {

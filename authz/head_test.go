@@ -44,7 +44,7 @@ func TestProduceHead(t *testing.T) {
 				markTransactional(req)
 			}
 			h, f := frame(t, req)
-			got := g.ProduceHead(c, h, f[:head], len(f))
+			got := g.ProduceHead(nil, c, h, f[:head], len(f))
 			if got != tc.want {
 				t.Fatalf("ProduceHead %v, want %v", got, tc.want)
 			}
@@ -69,18 +69,18 @@ func TestProduceHead(t *testing.T) {
 	req.TransactionID = kmsg.StringPtr("tx")
 	markTransactional(req)
 	h, f := frame(t, req)
-	if !g2.ProduceHead(alice(g2), h, f[:head], len(f)) || !g2.Authorizer().Check(alice(g2), req).Allowed() {
+	if !g2.ProduceHead(nil, alice(g2), h, f[:head], len(f)) || !g2.Authorizer().Check(alice(g2), req).Allowed() {
 		t.Errorf("a transactional Produce with an allowed id and topic is not allowed from its head")
 	}
 
 	// A head that ends before the first topic's name decides nothing.
 	req = produce(64<<10, "a")
 	h, f = frame(t, req)
-	if g.ProduceHead(c, h, f[:h.Body+8], len(f)) {
+	if g.ProduceHead(nil, c, h, f[:h.Body+8], len(f)) {
 		t.Errorf("a head without the topic's name allowed the request")
 	}
 	// Nor does a frame shorter than its head claims.
-	if g.ProduceHead(c, h, f[:head], head-1) {
+	if g.ProduceHead(nil, c, h, f[:head], head-1) {
 		t.Errorf("a head longer than its frame allowed the request")
 	}
 }

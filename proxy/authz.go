@@ -34,8 +34,9 @@ type Authorizer interface {
 	// ProduceHead reports whether the Produce request whose frame, of
 	// frameLen bytes, begins with head is allowed whole by what head
 	// shows: then it may go upstream as it arrives, unread. False: it is
-	// read whole and decided by Request.
-	ProduceHead(c acl.Client, hdr wire.RequestHeader, head []byte, frameLen int) bool
+	// read whole and decided by Request. st is the connection's state,
+	// as for Request.
+	ProduceHead(st *authz.Conn, c acl.Client, hdr wire.RequestHeader, head []byte, frameLen int) bool
 }
 
 // topicIDResolver is an Authorizer that can ask the upstream for topic
@@ -93,7 +94,7 @@ func (c *conn) headAllowed(h wire.RequestHeader, head []byte, size int32) bool {
 		// Who the client is is learned at its first request.
 		return false
 	}
-	return c.p.authz.ProduceHead(c.p.authz.Client(c.principal(), c.clientAddr()), h, head, 4+int(size))
+	return c.p.authz.ProduceHead(&c.authzConn, c.p.authz.Client(c.principal(), c.clientAddr()), h, head, 4+int(size))
 }
 
 // authorize decides on r, which the client authentication passed. A

@@ -399,19 +399,7 @@ func TestACLReloadOpenConnection(t *testing.T) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	send := func(corr int32) map[string]int16 {
-		t.Helper()
-		frame := kmsg.NewRequestFormatter().AppendRequest(nil, produceReq(-1, "r", "b"), corr)
-		if _, err := c.Write(frame); err != nil {
-			t.Fatal(err)
-		}
-		resp := kmsg.NewPtrProduceResponse()
-		resp.Version = 9
-		if err := resp.ReadFrom(readResponse(t, c, corr)[1:]); err != nil {
-			t.Fatal(err)
-		}
-		return produceCodes(t, resp)
-	}
+	send := func(corr int32) map[string]int16 { return produceVia(t, c, produceReq(-1, "r", "b"), corr) }
 	wantCodes(t, "before", send(1), map[string]int16{"b": acl.TopicAuthorizationFailed})
 	grant := "  - {principal: \"" + authz.Anonymous + "\", resourceType: TOPIC, resourceName: b, operation: WRITE}\n"
 	if err := os.WriteFile(path, []byte(aclTestFile(authz.Anonymous, grant)), 0o600); err != nil {

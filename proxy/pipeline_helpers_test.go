@@ -76,6 +76,21 @@ func produceOn(t *testing.T, addr string, frame []byte, corr int32) *kmsg.Produc
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
+	resp := produceExchange(t, c, frame, corr)
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 {
+				t.Fatalf("produce to %s/%d: error %d", rt.Topic, rp.Partition, rp.ErrorCode)
+			}
+		}
+	}
+	return resp
+}
+
+// produceExchange writes the Produce v9 frame numbered corr on c and
+// returns its answer.
+func produceExchange(t *testing.T, c net.Conn, frame []byte, corr int32) *kmsg.ProduceResponse {
+	t.Helper()
 	if _, err := c.Write(frame); err != nil {
 		t.Fatal(err)
 	}
@@ -83,13 +98,6 @@ func produceOn(t *testing.T, addr string, frame []byte, corr int32) *kmsg.Produc
 	resp.Version = 9
 	if err := resp.ReadFrom(readResponse(t, c, corr)[1:]); err != nil {
 		t.Fatal(err)
-	}
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			if rp.ErrorCode != 0 {
-				t.Fatalf("produce to %s/%d: error %d", rt.Topic, rp.Partition, rp.ErrorCode)
-			}
-		}
 	}
 	return resp
 }

@@ -44,7 +44,8 @@ var benchRequestQuotas = strings.Replace(benchQuotas, "client-id: kgo\n", "clien
 // returns a round trip of frame over one connection, done once already
 // (the connection's one-time state). Each round trip numbers its request
 // one past the last, as kgo does, so that large ones go upstream unread.
-func quotaCostRoundTrip(tb testing.TB, body, frame []byte, quotas string, m *metrics.Metrics) (func(), *testProxy) {
+// opts are the proxy's further options.
+func quotaCostRoundTrip(tb testing.TB, body, frame []byte, quotas string, m *metrics.Metrics, opts ...proxy.Option) (func(), *testProxy) {
 	tb.Helper()
 	var mut func(*config.Config)
 	if quotas != "" {
@@ -54,7 +55,7 @@ func quotaCostRoundTrip(tb testing.TB, body, frame []byte, quotas string, m *met
 		}
 		mut = func(c *config.Config) { c.Quotas = q }
 	}
-	p := startProxy(tb, config.OrderingConnection, []string{cannedBackend(tb, body)}, mut, proxy.WithMetrics(m))
+	p := startProxy(tb, config.OrderingConnection, []string{cannedBackend(tb, body)}, mut, append(opts, proxy.WithMetrics(m))...)
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		tb.Fatal(err)

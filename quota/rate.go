@@ -68,6 +68,20 @@ type Rate struct {
 	// it still counts.
 	samples []sample
 	current int
+	// total, since and latest let over answer without a pass over the
+	// samples when the pass could not change its answer (under): total
+	// is the samples' sum, kept as records come and set by every pass;
+	// since is at most the earliest last event, so that no sample is
+	// purged before since plus the window; latest is at least every
+	// sample's start. frac: some value was not a whole number, whose sum
+	// depends on the order of its terms, so every check makes the pass.
+	total  float64
+	since  int64
+	latest int64
+	frac   bool
+	// passes counts the passes over the samples, for tests that hold a
+	// check within its quota to none.
+	passes int
 }
 
 // NewRate returns a Rate over the window w.
@@ -76,8 +90,10 @@ func NewRate(w Window) *Rate { return &Rate{w: w} }
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 func (r *Rate) cur(now int64) *sample {
+	r.latest = max(r.latest, now)
 	if len(r.samples) == 0 {
 		r.samples = append(make([]sample, 0, r.w.samples()+1), sample{start: now, lastEvent: now})
+		r.total, r.since = 0, now
 	}
 	return &r.samples[r.current]
 }
@@ -93,10 +109,16 @@ func (r *Rate) record(now int64, value float64) {
 		if r.current >= len(r.samples) {
 			r.samples = append(r.samples, sample{start: now, lastEvent: now})
 		} else {
+			r.total -= r.samples[r.current].value
 			r.samples[r.current].reset(now)
 		}
 		s = &r.samples[r.current]
 	}
+	if value != math.Trunc(value) {
+		r.frac = true
+	}
+	r.since = min(r.since, now)
+	r.total += value
 	s.value += value
 	s.events++
 	s.lastEvent = now
@@ -105,10 +127,13 @@ func (r *Rate) record(now int64, value float64) {
 // purge resets every sample with no event for a whole window: it no
 // longer overlaps the window.
 func (r *Rate) purge(now int64) {
+	r.latest = max(r.latest, now)
 	expire := r.w.spanMs()
 	for i := range r.samples {
 		if now-r.samples[i].lastEvent >= expire {
+			r.total -= r.samples[i].value
 			r.samples[i].reset(now)
+			r.since = min(r.since, now)
 		}
 	}
 }
@@ -154,7 +179,7 @@ func (r *Rate) Measure(now time.Time) float64 { return r.measure(ms(now)) }
 
 // measure is the rate per second at now and the span it is measured
 // over: purge, sum and oldest start in one pass over the samples, as a
-// record of every request runs it.
+// record near its quota runs it (one far under it skips it, see under).
 func (r *Rate) measure(now int64) float64 {
 	observed, _ := r.measureSpan(now)
 	return observed
@@ -162,9 +187,10 @@ func (r *Rate) measure(now int64) float64 {
 
 func (r *Rate) measureSpan(now int64) (float64, int64) {
 	r.cur(now)
+	r.passes++
 	expire := r.w.spanMs()
 	var sum float64
-	oldest := int64(math.MaxInt64)
+	oldest, since := int64(math.MaxInt64), int64(math.MaxInt64)
 	for i := range r.samples {
 		s := &r.samples[i]
 		if now-s.lastEvent >= expire {
@@ -172,9 +198,28 @@ func (r *Rate) measureSpan(now int64) (float64, int64) {
 		}
 		sum += s.value
 		oldest = min(oldest, s.start)
+		since = min(since, s.lastEvent)
 	}
+	r.total, r.since = sum, since
 	span := r.span(now, oldest)
 	return sum / (float64(span) / 1000), span
+}
+
+// under reports, without a pass over the samples, that the rate at now
+// is within bound for certain, so that over's pass would purge nothing
+// and answer 0: no sample's last event is a window old (since), and the
+// sum of whole numbers, exact in any order, is within bound over the
+// shortest span measureSpan divides by, Samples-1 samples, as no sample
+// starts after now (a longer span gives a smaller rate; a negative sum,
+// one below any positive bound).
+// A client far from its quota, the common case, then costs a record and
+// a division.
+func (r *Rate) under(now int64, bound float64) bool {
+	if r.frac || len(r.samples) == 0 || now < r.latest || now-r.since >= r.w.spanMs() || r.total >= 1<<52 {
+		return false
+	}
+	short := max(int64(r.w.samples()-1)*r.w.sizeMs(), 1)
+	return r.total/(float64(short)/1000) <= bound
 }
 
 // ThrottleTime is how long a client whose rate was measured at observed,
@@ -206,6 +251,14 @@ func (r *Rate) check(now int64, value, bound float64, limit time.Duration) time.
 
 // over returns the throttle time at now against bound, recording nothing.
 func (r *Rate) over(now int64, bound float64, limit time.Duration) time.Duration {
+	if r.under(now, bound) {
+		return 0
+	}
+	return r.overPass(now, bound, limit)
+}
+
+// overPass is over by a pass over the samples.
+func (r *Rate) overPass(now int64, bound float64, limit time.Duration) time.Duration {
 	observed, span := r.measureSpan(now)
 	if observed <= bound {
 		return 0

@@ -1,0 +1,5 @@
+//go:build !race
+
+package authz
+
+const raceEnabled = false
