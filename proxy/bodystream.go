@@ -386,7 +386,7 @@ func (c *conn) peekNext() int {
 		return 0
 	}
 	c.p.streamWork.calls.Add(1)
-	n, err := p.peek(bs.peeked[:min(int64(len(bs.peeked)), bs.socket)])
+	n, err := p.Peek(bs.peeked[:min(int64(len(bs.peeked)), bs.socket)])
 	if err != nil {
 		// Reading says what went wrong.
 		return 0

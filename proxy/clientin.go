@@ -3,6 +3,8 @@ package proxy
 import (
 	"net"
 	"sync"
+
+	"github.com/inorder-proxy/inorder/internal/sockio"
 )
 
 // The client reader reads through clientIn, which on a TCP socket reads
@@ -22,23 +24,18 @@ var clientBufs = sync.Pool{New: func() any { return new([clientBufSize]byte) }}
 // uses it. Its zero value reads nc directly; init enables the buffer.
 type clientIn struct {
 	nc   net.Conn
-	raw  rawReader // nil: nc is read directly (TLS, or not a socket)
+	raw  *sockio.Reader // nil: nc is read directly (TLS, or not a socket)
 	buf  *[clientBufSize]byte
 	r, w int // buf[r:w] is read from the socket and not yet consumed
 }
 
-// rawReader fills the buffer with one non-blocking read on the socket,
-// waiting for it to become readable (and giving the buffer back first)
-// while there is nothing to read.
-type rawReader interface {
-	fill(in *clientIn) (int, error)
-	// queued is how many bytes the socket holds for the next read.
-	queued() int
-}
-
+// init enables the buffer where nc is a TCP socket: raw fills it with one
+// non-blocking read, waiting for the socket to become readable (and giving
+// the buffer back first, as a sockio.Lender) while there is nothing to
+// read.
 func (in *clientIn) init(nc net.Conn) {
 	in.nc = nc
-	in.raw = newRawReader(nc)
+	in.raw = sockio.NewReader(tcpConn(nc))
 }
 
 // Buffered reports how many bytes are read and not yet consumed.
@@ -51,7 +48,7 @@ func (in *clientIn) Buffered() int { return in.w - in.r }
 func (in *clientIn) Queued() int {
 	n := in.Buffered()
 	if in.raw != nil {
-		n += in.raw.queued()
+		n += in.raw.Queued()
 	}
 	return n
 }
@@ -64,7 +61,7 @@ func (in *clientIn) Read(p []byte) (int, error) {
 		if in.raw == nil || len(p) >= clientBufSize {
 			return in.nc.Read(p)
 		}
-		n, err := in.raw.fill(in)
+		n, err := in.raw.Fill(in)
 		if n == 0 {
 			return 0, err
 		}
@@ -107,6 +104,18 @@ func (in *clientIn) consume(n int) {
 	in.r += n
 	in.Done()
 }
+
+// Lend returns the buffer for raw to read into, taking one from the pool
+// if none is held.
+func (in *clientIn) Lend() []byte {
+	if in.buf == nil {
+		in.buf = clientBufs.Get().(*[clientBufSize]byte)
+	}
+	return in.buf[:]
+}
+
+// Reclaim is release, for raw.
+func (in *clientIn) Reclaim() { in.release() }
 
 // release gives the buffer back to the pool, dropping whatever it holds.
 func (in *clientIn) release() {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inorder-proxy/inorder/internal/sockio/sockiotest"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -18,7 +19,7 @@ import (
 // frames come in one read, and once they are consumed, or a read would
 // wait, the buffer is back in the pool.
 func TestClientInHoldsBufferOnlyWithBytes(t *testing.T) {
-	a, b := tcpPair(t)
+	a, b := sockiotest.Pair(t)
 	var in clientIn
 	in.init(b)
 	if in.raw == nil {
@@ -85,8 +86,8 @@ func TestClientInHoldsBufferOnlyWithBytes(t *testing.T) {
 // bytes, whether the buffer holds part of it or all of it.
 func TestSpliceBodyStartsWithBuffered(t *testing.T) {
 	for _, size := range []int{100, 64 << 10} {
-		client, clientSide := tcpPair(t)
-		up, upstream := tcpPair(t)
+		client, clientSide := sockiotest.Pair(t)
+		up, upstream := sockiotest.Pair(t)
 		c := &conn{p: &Proxy{}, client: clientSide, up: up, splice: true, bs: &bodyStream{win: wire.Get(16)}}
 		c.bs.win.B = append(c.bs.win.B[:0], "window|"...)
 		defer wire.Put(c.bs.win)
@@ -137,13 +138,13 @@ func (r *readCounter) Read(p []byte) (int, error) {
 // time (each a system call and a copy of what came before): the single
 // topology reads a Produce whole before it splits it.
 func TestClientInReadsArrivedFrameAtOnce(t *testing.T) {
-	a, b := tcpPair(t)
+	a, b := sockiotest.Pair(t)
 	var in clientIn
 	in.init(b)
 	if in.raw == nil {
 		t.Skip("no non-blocking socket read on this platform")
 	}
-	if err := b.(*net.TCPConn).SetReadBuffer(1 << 20); err != nil {
+	if err := b.SetReadBuffer(1 << 20); err != nil {
 		t.Fatal(err)
 	}
 	counter := &readCounter{Conn: b}

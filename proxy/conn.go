@@ -49,6 +49,7 @@ import (
 
 	"github.com/inorder-proxy/inorder/authz"
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/upauth"
@@ -139,19 +140,19 @@ type conn struct {
 	// Scratch of the one flusher at a time (see c.flushing).
 	flushFrames []*wire.Buf
 	flushBufs   net.Buffers
-	flushW      net.Buffers // what WriteTo consumes, so flushBufs keeps its array
-	toUp        *moreWriter // a spliced request's head, with MSG_MORE
-	tryUp       *tryWriter  // the upstream reader's writes (flushReleased)
-	tryMade     bool        // tryUp is made, or cannot be (not a TCP socket)
+	flushW      net.Buffers        // what WriteTo consumes, so flushBufs keeps its array
+	toUp        *sockio.MoreWriter // a spliced request's head, with MSG_MORE
+	tryUp       *sockio.TryWriter  // the upstream reader's writes (flushReleased)
+	tryMade     bool               // tryUp is made, or cannot be (not a TCP socket)
 
 	wg       sync.WaitGroup // upstream reader and flushers
 	dead     atomic.Bool
 	draining atomic.Bool
 	reason   error // set once by die
 
-	dec  *decoder    // request bodies, used by the client reader only
-	bs   *bodyStream // a None-mode request streaming; client reader only
-	peek *peeker     // the client socket's, made on first use; client reader only
+	dec  *decoder       // request bodies, used by the client reader only
+	bs   *bodyStream    // a None-mode request streaming; client reader only
+	peek *sockio.Peeker // the client socket's, made on first use; client reader only
 	// peekMade: peek is made, or cannot be (not a TCP socket).
 	peekMade bool
 	uh       unreadHead // see unread.go; client reader only

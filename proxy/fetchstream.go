@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/rewrite"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -66,7 +67,7 @@ type fetchWalk struct {
 	bufs   [2][]byte
 	// peek is the upstream socket's peeker, made on first use (nil
 	// when it cannot be, and then peekMade); peeked is what it saw.
-	peek     *peeker
+	peek     *sockio.Peeker
 	peekMade bool
 	peeked   [streamPeek]byte
 }
@@ -161,12 +162,12 @@ func (c *conn) fetchPeek(rd *bufio.Reader) int {
 		return 0
 	}
 	if !fw.peekMade {
-		fw.peek, fw.peekMade = newPeeker(c.up), true
+		fw.peek, fw.peekMade = sockio.NewPeeker(tcpConn(c.up)), true
 	}
 	if fw.peek == nil {
 		return 0
 	}
-	n, err := fw.peek.peek(fw.peeked[:min(int64(len(fw.peeked)), fw.unread)])
+	n, err := fw.peek.Peek(fw.peeked[:min(int64(len(fw.peeked)), fw.unread)])
 	if err != nil {
 		return 0
 	}

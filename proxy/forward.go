@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/inorder-proxy/inorder/audit/capture"
+	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/wire"
@@ -210,7 +211,7 @@ func (c *conn) flush(byReader, try bool) (spliced bool) {
 		switch {
 		case try && stream == 0:
 			var left net.Buffers
-			left, err = c.tryUp.write(bufs)
+			left, err = c.tryUp.Write(bufs)
 			if err == nil && left != nil {
 				c.p.flushHandOffs.Add(1)
 				c.wg.Add(1)
@@ -360,11 +361,11 @@ func (c *conn) cutOff(err error, seq uint64) {
 }
 
 // writeUpBefore writes bufs upstream just before more of the same frame
-// is sent, with MSG_MORE where the platform has it (sendmore_linux.go).
+// is sent, with MSG_MORE where the platform has it (sockio.MoreWriter).
 // Its writer is made on first use, so idle connections hold none.
 func (c *conn) writeUpBefore(bufs net.Buffers) error {
 	if c.toUp == nil {
-		c.toUp = newMoreWriter(c.up)
+		c.toUp = sockio.NewMoreWriter(tcpConn(c.up))
 	}
 	if c.toUp == nil {
 		// A copy: WriteTo's receiver escapes, and bufs itself would
@@ -373,7 +374,7 @@ func (c *conn) writeUpBefore(bufs net.Buffers) error {
 		_, err := w.WriteTo(c.up)
 		return err
 	}
-	return c.toUp.write(bufs)
+	return c.toUp.Write(bufs)
 }
 
 // writeHead writes bufs upstream together with as much of the next n

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -32,7 +33,7 @@ func TestReleasedWriteFinishedByGoroutine(t *testing.T) {
 	}
 	defer peer.Close()
 	up.(*net.TCPConn).SetWriteBuffer(4 << 10)
-	if newTryWriter(up) == nil {
+	if sockio.NewTryWriter(tcpConn(up)) == nil {
 		t.Skip("no non-blocking writes on this platform")
 	}
 

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -57,9 +58,9 @@ func (c *conn) sequenceOf(corr int32) (uint64, bool) {
 
 // clientPeeker returns the client socket's peeker, nil when the client
 // is not a TCP socket.
-func (c *conn) clientPeeker() *peeker {
+func (c *conn) clientPeeker() *sockio.Peeker {
 	if !c.peekMade {
-		c.peek, c.peekMade = newPeeker(c.client), true
+		c.peek, c.peekMade = sockio.NewPeeker(tcpConn(c.client)), true
 	}
 	return c.peek
 }
@@ -72,7 +73,7 @@ func (c *conn) peekPrefix(lenBuf *[4]byte) (k int, err error) {
 	if c.uh.buf == nil {
 		c.uh.buf = new([4 + spliceHead]byte)
 	}
-	k, err = c.peek.peek(c.uh.buf[:])
+	k, err = c.peek.Peek(c.uh.buf[:])
 	if k < 4 {
 		c.uh.drop()
 		return k, err

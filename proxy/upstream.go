@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -327,7 +328,7 @@ func (c *conn) flushReleased() {
 	if !c.tryMade {
 		c.tryMade = true
 		if c.one == nil {
-			c.tryUp = newTryWriter(c.up)
+			c.tryUp = sockio.NewTryWriter(tcpConn(c.up))
 		}
 	}
 	if c.tryUp == nil {

@@ -1,4 +1,4 @@
-package proxy
+package sockio
 
 import (
 	"net"
@@ -8,12 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tryWriter writes to one TCP socket what it takes at once, without
-// waiting for room: a single writev on the non-blocking socket. The
-// upstream reader writes the requests a response released this way
-// (flushReleased), since it must never block on the upstream, which may be
-// waiting for it to read.
-type tryWriter struct {
+// TryWriter writes to one TCP socket what it takes at once, without
+// waiting for room: a single writev on the non-blocking socket, for a
+// caller that must not block on a peer that may be waiting for it to read.
+// One goroutine uses a TryWriter at a time.
+type TryWriter struct {
 	rc   syscall.RawConn
 	bufs [][]byte
 	iov  []unix.Iovec
@@ -22,13 +21,13 @@ type tryWriter struct {
 	send func(fd uintptr) bool // bound once, so a write allocates nothing
 }
 
-// newTryWriter returns nil when nc is not a TCP socket.
-func newTryWriter(nc net.Conn) *tryWriter {
-	rc := tcpRawConn(nc)
+// NewTryWriter returns nil when tc is nil.
+func NewTryWriter(tc *net.TCPConn) *TryWriter {
+	rc := rawConn(tc)
 	if rc == nil {
 		return nil
 	}
-	w := &tryWriter{rc: rc}
+	w := &TryWriter{rc: rc}
 	w.send = w.writevOnce
 	return w
 }
@@ -37,7 +36,7 @@ func newTryWriter(nc net.Conn) *tryWriter {
 // them counts as not written yet.
 const maxIovec = 1024
 
-func (w *tryWriter) writevOnce(fd uintptr) bool {
+func (w *TryWriter) writevOnce(fd uintptr) bool {
 	w.iov = w.iov[:0]
 	for _, b := range w.bufs {
 		if len(w.iov) == maxIovec {
@@ -59,14 +58,14 @@ func (w *tryWriter) writevOnce(fd uintptr) bool {
 			w.n = int(n)
 		}
 	}
-	clear(w.iov) // the buffers go back to their pools
+	clear(w.iov) // holds none of the buffers, which go back to the caller
 	// Done whatever happened: the caller, not the poller, waits for room.
 	return true
 }
 
-// write writes what the socket takes of bufs now, and returns what it did
+// Write writes what the socket takes of bufs now, and returns what it did
 // not take (nil: everything), sliced from bufs.
-func (w *tryWriter) write(bufs [][]byte) ([][]byte, error) {
+func (w *TryWriter) Write(bufs [][]byte) ([][]byte, error) {
 	w.bufs = bufs
 	err := w.rc.Write(w.send)
 	w.bufs = nil

@@ -1,33 +1,24 @@
 //go:build unix
 
-package proxy
+package sockio
 
 import (
-	"crypto/tls"
 	"io"
 	"net"
 	"os"
 	"syscall"
 )
 
-// peekClosed reports whether the peer of nc has closed it (or reset it),
-// without consuming any byte and without blocking. A TLS connection is
-// looked at through its TCP socket. Bytes waiting there are not a close
-// by themselves: a TLS peer sends records while the connection is idle (a
-// TLS 1.3 session ticket after the handshake, a close_notify before it
-// closes), and a peek sees those and not the end of the stream behind
-// them; the socket's state does (peerGone: a FIN received, or a reset),
-// where the kernel tells it.
-func peekClosed(nc net.Conn) bool {
-	if tc, ok := nc.(*tls.Conn); ok {
-		nc = tc.NetConn()
-	}
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+// PeekClosed reports whether the peer of tc has closed it (or reset it),
+// without consuming any byte and without blocking; false when tc is nil.
+// Bytes waiting are not a close by themselves: a TLS peer sends records
+// while the connection is idle (a TLS 1.3 session ticket after the
+// handshake, a close_notify before it closes), and a peek sees those and
+// not the end of the stream behind them; the socket's state does
+// (PeerGone: a FIN received, or a reset), where the kernel tells it.
+func PeekClosed(tc *net.TCPConn) bool {
+	rc := rawConn(tc)
+	if rc == nil {
 		return false
 	}
 	closed, waiting := false, false
@@ -44,17 +35,17 @@ func peekClosed(nc net.Conn) bool {
 		return true
 	})
 	if waiting {
-		reset, finished := peerGone(nc)
+		reset, finished := PeerGone(tc)
 		closed = reset || finished
 	}
 	return closed
 }
 
-// peeker copies a TCP socket's next bytes without taking them from it,
+// Peeker copies a TCP socket's next bytes without taking them from it,
 // waiting while there are none as a read does (the connection's read
-// deadline applies). The client reader uses it to learn what comes next
-// in a streaming request before it splices those bytes, unread.
-type peeker struct {
+// deadline applies): a caller learns what comes next before it splices
+// those bytes, unread. One goroutine uses a Peeker at a time.
+type Peeker struct {
 	rc  syscall.RawConn
 	buf []byte
 	n   int
@@ -62,21 +53,21 @@ type peeker struct {
 	cb  func(fd uintptr) bool // bound once, so a peek allocates nothing
 }
 
-// newPeeker returns nil when nc is not a TCP socket.
-func newPeeker(nc net.Conn) *peeker {
-	rc := tcpRawConn(nc)
+// NewPeeker returns nil when tc is nil.
+func NewPeeker(tc *net.TCPConn) *Peeker {
+	rc := rawConn(tc)
 	if rc == nil {
 		return nil
 	}
-	p := &peeker{rc: rc}
+	p := &Peeker{rc: rc}
 	p.cb = p.peekOnce
 	return p
 }
 
-// peek copies up to len(buf) of the socket's next bytes into buf and
+// Peek copies up to len(buf) of the socket's next bytes into buf and
 // reports what a read would have: io.EOF at the end of the stream, the
 // deadline's error, or the socket's.
-func (p *peeker) peek(buf []byte) (int, error) {
+func (p *Peeker) Peek(buf []byte) (int, error) {
 	p.buf, p.n, p.err = buf, 0, nil
 	err := p.rc.Read(p.cb)
 	p.buf = nil
@@ -91,7 +82,7 @@ func (p *peeker) peek(buf []byte) (int, error) {
 	return p.n, nil
 }
 
-func (p *peeker) peekOnce(fd uintptr) bool {
+func (p *Peeker) peekOnce(fd uintptr) bool {
 	for {
 		n, _, err := syscall.Recvfrom(int(fd), p.buf, syscall.MSG_PEEK)
 		switch err {

@@ -1,4 +1,4 @@
-package proxy
+package sockio
 
 import (
 	"bytes"
@@ -9,37 +9,15 @@ import (
 	"os"
 	"testing"
 	"time"
-)
 
-func tcpPair(t *testing.T) (a, b net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	a, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = <-accepted
-	if b == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
-}
+	"github.com/inorder-proxy/inorder/internal/sockio/sockiotest"
+)
 
 // A head written with MSG_MORE, larger than the socket takes at once so
 // that it goes in several calls, arrives whole and in order before what a
 // plain write sends after it.
 func TestMoreWriterWholeInOrder(t *testing.T) {
-	a, b := tcpPair(t)
+	a, b := sockiotest.Pair(t)
 	head := []byte("head0123")
 	body := make([]byte, 8<<20)
 	rand.Read(body)
@@ -51,7 +29,7 @@ func TestMoreWriterWholeInOrder(t *testing.T) {
 		buf, _ := io.ReadAll(io.LimitReader(b, int64(len(want))))
 		got <- buf
 	}()
-	if err := newMoreWriter(a).write(net.Buffers{head, nil, body}); err != nil {
+	if err := NewMoreWriter(a).Write(net.Buffers{head, nil, body}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Write(tail); err != nil {
@@ -69,9 +47,9 @@ func TestMoreWriterWholeInOrder(t *testing.T) {
 
 // The socket's write deadline holds while the peer reads nothing.
 func TestMoreWriterDeadline(t *testing.T) {
-	a, _ := tcpPair(t)
+	a, _ := sockiotest.Pair(t)
 	a.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	err := newMoreWriter(a).write(net.Buffers{make([]byte, 64<<20)})
+	err := NewMoreWriter(a).Write(net.Buffers{make([]byte, 64<<20)})
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("err = %v, want a deadline error", err)
 	}
@@ -83,39 +61,18 @@ func TestMoreWriterDeadline(t *testing.T) {
 
 // A write to a socket the peer has reset fails as a Write does.
 func TestMoreWriterPeerGone(t *testing.T) {
-	a, b := tcpPair(t)
-	b.(*net.TCPConn).SetLinger(0)
+	a, b := sockiotest.Pair(t)
+	b.SetLinger(0)
 	b.Close()
-	w := newMoreWriter(a)
+	w := NewMoreWriter(a)
 	var err error
 	deadline := time.Now().Add(5 * time.Second)
 	for err == nil && time.Now().Before(deadline) {
-		err = w.write(net.Buffers{[]byte("x")})
+		err = w.Write(net.Buffers{[]byte("x")})
 		time.Sleep(10 * time.Millisecond)
 	}
 	var op *net.OpError
 	if !errors.As(err, &op) {
 		t.Fatalf("err = %v (%T), want a *net.OpError", err, err)
-	}
-}
-
-// A request head or the bytes between partitions go upstream once per
-// spliced request or partition: that write allocates nothing.
-func TestWriteUpBeforeAllocatesNothing(t *testing.T) {
-	a, b := tcpPair(t)
-	go io.Copy(io.Discard, b)
-	c := &conn{up: a}
-	head := []byte("head")
-	one := [1][]byte{head}
-	if err := c.writeUpBefore(one[:]); err != nil {
-		t.Fatal(err)
-	}
-	allocs := testing.AllocsPerRun(100, func() {
-		if err := c.writeUpBefore(one[:]); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs != 0 {
-		t.Fatalf("writeUpBefore allocates %v times per call", allocs)
 	}
 }

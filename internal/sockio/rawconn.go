@@ -1,0 +1,35 @@
+// Package sockio is what the proxy does to TCP sockets beyond package net:
+// a peek at the bytes queued on a socket without taking them, the
+// kernel's TCP state of a socket (reset, half-closed, bytes acknowledged),
+// writes with MSG_MORE, a write of what a socket takes at once without
+// waiting, and a read that gives its buffer back before it waits, with how
+// many bytes the socket holds (SIOCINQ).
+//
+// Each takes the *net.TCPConn to act on, nil when there is none (TLS
+// over it, a pipe in tests), and plain byte slices; it knows nothing of
+// the connections, requests or memory of the proxy that calls it. Where the
+// platform cannot do a thing, the constructor returns nil or the query
+// says it cannot tell, and the caller falls back to package net (the
+// _other files).
+//
+// The calls made per request allocate nothing: each type binds its
+// callback for the raw socket once, when it is made.
+package sockio
+
+import (
+	"net"
+	"syscall"
+)
+
+// rawConn returns tc's raw socket for the system calls the net package
+// does not make, or nil when tc is nil or closed.
+func rawConn(tc *net.TCPConn) syscall.RawConn {
+	if tc == nil {
+		return nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
