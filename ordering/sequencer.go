@@ -211,6 +211,21 @@ func (s *Sequencer[T]) Full() bool {
 // Head returns the oldest sequence number not yet released by Ready.
 func (s *Sequencer[T]) Head() uint64 { return s.head }
 
+// NextOwed reports whether seq is live and every request before it has
+// completed: seq's response, once complete, is the next the client is
+// owed, and is released by the next Ready.
+func (s *Sequencer[T]) NextOwed(seq uint64) bool {
+	if s.slot(seq) == nil {
+		return false
+	}
+	for q := s.head; q < seq; q++ {
+		if s.ring[q&uint64(len(s.ring)-1)].state != stateCompleted {
+			return false
+		}
+	}
+	return true
+}
+
 // Next returns the sequence number the next Push will return: every
 // request pushed so far is below it.
 func (s *Sequencer[T]) Next() uint64 { return s.tail }

@@ -239,6 +239,40 @@ func TestReadyWaitsForHead(t *testing.T) {
 	}
 }
 
+// TestNextOwed: a request is owed next once every request before it has
+// completed, released or not; one behind an incomplete request is not.
+func TestNextOwed(t *testing.T) {
+	s := New[int](Connection, 16, 1<<20)
+	for i := range 4 {
+		s.Push(Request{}, i)
+	}
+	s.Dispatch(nil)
+	owed := func() (got []uint64) {
+		for q := range uint64(5) {
+			if s.NextOwed(q) {
+				got = append(got, q)
+			}
+		}
+		return got
+	}
+	if got := owed(); !slices.Equal(got, []uint64{0}) {
+		t.Fatalf("owed next %v, want [0]", got)
+	}
+	mustComplete(t, s, 2)
+	if got := owed(); !slices.Equal(got, []uint64{0}) {
+		t.Fatalf("owed next %v after 2 completed, want [0]", got)
+	}
+	mustComplete(t, s, 0)
+	if got := owed(); !slices.Equal(got, []uint64{0, 1}) {
+		t.Fatalf("owed next %v after 0 and 2 completed, want [0 1]", got)
+	}
+	s.Ready(nil)
+	mustComplete(t, s, 1)
+	if got := owed(); !slices.Equal(got, []uint64{1, 2, 3}) {
+		t.Fatalf("owed next %v after 0 released and 1 completed, want [1 2 3]", got)
+	}
+}
+
 func TestCompleteErrors(t *testing.T) {
 	s := New[int](None, 16, 1<<20)
 	s.Push(Request{Kind: Barrier}, 0)
