@@ -3,11 +3,12 @@
 // that does not fit waits until memory is released, and the bound is never
 // exceeded.
 //
-// Reservations come in three classes, so that no one kind of memory can
+// Reservations come in four classes, so that no one kind of memory can
 // keep another from being released:
 //
-//   - Responses (what the proxy reads from its upstream) may use the whole
-//     limit. Requests of every size together may use only the limit minus
+//   - Responses (what the proxy reads from its upstream) owed next on
+//     their connection, or whose place the caller does not know
+//     (ReserveResponse), may use the whole limit. Requests of every size together may use only the limit minus
 //     a response reserve (limit/ResponseShare): requests that wait for an
 //     earlier one to be answered hold their memory until it is, so if they
 //     could take it all, the response that releases them could never be
