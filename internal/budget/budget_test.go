@@ -190,7 +190,6 @@ func BenchmarkReserveRelease(b *testing.B) {
 	})
 }
 
-
 // TestResponsesAheadLeaveTheNextOwed: with a limit of 1000, responses read
 // ahead of their turn hold at most 875, as requests do, and the two
 // together at most 938, however they share it; the last 62 are kept for
