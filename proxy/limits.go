@@ -26,10 +26,13 @@ const bulkFrame = 16 << 10
 // requests can never take the budget's response reserve, so a response
 // waits only for memory other responses hold: those being written to their
 // clients (bounded by the write timeout) and those held behind an earlier
-// response that has not arrived. If these fill the budget for this long,
-// the response closes its connection (ErrMemory), which releases what that
-// connection holds, instead of waiting on what may be waiting on it. A
-// variable only so that tests can shorten it (export_test.go).
+// response that has not arrived. Those held may not take the reserve of
+// the responses owed next (respAccount), so only a response read ahead of
+// its turn waits on them, and on requests beside them. If these fill the
+// budget for this long, the response closes its connection (ErrMemory),
+// which releases what that connection holds, instead of waiting on what
+// may be waiting on it. A variable only so that tests can shorten it
+// (export_test.go).
 var responseWait = 30 * time.Second
 
 // upstreamCheckEvery is how often idle upstream connections are checked
