@@ -127,6 +127,13 @@ func simulate(t *testing.T, mode Mode, seed uint64, n, maxInFlight int) {
 		r := forwarded[i]
 		forwarded[i] = forwarded[len(forwarded)-1]
 		forwarded = forwarded[:len(forwarded)-1]
+		owed := true
+		for q := s.Head(); q < r.seq; q++ {
+			owed = owed && done[q]
+		}
+		if got := s.NextOwed(r.seq); got != owed {
+			fail("NextOwed(%d) = %v, want %v", r.seq, got, owed)
+		}
 		if err := s.Complete(r.seq); err != nil {
 			fail("complete %d: %v", r.seq, err)
 		}
