@@ -123,6 +123,9 @@ type Sequencer[T any] struct {
 
 	ring       []slot[T] // power-of-two length, grows up to fit maxInFlight
 	head, tail uint64    // head: oldest unreleased seq; tail: next seq
+	// open is the oldest seq not completed, tail when every live one
+	// is: head <= open <= tail.
+	open uint64
 
 	maxInFlight int
 	maxBytes    int64
@@ -210,6 +213,13 @@ func (s *Sequencer[T]) Full() bool {
 
 // Head returns the oldest sequence number not yet released by Ready.
 func (s *Sequencer[T]) Head() uint64 { return s.head }
+
+// NextOwed reports whether seq is live and every request before it has
+// completed: seq's response, once complete, is the next the client is
+// owed, and is released by the next Ready.
+func (s *Sequencer[T]) NextOwed(seq uint64) bool {
+	return s.slot(seq) != nil && seq <= s.open
+}
 
 // Next returns the sequence number the next Push will return: every
 // request pushed so far is below it.
@@ -468,6 +478,9 @@ func (s *Sequencer[T]) Complete(seq uint64) error {
 	}
 	sl.state = stateCompleted
 	s.inflight--
+	for s.open < s.tail && s.ring[s.open&uint64(len(s.ring)-1)].state == stateCompleted {
+		s.open++
+	}
 	if s.mode == Connection {
 		return nil
 	}
@@ -561,6 +574,7 @@ func (s *Sequencer[T]) Drain(dst []T) []T {
 		sl.val = zero
 		s.shrink(sl)
 	}
+	s.open = s.tail
 	s.pending = s.pending[:0]
 	s.ready.reset()
 	s.later.reset()

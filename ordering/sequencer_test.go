@@ -127,6 +127,13 @@ func simulate(t *testing.T, mode Mode, seed uint64, n, maxInFlight int) {
 		r := forwarded[i]
 		forwarded[i] = forwarded[len(forwarded)-1]
 		forwarded = forwarded[:len(forwarded)-1]
+		owed := true
+		for q := s.Head(); q < r.seq; q++ {
+			owed = owed && done[q]
+		}
+		if got := s.NextOwed(r.seq); got != owed {
+			fail("NextOwed(%d) = %v, want %v", r.seq, got, owed)
+		}
 		if err := s.Complete(r.seq); err != nil {
 			fail("complete %d: %v", r.seq, err)
 		}
@@ -236,6 +243,40 @@ func TestReadyWaitsForHead(t *testing.T) {
 	}
 	if err := s.Leaks(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNextOwed: a request is owed next once every request before it has
+// completed, released or not; one behind an incomplete request is not.
+func TestNextOwed(t *testing.T) {
+	s := New[int](Connection, 16, 1<<20)
+	for i := range 4 {
+		s.Push(Request{}, i)
+	}
+	s.Dispatch(nil)
+	owed := func() (got []uint64) {
+		for q := range uint64(5) {
+			if s.NextOwed(q) {
+				got = append(got, q)
+			}
+		}
+		return got
+	}
+	if got := owed(); !slices.Equal(got, []uint64{0}) {
+		t.Fatalf("owed next %v, want [0]", got)
+	}
+	mustComplete(t, s, 2)
+	if got := owed(); !slices.Equal(got, []uint64{0}) {
+		t.Fatalf("owed next %v after 2 completed, want [0]", got)
+	}
+	mustComplete(t, s, 0)
+	if got := owed(); !slices.Equal(got, []uint64{0, 1}) {
+		t.Fatalf("owed next %v after 0 and 2 completed, want [0 1]", got)
+	}
+	s.Ready(nil)
+	mustComplete(t, s, 1)
+	if got := owed(); !slices.Equal(got, []uint64{1, 2, 3}) {
+		t.Fatalf("owed next %v after 0 released and 1 completed, want [1 2 3]", got)
 	}
 }
 

@@ -172,7 +172,7 @@ type conn struct {
 	sent sentOrder // ids awaiting a response, when metrics are recorded; guarded by mu
 	// Bounds read at accept (limits.go).
 	lim   connLimits
-	accts [3]frameAccount // client reader small, bulk; upstream reader
+	accts [4]frameAccount // client reader small, bulk; upstream reader owed next, ahead
 	// frameDeadline is the read deadline of the frame the client reader
 	// is in (zero: none); the client reader's accounts read it.
 	frameDeadline time.Time

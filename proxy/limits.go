@@ -26,10 +26,13 @@ const bulkFrame = 16 << 10
 // requests can never take the budget's response reserve, so a response
 // waits only for memory other responses hold: those being written to their
 // clients (bounded by the write timeout) and those held behind an earlier
-// response that has not arrived. If these fill the budget for this long,
-// the response closes its connection (ErrMemory), which releases what that
-// connection holds, instead of waiting on what may be waiting on it. A
-// variable only so that tests can shorten it (export_test.go).
+// response that has not arrived. Those held may not take the reserve of
+// the responses owed next (respAccount), so only a response read ahead of
+// its turn waits on them, and on requests beside them. If these fill the
+// budget for this long, the response closes its connection (ErrMemory),
+// which releases what that connection holds, instead of waiting on what
+// may be waiting on it. A variable only so that tests can shorten it
+// (export_test.go).
 var responseWait = 30 * time.Second
 
 // upstreamCheckEvery is how often idle upstream connections are checked
@@ -60,7 +63,11 @@ type frameAccount struct {
 	// resp: the upstream reader's account, charged as responses, and each
 	// wait bounded by responseWait.
 	resp bool
-	stop <-chan struct{}
+	// ahead: with resp, for responses read ahead of one owed before them,
+	// which may not take the budget's reserve for the responses owed next
+	// (budget.NextShare).
+	ahead bool
+	stop  <-chan struct{}
 	// deadline, when not nil, is the read deadline of the frame being
 	// read: a frame that cannot get memory before it is shed like one
 	// that does not arrive (client reader only).
@@ -86,7 +93,11 @@ func (a *frameAccount) Reserve(n int) error {
 	start := a.p.metrics.Now()
 	var err error
 	if a.resp {
-		err = a.p.budget.ReserveResponse(int64(n), a.stop, time.Now().Add(responseWait))
+		reserve := a.p.budget.ReserveResponse
+		if a.ahead {
+			reserve = a.p.budget.ReserveAhead
+		}
+		err = reserve(int64(n), a.stop, time.Now().Add(responseWait))
 		if errors.Is(err, budget.ErrDeadline) {
 			err = fmt.Errorf("%w: a response found no memory for %s (raise --max-memory)", ErrMemory, responseWait)
 		}
@@ -113,12 +124,18 @@ func (a *frameAccount) tooLarge(n int) error {
 	what, most := "a request", a.p.budget.Max(a.bulk)
 	if a.resp {
 		what, most = "a response", a.p.budget.MaxResponse()
+		if a.ahead {
+			most = a.p.budget.MaxAhead()
+		}
 	}
 	return fmt.Errorf("%w: %s needs a buffer of %s, and --max-memory %s holds at most %s for one: raise --max-memory",
 		ErrMemory, what, config.FormatSize(int64(n)), config.FormatSize(a.p.budget.Limit()), config.FormatSize(most))
 }
 
 func (a *frameAccount) tryReserve(n int64) bool {
+	if a.resp && a.ahead {
+		return a.p.budget.TryReserveAhead(n)
+	}
 	if a.resp {
 		return a.p.budget.TryReserveResponse(n)
 	}
@@ -133,27 +150,30 @@ func (a *frameAccount) Release(n int) {
 // charge returns n bytes reserved in a's class, for the buffer or request
 // that keeps them.
 func (a *frameAccount) charge(n int) charge {
-	return charge{n: int64(n), bulk: a.bulk, resp: a.resp}
+	return charge{n: int64(n), bulk: a.bulk, resp: a.resp, ahead: a.ahead}
 }
 
 // Charge and Bulk make a frameAccount a single.Account: the single topology's
 // connections charge the budget through it (single_host.go).
 func (a *frameAccount) Charge(n int) budget.Charge {
-	return budget.Charge{N: int64(n), Bulk: a.bulk, Resp: a.resp}
+	return budget.Charge{N: int64(n), Bulk: a.bulk, Resp: a.resp, Ahead: a.ahead}
 }
 
 func (a *frameAccount) Bulk() bool { return a.bulk }
 
 // charge is memory reserved in the budget for one buffer or state.
 type charge struct {
-	n          int64
-	bulk, resp bool
+	n                 int64
+	bulk, resp, ahead bool
 }
 
 func (ch *charge) release(b *budget.Budget) {
-	if ch.resp {
+	switch {
+	case ch.resp && ch.ahead:
+		b.ReleaseAhead(ch.n)
+	case ch.resp:
 		b.ReleaseResponse(ch.n)
-	} else {
+	default:
 		b.Release(ch.n, ch.bulk)
 	}
 	*ch = charge{}
@@ -173,13 +193,29 @@ func (c *conn) upAccount(total int) *frameAccount {
 	return &c.accts[2]
 }
 
+// respAccount returns the upstream reader's account for a response frame
+// of total bytes, owed next to the client or read ahead of one owed before
+// it. A response ahead waits for that one, so it may not take the reserve
+// kept for the responses owed next (budget.NextShare): however many are
+// held on some connections, every other connection can still read the
+// answer it owes next. One too large for what is left outside that
+// reserve (a buffer and the one it grows into, at most twice its
+// capacity) is charged as a response owed next.
+func (c *conn) respAccount(owed bool, total int) *frameAccount {
+	if owed || 2*int64(wire.Cap(total)) > c.p.budget.MaxAhead() {
+		return &c.accts[2]
+	}
+	return &c.accts[3]
+}
+
 // initLimits reads the connection's bounds; called once, at accept.
 func (c *conn) initLimits() {
 	c.halt = make(chan struct{})
 	c.lim = connLimits{idle: c.cfg.IdleTimeout, read: c.cfg.ReadTimeout, write: c.cfg.WriteTimeout}
-	c.accts = [3]frameAccount{
+	c.accts = [4]frameAccount{
 		{p: c.p, stop: c.halt, deadline: &c.frameDeadline}, {p: c.p, bulk: true, stop: c.halt, deadline: &c.frameDeadline},
 		{p: c.p, resp: true, stop: c.halt, before: c.deliverUndelivered},
+		{p: c.p, resp: true, ahead: true, stop: c.halt, before: c.deliverUndelivered},
 	}
 }
 

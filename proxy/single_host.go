@@ -234,7 +234,7 @@ func (s singleClient) Complete(sr single.Request, out *wire.Buf, ch budget.Charg
 		c.seq.Free(len(r.frame.B))
 	}
 	c.mu.Unlock()
-	r.bud, r.respCharge = c.p.budget, charge{n: ch.N, bulk: ch.Bulk, resp: ch.Resp}
+	r.bud, r.respCharge = c.p.budget, charge{n: ch.N, bulk: ch.Bulk, resp: ch.Resp, ahead: ch.Ahead}
 	return c.complete(r, out)
 }
 

@@ -166,6 +166,10 @@ func (c *conn) readResponse(rd *bufio.Reader, lenBuf *[4]byte, head *[8]byte) er
 	// the lock is released. One that is not answered stays live until
 	// this reader completes it.
 	known := r != nil && r.resp == nil && r.upCorr == corr
+	// Owed next stays true until this reader completes r; ahead may turn
+	// into owed meanwhile, which only makes the charge's class stricter
+	// than it needs to be.
+	owed := known && c.seq.NextOwed(seq)
 	c.mu.Unlock()
 	if !known {
 		return fmt.Errorf("%w: %w %d", ErrUpstreamProtocol, errUnknownCorrelation, corr)
@@ -190,7 +194,7 @@ func (c *conn) readResponse(rd *bufio.Reader, lenBuf *[4]byte, head *[8]byte) er
 			return c.complete(r, noResponse)
 		}
 	}
-	acct := c.upAccount(4 + int(size))
+	acct := c.respAccount(owed, 4+int(size))
 	buf, err := wire.Start(head[:], 4+int(size), acct)
 	if err == nil {
 		buf, err = wire.Grow(rd, buf, 4+int(size), acct, wire.TrustedGrowFactor)

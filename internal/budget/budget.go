@@ -3,11 +3,12 @@
 // that does not fit waits until memory is released, and the bound is never
 // exceeded.
 //
-// Reservations come in three classes, so that no one kind of memory can
+// Reservations come in four classes, so that no one kind of memory can
 // keep another from being released:
 //
-//   - Responses (what the proxy reads from its upstream) may use the whole
-//     limit. Requests of every size together may use only the limit minus
+//   - Responses (what the proxy reads from its upstream) owed next on
+//     their connection, or whose place the caller does not know
+//     (ReserveResponse), may use the whole limit. Requests of every size together may use only the limit minus
 //     a response reserve (limit/ResponseShare): requests that wait for an
 //     earlier one to be answered hold their memory until it is, so if they
 //     could take it all, the response that releases them could never be
@@ -18,6 +19,16 @@
 //     small requests.
 //   - Small requests (the frames of ordinary requests, per-request state)
 //     use the request share.
+//   - Responses that arrive ahead of one owed before them on their
+//     connection (ReserveAhead) are held until it arrives. They may use
+//     only what requests may (the limit minus limit/ResponseShare), and
+//     they and requests together only the limit minus limit/NextShare:
+//     the rest is kept for responses owed next, which are written to
+//     their client at once, and beside responses ahead requests always
+//     keep limit/NextShare. Without these bounds, responses held behind a
+//     late one on a few connections could fill the limit, and then no
+//     other connection could read a request, nor the small answer it
+//     owes next, until those few were shed for lack of memory.
 package budget
 
 import (
@@ -40,6 +51,11 @@ var (
 // limit/ReserveShare.
 const ReserveShare = 8
 
+// NextShare is the fraction of the limit that only responses owed next on
+// their connection may take (ReserveResponse): requests and responses
+// that arrive ahead of their turn (ReserveAhead) together cannot hold it.
+const NextShare = 16
+
 // ResponseShare is the fraction of the limit kept for responses: requests
 // together hold at most limit - limit/ResponseShare.
 const ResponseShare = 8
@@ -52,10 +68,14 @@ var ErrTooLarge = errors.New("budget: reservation larger than its class can ever
 // New. A nil *Budget bounds nothing.
 type Budget struct {
 	limit, requestLimit, bulkLimit int64
+	// sharedLimit is what requests and responses ahead may hold
+	// together: the limit minus limit/NextShare.
+	sharedLimit int64
 
 	mu       sync.Mutex
 	used     int64         // every class
 	requests int64         // small and bulk requests
+	ahead    int64         // responses ahead
 	bulk     int64         // bulk requests
 	wake     chan struct{} // closed and replaced when memory is released to waiters
 	waiters  int
@@ -70,7 +90,8 @@ type class uint8
 const (
 	small class = iota
 	bulk
-	response
+	response // owed next, or taken by a caller that does not know
+	ahead    // a response read ahead of one owed before it
 )
 
 func requestClass(isBulk bool) class {
@@ -84,7 +105,8 @@ func requestClass(isBulk bool) class {
 // for responses and limit/ReserveShare from bulk requests.
 func New(limit int64) *Budget {
 	requests := limit - limit/ResponseShare
-	return &Budget{limit: limit, requestLimit: requests, bulkLimit: requests - limit/ReserveShare, wake: make(chan struct{})}
+	return &Budget{limit: limit, requestLimit: requests, bulkLimit: requests - limit/ReserveShare,
+		sharedLimit: limit - limit/NextShare, wake: make(chan struct{})}
 }
 
 // Max returns the largest reservation a request of the class (bulk or
@@ -105,11 +127,23 @@ func (b *Budget) MaxResponse() int64 {
 	return b.limit
 }
 
+// MaxAhead returns the largest reservation a response read ahead of its
+// turn can ever get (ReserveAhead): what requests can, the limit minus
+// limit/ResponseShare.
+func (b *Budget) MaxAhead() int64 {
+	if b == nil {
+		return 1<<63 - 1
+	}
+	return b.requestLimit
+}
+
 func (b *Budget) max(c class) int64 {
 	switch c {
 	case bulk:
 		return b.bulkLimit
 	case small:
+		return b.requestLimit
+	case ahead:
 		return b.requestLimit
 	}
 	return b.limit
@@ -148,6 +182,10 @@ func (b *Budget) fits(n int64, c class) bool {
 		return false
 	case c == response:
 		return true
+	case b.requests+b.ahead+n > b.sharedLimit:
+		return false
+	case c == ahead:
+		return b.ahead+n <= b.requestLimit
 	case b.requests+n > b.requestLimit:
 		return false
 	}
@@ -156,11 +194,14 @@ func (b *Budget) fits(n int64, c class) bool {
 
 func (b *Budget) take(n int64, c class) {
 	b.used += n
-	if c != response {
-		b.requests += n
-	}
-	if c == bulk {
+	switch c {
+	case bulk:
 		b.bulk += n
+		fallthrough
+	case small:
+		b.requests += n
+	case ahead:
+		b.ahead += n
 	}
 }
 
@@ -173,6 +214,12 @@ func (b *Budget) TryReserve(n int64, bulk bool) bool {
 // TryReserveResponse reserves n bytes for a response if they fit now.
 func (b *Budget) TryReserveResponse(n int64) bool {
 	return b.tryReserve(n, response)
+}
+
+// TryReserveAhead reserves n bytes for a response read ahead of one owed
+// before it on its connection, if they fit now.
+func (b *Budget) TryReserveAhead(n int64) bool {
+	return b.tryReserve(n, ahead)
 }
 
 func (b *Budget) tryReserve(n int64, c class) bool {
@@ -197,9 +244,17 @@ func (b *Budget) Reserve(n int64, bulk bool, stop <-chan struct{}, deadline time
 }
 
 // ReserveResponse reserves n bytes for a response, as Reserve does for a
-// request.
+// request. The response should be the next its connection owes, or its
+// place unknown: it may take the reserve kept for those (NextShare).
 func (b *Budget) ReserveResponse(n int64, stop <-chan struct{}, deadline time.Time) error {
 	return b.reserve(n, response, stop, deadline)
+}
+
+// ReserveAhead reserves n bytes for a response read ahead of one owed
+// before it on its connection, which is held until that one arrives: as
+// ReserveResponse, without the reserve kept for responses owed next.
+func (b *Budget) ReserveAhead(n int64, stop <-chan struct{}, deadline time.Time) error {
+	return b.reserve(n, ahead, stop, deadline)
 }
 
 func (b *Budget) reserve(n int64, c class, stop <-chan struct{}, deadline time.Time) error {
@@ -250,8 +305,15 @@ func (b *Budget) reserve(n int64, c class, stop <-chan struct{}, deadline time.T
 		}
 		b.mu.Lock()
 		b.waiters--
+		took := false
+		if err == ErrDeadline && b.fits(n, c) {
+			// Memory released as the deadline passed: the wake and
+			// the timer were both ready, and select took the timer.
+			b.take(n, c)
+			took, err = true, nil
+		}
 		b.mu.Unlock()
-		if err != nil {
+		if err != nil || took {
 			b.waitNanos.Add(int64(time.Since(start)))
 			return err
 		}
@@ -264,10 +326,17 @@ func (b *Budget) Release(n int64, bulk bool) {
 	b.release(n, requestClass(bulk))
 }
 
-// ReleaseResponse returns n bytes reserved for a response, and wakes the
-// reservations waiting.
+// ReleaseResponse returns n bytes reserved for a response (by
+// ReserveResponse or TryReserveResponse), and wakes the reservations
+// waiting.
 func (b *Budget) ReleaseResponse(n int64) {
 	b.release(n, response)
+}
+
+// ReleaseAhead returns n bytes reserved for a response ahead (by
+// ReserveAhead or TryReserveAhead), and wakes the reservations waiting.
+func (b *Budget) ReleaseAhead(n int64) {
+	b.release(n, ahead)
 }
 
 func (b *Budget) release(n int64, c class) {
@@ -276,13 +345,16 @@ func (b *Budget) release(n int64, c class) {
 	}
 	b.mu.Lock()
 	b.used -= n
-	if c != response {
-		b.requests -= n
-	}
-	if c == bulk {
+	switch c {
+	case bulk:
 		b.bulk -= n
+		fallthrough
+	case small:
+		b.requests -= n
+	case ahead:
+		b.ahead -= n
 	}
-	if b.used < 0 || b.requests < 0 || b.bulk < 0 {
+	if b.used < 0 || b.requests < 0 || b.bulk < 0 || b.ahead < 0 {
 		b.mu.Unlock()
 		panic("budget: released more than reserved")
 	}
@@ -294,17 +366,21 @@ func (b *Budget) release(n int64, c class) {
 }
 
 // Charge is memory reserved in a budget for one buffer or state: n bytes
-// in the response class (Resp) or a request class (Bulk or small).
+// in a response class (Resp, Ahead with it for a response ahead) or a
+// request class (Bulk or small).
 type Charge struct {
-	N          int64
-	Bulk, Resp bool
+	N                 int64
+	Bulk, Resp, Ahead bool
 }
 
 // Release gives the charge back to b and clears it.
 func (ch *Charge) Release(b *Budget) {
-	if ch.Resp {
+	switch {
+	case ch.Resp && ch.Ahead:
+		b.ReleaseAhead(ch.N)
+	case ch.Resp:
 		b.ReleaseResponse(ch.N)
-	} else {
+	default:
 		b.Release(ch.N, ch.Bulk)
 	}
 	*ch = Charge{}

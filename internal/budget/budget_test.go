@@ -189,3 +189,55 @@ func BenchmarkReserveRelease(b *testing.B) {
 		})
 	})
 }
+
+// TestResponsesAheadLeaveTheNextOwed: with a limit of 1000, responses read
+// ahead of their turn hold at most 875, as requests do, and the two
+// together at most 938, however they share it; the last 62 are kept for
+// responses owed next, so that other connections can read a request and
+// the answer they owe next while some connections' responses wait for a
+// late one.
+func TestResponsesAheadLeaveTheNextOwed(t *testing.T) {
+	b := New(1000)
+	if got, want := b.MaxAhead(), int64(875); got != want {
+		t.Fatalf("responses ahead can hold %d, want %d", got, want)
+	}
+	if !b.TryReserveAhead(875) {
+		t.Fatal("responses ahead cannot take 875 of an empty budget")
+	}
+	if b.TryReserveAhead(1) {
+		t.Fatal("responses ahead took more than requests may")
+	}
+	if err := b.ReserveAhead(1, nil, time.Now().Add(20*time.Millisecond)); !errors.Is(err, ErrDeadline) {
+		t.Fatalf("a response ahead past its share: %v, want ErrDeadline", err)
+	}
+	if !b.TryReserve(63, false) {
+		t.Fatal("requests cannot take what responses ahead leave of the shared 938")
+	}
+	if b.TryReserve(1, false) {
+		t.Fatal("a request took the reserve kept for responses owed next")
+	}
+	if !b.TryReserveResponse(62) {
+		t.Fatal("a response owed next cannot take the reserve")
+	}
+	b.ReleaseAhead(875)
+	if !b.TryReserve(437, false) || !b.TryReserveAhead(438) {
+		t.Fatal("requests and responses ahead cannot share 938")
+	}
+	if b.TryReserveAhead(1) || b.TryReserve(1, false) {
+		t.Fatal("requests and responses ahead took the reserve kept for responses owed next")
+	}
+	// Responses owed next count against the limit only: with none ahead,
+	// requests have their whole share beside them.
+	b.ReleaseAhead(438)
+	if !b.TryReserve(375, false) {
+		t.Fatal("the requests' share (875) is not open beside a response owed next")
+	}
+	if err := b.ReserveAhead(b.MaxAhead()+1, nil, time.Time{}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a response ahead past what its class can hold: %v, want ErrTooLarge", err)
+	}
+	b.Release(875, false)
+	b.ReleaseResponse(62)
+	if b.Used() != 0 {
+		t.Fatalf("%d left", b.Used())
+	}
+}
