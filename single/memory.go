@@ -58,9 +58,9 @@ func roughSize(n int64) string {
 //
 // A merged Fetch answer copies the records its parts' answers hold, so
 // for a moment it is held twice. Its size is known before it is encoded
-// (EncodedSize), and its frame is reserved and made at that size, not
-// rounded up to a pool's class; when that does not fit beside the parts'
-// answers, the answers are first moved to frames of their own size
+// (EncodedSize), and its frame is reserved and taken at that size's fine
+// class (wire.GetFine, at most an eighth above it), not rounded up to a
+// power of two; when that does not fit beside the parts' answers, the answers are first moved to frames of their own size
 // (compact). A merged answer that could never fit beside them ends the
 // connection at once, naming the setting, rather than waiting for memory
 // that cannot come. Other merged answers hold no records: they are
@@ -358,8 +358,8 @@ func readAnswer(rd io.Reader, head []byte, total int, acct wire.Account, fetch b
 	return b, nil
 }
 
-// bigAnswer reports whether an answer is read into a frame of its exact
-// size, reserved before it is read.
+// bigAnswer reports whether an answer is read into a frame of its fine
+// class (wire.GetFine), reserved before it is read.
 func bigAnswer(fetch bool, total int) bool { return fetch && total > exactBufFrom }
 
 // answerAccount is the account an answer for ref is read into: its

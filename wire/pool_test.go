@@ -61,13 +61,13 @@ func TestFineClassesAreDistinct(t *testing.T) {
 // TestPutIgnoresOtherCapacities: a buffer of a capacity no class has is
 // dropped rather than handed out as another size.
 func TestPutIgnoresOtherCapacities(t *testing.T) {
-	n := 3<<19 + 1 // fine class 3<<19 + 1<<16
+	n := 3<<19 + 1 // in the fine class 3<<19 + 1<<17, not its size
 	for range 10 {
 		Put(&Buf{B: make([]byte, 0, n)})
 	}
 	for range 10 {
-		if b := GetFine(n - 7); cap(b.B) != FineCap(n-7) {
-			t.Fatalf("GetFine(%d) has capacity %d, want %d", n-7, cap(b.B), FineCap(n-7))
+		if b := GetFine(n); cap(b.B) != FineCap(n) {
+			t.Fatalf("GetFine(%d) has capacity %d, want %d", n, cap(b.B), FineCap(n))
 		}
 	}
 }
