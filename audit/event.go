@@ -160,8 +160,9 @@ type Event struct {
 	// Summary only: the interval's start (Time is its end).
 	Since time.Time
 	// PartitionsOmitted and ResourcesOmitted count what the event leaves
-	// out of Resources: the partitions a summary did not track, and what
-	// an event too large for the trail had to shed (see
+	// out of Resources: the partitions a summary did not track, those an
+	// answer or a streamed request named past what one event holds, and
+	// what an event too large for the trail had to shed (see
 	// Trail.MaxEventBytes). Zero is not written.
 	PartitionsOmitted, ResourcesOmitted int64
 }

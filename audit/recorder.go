@@ -82,6 +82,9 @@ type Request struct {
 	// Resources are the resources the request named, with per-partition
 	// offsets for writes, reads and commits.
 	Resources []Resource
+	// PartitionsOmitted counts the partitions left out of Resources: an
+	// answer or a streamed request naming more than an event holds.
+	PartitionsOmitted int64
 }
 
 // DataPath is how the data path (Produce, Fetch, OffsetCommit,
@@ -311,7 +314,7 @@ func (t *Trail) Request(ctx context.Context, c *Conn, r *Request) error {
 		Kind: KindRequest, Time: r.Time, Listener: c.info.Listener, Principal: principal,
 		ClientAddress: c.info.ClientAddress, ClientID: r.ClientID, Connection: c.info.ID,
 		APIKey: r.APIKey, APIVersion: r.APIVersion, Decision: r.Decision, ErrorCode: r.ErrorCode,
-		Resources: r.Resources,
+		Resources: r.Resources, PartitionsOmitted: r.PartitionsOmitted,
 	}
 	return t.enqueue(ctx, &e)
 }

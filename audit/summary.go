@@ -35,6 +35,7 @@ func (s *summary) add(r *Request, limit int) {
 	if s.index == nil {
 		s.index = map[sumKey]*sumResource{}
 	}
+	s.omitted += r.PartitionsOmitted
 	for i := range r.Resources {
 		in := &r.Resources[i]
 		k := sumKey{r.APIKey, in.Type, in.Name, in.Operation}

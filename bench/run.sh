@@ -403,27 +403,10 @@ security_section() {
 	# every write of the other proxies' logs and audit trail to $WORK.
 	mkdir -p "$WORK/acl"
 	write_acls "$WORK/acl/acls.yaml" "$SEC_ACLS"
-	# Quotas of the default user (the client is User:ANONYMOUS), of the
-	# bench client's id under it (kgo's default client id) and of the
-	# default client id, each a hundred times what one path here moves,
-	# and connection caps far above the bench's connections.
+	# The quotas of bench/quotas.yaml (which says what they are), far
+	# above the load.
 	mkdir -p "$WORK/quota"
-	cat >"$WORK/quota/quotas.yaml" <<-EOF
-		quotas:
-		  - user: <default>
-		    producer_byte_rate: 10000000000
-		    consumer_byte_rate: 10000000000
-		    max_connections: 100000
-		  - user: <default>
-		    client-id: kgo
-		    producer_byte_rate: 10000000000
-		    consumer_byte_rate: 10000000000
-		  - client-id: <default>
-		    producer_byte_rate: 10000000000
-		    consumer_byte_rate: 10000000000
-		  - ip: <default>
-		    connection_creation_rate: 10000
-	EOF
+	{ echo "quotas:"; grep -v '^#' "$ROOT/bench/quotas.yaml" | sed 's/^/  /'; } >"$WORK/quota/quotas.yaml"
 	start_security blackhole
 	measure_security sec-produce --partitions 1
 	measure_security sec-produce12 --partitions 12

@@ -69,7 +69,7 @@ func (s closedSet[T]) get(v T) prometheus.Counter {
 type gaugeCollector struct {
 	m                                      *Metrics
 	conns, inFlight, held, memUsed, memLim *prometheus.Desc
-	listeners                              *prometheus.Desc
+	listeners, cut                         *prometheus.Desc
 }
 
 func newGaugeCollector(m *Metrics) *gaugeCollector {
@@ -81,11 +81,12 @@ func newGaugeCollector(m *Metrics) *gaugeCollector {
 		memUsed:   prometheus.NewDesc(NameMemoryUsed, "Bytes counted against the process-wide memory bound.", nil, nil),
 		memLim:    prometheus.NewDesc(NameMemoryLimit, "The process-wide memory bound; 0 when there is none.", nil, nil),
 		listeners: prometheus.NewDesc(NameListenersOpen, "Node and controller listeners open, by kind.", []string{"kind"}, nil),
+		cut:       prometheus.NewDesc(NameFetchAnswersCut, "Fetch answers of a broker, in the single topology, cut short at a partition boundary because the memory budget could not hold them whole (the partitions left out are asked again).", nil, nil),
 	}
 }
 
 func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{g.conns, g.inFlight, g.held, g.memUsed, g.memLim, g.listeners} {
+	for _, d := range []*prometheus.Desc{g.conns, g.inFlight, g.held, g.memUsed, g.memLim, g.listeners, g.cut} {
 		ch <- d
 	}
 }
@@ -105,4 +106,5 @@ func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(g.memLim, s.MemoryLimit)
 	gauge(g.listeners, s.NodeListeners, "node")
 	gauge(g.listeners, s.ControllerListeners, "controller")
+	ch <- prometheus.MustNewConstMetric(g.cut, prometheus.CounterValue, float64(s.FetchAnswersCut))
 }

@@ -48,6 +48,7 @@ const (
 	NameQuotaThrottle          = "inorder_quota_throttle_seconds_total"
 	NameQuotaBytes             = "inorder_quota_bytes_total"
 	NameACLDenials             = "inorder_acl_denials_total"
+	NameFetchAnswersCut        = "inorder_single_fetch_answers_cut_total"
 )
 
 // Names returns every inorder_* family the registry exports. Histograms are
@@ -62,7 +63,7 @@ func Names() []string {
 		NameConfigReloads, NameConfigReloadTimestamp, NameTLSHandshakeFailures,
 		NameSASLAuthentications, NameClientAuthentications, NameStreamed, NameFramesRefused, NameSNIConnections, NameSNIBytes, NameSNIRefusals,
 		NameQuotaThrottle, NameQuotaBytes,
-		NameACLDenials,
+		NameACLDenials, NameFetchAnswersCut,
 	}
 }
 
@@ -84,6 +85,10 @@ type Gauges struct {
 	MemoryLimit         int64 // the memory bound; zero when there is none
 	NodeListeners       int64 // node listeners open
 	ControllerListeners int64 // controller listeners open
+	// FetchAnswersCut counts, since the start, the single topology's Fetch
+	// parts' answers cut short at a partition boundary because the memory
+	// budget could not hold them whole; a counter kept by its owner.
+	FetchAnswersCut int64
 }
 
 // apiKey holds the children of one API key, resolved on first use.

@@ -18,6 +18,11 @@ package proxy
 //     that serves other clients too, so there the event is handed to the
 //     client reader, which records it before it reads the next request
 //     (and at the close).
+//   - An acks=0 Produce in Connection mode, which no response answers and
+//     the sequencer never holds, is recorded once it is written upstream,
+//     by the flusher that wrote it: there the client reader
+//     (auditUnanswered); in the single topology it is handed to the
+//     client reader once its parts are sent (singleClient.Release).
 //
 // A request's event is started from its frame on the client reader
 // (auditRead; a Produce streamed is counted as its partitions pass,
@@ -207,23 +212,52 @@ func (c *conn) auditDelivered(rs []*request) {
 	}
 	now := time.Now()
 	for _, r := range rs {
-		ar := r.aud
-		if ar == nil {
-			continue
-		}
-		r.aud = nil
 		var resp []byte
 		if r.resp != nil && r.resp != noResponse {
 			resp = r.resp.B
 		}
-		c.aud.ev.Answered(ar, r.hdr, resp, now)
-		if c.one != nil {
-			c.aud.ev.Queue(ar)
-			continue
-		}
-		_ = c.p.aud.rec.Request(c.auditContext(), c.aud.a, ar.Request())
-		capture.Put(ar)
+		c.auditAnswered(r, resp, now)
 	}
+}
+
+// auditAnswered records r's event, if it has one, with resp, the frame
+// the client got (nil when none), at now.
+func (c *conn) auditAnswered(r *request, resp []byte, now time.Time) {
+	ar := r.aud
+	if ar == nil {
+		return
+	}
+	r.aud = nil
+	c.aud.ev.Answered(ar, r.hdr, resp, now)
+	if c.one != nil {
+		c.aud.ev.Queue(ar)
+		return
+	}
+	_ = c.p.aud.rec.Request(c.auditContext(), c.aud.a, ar.Request())
+	capture.Put(ar)
+}
+
+// auditUnanswered records the events of the requests in c.unanswered,
+// acks=0 writes in Connection mode, which no response answers and the
+// sequencer never holds: they are complete once written upstream, a
+// streamed one's partitions counted by then (streamProduce). When the
+// write failed they are not recorded, as an answered request whose write
+// failed is not (nothing delivers it). The requests go back to their
+// pool. Flusher, after the write: in Connection mode the client reader
+// (submit).
+func (c *conn) auditUnanswered(written bool) {
+	if len(c.unanswered) == 0 {
+		return
+	}
+	now := time.Now()
+	for _, r := range c.unanswered {
+		if written {
+			c.auditAnswered(r, nil, now)
+		}
+		putRequest(r)
+	}
+	clear(c.unanswered)
+	c.unanswered = c.unanswered[:0]
 }
 
 // auditDenied records a request the proxy refused for its principal, with

@@ -44,25 +44,28 @@ type auditEvent struct {
 	Listener   string `json:"listener"`
 	APIVersion int16  `json:"api_version"`
 	Resources  []struct {
-		Type       string `json:"resource_type"`
-		Name       string `json:"resource_name"`
-		ErrorCode  int16  `json:"error_code"`
-		Requests   int64  `json:"requests"`
-		APIKey     string `json:"api_key"`
-		Partitions []struct {
-			Partition int32  `json:"partition"`
-			ErrorCode int16  `json:"error_code"`
-			First     *int64 `json:"first_offset"`
-			Last      *int64 `json:"last_offset"`
-			Records   int64  `json:"records"`
-			Bytes     int64  `json:"bytes"`
-			Committed *int64 `json:"committed_offset"`
-			Fetch     *int64 `json:"fetch_offset"`
-		} `json:"partitions"`
+		Type       string           `json:"resource_type"`
+		Name       string           `json:"resource_name"`
+		ErrorCode  int16            `json:"error_code"`
+		Requests   int64            `json:"requests"`
+		APIKey     string           `json:"api_key"`
+		Partitions []auditPartition `json:"partitions"`
 	} `json:"resources"`
 	Claimed       *string `json:"claimed_principal"`
 	ClientAddress string  `json:"client_address"`
 	TLSSubject    string  `json:"tls_subject"`
+}
+
+// auditPartition is the part of an event's partition the tests read.
+type auditPartition struct {
+	Partition int32  `json:"partition"`
+	ErrorCode int16  `json:"error_code"`
+	First     *int64 `json:"first_offset"`
+	Last      *int64 `json:"last_offset"`
+	Records   int64  `json:"records"`
+	Bytes     int64  `json:"bytes"`
+	Committed *int64 `json:"committed_offset"`
+	Fetch     *int64 `json:"fetch_offset"`
 }
 
 func readAuditFile(t *testing.T, path string) []auditEvent {
@@ -90,6 +93,22 @@ func readAuditFile(t *testing.T, path string) []auditEvent {
 // then the trail, and returns the file's events.
 func auditedProxy(t *testing.T, kc *kfake.Cluster, mode config.Ordering, topology config.Topology, dataPath string) (p *testProxy, stop func() []auditEvent) {
 	t.Helper()
+	m := metrics.New()
+	return auditTrailProxy(t, kc, mode, dataPath, func(c *config.Config) { c.Topology = topology },
+		proxy.WithMetrics(m), proxy.WithClientAuth(authGate(t, m, 0, true)))
+}
+
+// auditTrailProxy runs a proxy in mode recording its audit trail, with
+// dataPath, into a file, configured further by mut (if not nil) and opts;
+// stop drains the proxy and then the trail, and returns the file's events.
+func auditTrailProxy(t *testing.T, kc *kfake.Cluster, mode config.Ordering, dataPath string, mut func(*config.Config), opts ...proxy.Option) (p *testProxy, stop func() []auditEvent) {
+	t.Helper()
+	return auditTrailProxyAt(t, kc.ListenAddrs(), mode, dataPath, mut, opts...)
+}
+
+// auditTrailProxyAt is auditTrailProxy in front of upstreams.
+func auditTrailProxyAt(t *testing.T, upstreams []string, mode config.Ordering, dataPath string, mut func(*config.Config), opts ...proxy.Option) (p *testProxy, stop func() []auditEvent) {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "audit.log")
 	cfg := config.Default()
 	cfg.AuditFile = file
@@ -99,11 +118,12 @@ func auditedProxy(t *testing.T, kc *kfake.Cluster, mode config.Ordering, topolog
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := metrics.New()
-	p = startProxy(t, mode, kc.ListenAddrs(), func(c *config.Config) {
-		c.Topology = topology
+	p = startProxy(t, mode, upstreams, func(c *config.Config) {
 		c.AuditFile, c.AuditDataPath = file, dataPath
-	}, proxy.WithMetrics(m), proxy.WithClientAuth(authGate(t, m, 0, true)), proxy.WithBudget(b), proxy.WithRecorder(trail))
+		if mut != nil {
+			mut(c)
+		}
+	}, append(opts, proxy.WithBudget(b), proxy.WithRecorder(trail))...)
 	var once sync.Once
 	t.Cleanup(func() {
 		once.Do(func() { trail.Shutdown(context.Background()) })
@@ -182,15 +202,7 @@ func testAuditSession(t *testing.T, mode config.Ordering, topology config.Topolo
 		got += fs.NumRecords()
 	}
 	// Recent versions name topics by id; the events then do too.
-	meta := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr(topic)
-	meta.Topics = append(meta.Topics, mt)
-	mresp, err := meta.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topicID := mresp.Topics[0].TopicID
+	topicID := topicIDOf(ctx, t, cl, topic)
 	named := func(name string) bool {
 		return name == topic || name == base64.RawURLEncoding.EncodeToString(topicID[:])
 	}
@@ -786,11 +798,11 @@ func TestAuditProduceAllocs(t *testing.T) {
 
 // fetchAt sends req through p as alice at version: kgo sends a request at
 // the highest version both ends know, so a client of its own pins it.
-func fetchAt(ctx context.Context, t *testing.T, p *testProxy, req *kmsg.FetchRequest, version int16) *kmsg.FetchResponse {
+func fetchAt(ctx context.Context, t *testing.T, p *testProxy, req *kmsg.FetchRequest, version int16, opts ...kgo.Opt) *kmsg.FetchResponse {
 	t.Helper()
 	vs := kversion.Stable()
 	vs.SetMaxKeyVersion(int16(kmsg.Fetch), version)
-	pinned, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()), kgo.MaxVersions(vs))
+	pinned, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()), kgo.MaxVersions(vs)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -810,6 +822,55 @@ func fetchAt(ctx context.Context, t *testing.T, p *testProxy, req *kmsg.FetchReq
 type fetchedPart struct {
 	fetch, first, last, records, bytes int64
 	code                               int16
+}
+
+// topicIDOf is the id of topic, as cl learns it from Metadata.
+func topicIDOf(ctx context.Context, t *testing.T, cl *kgo.Client, topic string) [16]byte {
+	t.Helper()
+	meta := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	meta.Topics = append(meta.Topics, mt)
+	mresp, err := meta.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mresp.Topics[0].TopicID
+}
+
+// clientFetched is what the client decoded of partition rp, asked for
+// from fetch.
+func clientFetched(t *testing.T, rp *kmsg.FetchResponseTopicPartition, fetch int64) fetchedPart {
+	t.Helper()
+	got := fetchedPart{fetch: fetch, first: -1, last: -1, bytes: int64(len(rp.RecordBatches)), code: rp.ErrorCode}
+	for b := rp.RecordBatches; len(b) > 0; {
+		var batch kmsg.RecordBatch
+		if err := batch.ReadFrom(b); err != nil {
+			t.Fatal(err)
+		}
+		if got.first < 0 {
+			got.first = batch.FirstOffset
+		}
+		got.last = batch.FirstOffset + int64(batch.LastOffsetDelta)
+		got.records += int64(batch.NumRecords)
+		b = b[12+int(batch.Length):]
+	}
+	return got
+}
+
+// eventFetched is what an event says of a partition; -1 for an offset
+// it does not give.
+func eventFetched(part *auditPartition) fetchedPart {
+	got := fetchedPart{fetch: -1, first: -1, last: -1, records: part.Records, bytes: part.Bytes, code: part.ErrorCode}
+	for _, o := range []struct {
+		to   *int64
+		from *int64
+	}{{&got.fetch, part.Fetch}, {&got.first, part.First}, {&got.last, part.Last}} {
+		if o.from != nil {
+			*o.to = *o.from
+		}
+	}
+	return got
 }
 
 // TestAuditFetchNamesWhatWasRead: a consumer fetching three partitions of
@@ -902,19 +963,7 @@ func TestAuditFetchNamesWhatWasRead(t *testing.T) {
 						want[event] = map[int32]fetchedPart{}
 					}
 					for _, rp := range rt.Partitions {
-						got := fetchedPart{fetch: asked[name][rp.Partition], first: -1, last: -1, bytes: int64(len(rp.RecordBatches)), code: rp.ErrorCode}
-						for b := rp.RecordBatches; len(b) > 0; {
-							var batch kmsg.RecordBatch
-							if err := batch.ReadFrom(b); err != nil {
-								t.Fatal(err)
-							}
-							if got.first < 0 {
-								got.first = batch.FirstOffset
-							}
-							got.last = batch.FirstOffset + int64(batch.LastOffsetDelta)
-							got.records += int64(batch.NumRecords)
-							b = b[12+int(batch.Length):]
-						}
+						got := clientFetched(t, &rp, asked[name][rp.Partition])
 						if got.code != 0 || got.records == 0 {
 							t.Fatalf("fetch v%d of %s/%d: %+v", version, name, rp.Partition, got)
 						}
@@ -946,16 +995,7 @@ func TestAuditFetchNamesWhatWasRead(t *testing.T) {
 						seen[r.Name] = map[int32]fetchedPart{}
 					}
 					for _, part := range r.Partitions {
-						got := fetchedPart{fetch: -1, first: -1, last: -1, records: part.Records, bytes: part.Bytes, code: part.ErrorCode}
-						if part.Fetch != nil {
-							got.fetch = *part.Fetch
-						}
-						if part.First != nil {
-							got.first = *part.First
-						}
-						if part.Last != nil {
-							got.last = *part.Last
-						}
+						got := eventFetched(&part)
 						if dataPath == config.AuditDataPathSummary {
 							got.fetch = want[r.Name][part.Partition].fetch // a summary has no fetch offset
 							if part.Fetch != nil {
@@ -1044,49 +1084,193 @@ func BenchmarkAuditFetch(b *testing.B) {
 }
 
 // TestAuditFetchStreamed: a Fetch response large enough to be streamed to
-// the client is never whole in memory; its event names the partition and
-// the offset asked, and claims nothing of what was returned.
+// the client is never whole in memory, yet its event says what each
+// partition returned, as the client decodes it: batches read through the
+// window (small ones, or over TLS) and batches spliced (large ones
+// between TCP sockets), by name (v12) and by topic id (v13 and v16, where
+// the walk rewrites endpoints too); in summary mode the summary adds them
+// up.
 func TestAuditFetchStreamed(t *testing.T) {
-	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "big"))
-	p, stop := auditedProxy(t, kc, config.OrderingNone, config.TopologyPorts, config.AuditDataPathRequest)
-	ctx := testContext(t, 30*time.Second)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()),
-		kgo.ProducerLinger(0), kgo.DefaultProduceTopic("big"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for _, tc := range []struct {
+		name     string
+		tls      bool
+		dataPath string
+		versions []int16
+	}{
+		{"splice/request", false, config.AuditDataPathRequest, []int16{12, 13, 16}},
+		{"splice/summary", false, config.AuditDataPathSummary, []int16{12, 16}},
+		{"tls/request", true, config.AuditDataPathRequest, []int16{12, 16}},
+	} {
+		for _, version := range tc.versions {
+			t.Run(fmt.Sprintf("%s/v%d", tc.name, version), func(t *testing.T) {
+				testAuditFetchStreamed(t, version, tc.tls, tc.dataPath)
+			})
+		}
+	}
+}
+
+func testAuditFetchStreamed(t *testing.T, version int16, useTLS bool, dataPath string) {
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(3, "big"))
+	var mut func(*config.Config)
+	var opts []kgo.Opt
+	if useTLS {
+		k := newPKI(t)
+		cert, key := k.files(t, "proxy", "127.0.0.1")
+		mut = func(c *config.Config) { c.TLSCert, c.TLSKey = cert, key }
+		opts = append(opts, kgo.DialTLSConfig(k.tlsConfig(t, "")))
+	}
+	m := metrics.New()
+	p, stop := auditTrailProxy(t, kc, config.OrderingConnection, dataPath, mut, proxy.WithMetrics(m), proxy.WithClientAuth(authGate(t, m, 0, true)))
+	ctx := testContext(t, 60*time.Second)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()),
+		kgo.ProducerLinger(0), kgo.DefaultProduceTopic("big"), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if err := cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 64<<10)}).FirstErr(); err != nil {
-		t.Fatal(err)
+	// A batch per produce: partition 0 six of 12 KiB, read through the
+	// window; partition 1 three of 48 KiB, each spliced between TCP
+	// sockets; partition 2 one small one.
+	for _, pp := range []struct {
+		part     int32
+		n, bytes int
+	}{{0, 6, 12 << 10}, {1, 3, 48 << 10}, {2, 1, 100}} {
+		for i := range pp.n {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: pp.part, Value: make([]byte, pp.bytes+i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
+	id := topicIDOf(ctx, t, cl, "big")
+	event := "big"
+	if version >= 13 {
+		event = base64.RawURLEncoding.EncodeToString(id[:])
+	}
+	calls := p.FetchCalls()
+
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 100, 1, 1<<20
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 100, 1, 4<<20
 	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "big"
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 1 << 20
-	ft.Partitions = append(ft.Partitions, fp)
+	ft.Topic, ft.TopicID = "big", id
+	asked := map[int32]int64{0: 1, 1: 0, 2: 0}
+	for part := range int32(3) {
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = part, asked[part], 1<<20
+		ft.Partitions = append(ft.Partitions, fp)
+	}
 	req.Topics = append(req.Topics, ft)
-	resp := fetchAt(ctx, t, p, req, 12)
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || len(resp.Topics[0].Partitions[0].RecordBatches) < 64<<10 {
-		t.Fatalf("the client got %d topics, not one partition of 64 KiB", len(resp.Topics))
+	resp := fetchAt(ctx, t, p, req, version, opts...)
+	want := map[int32]fetchedPart{}
+	size := 0
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			size += len(rp.RecordBatches)
+			want[rp.Partition] = clientFetched(t, &rp, asked[rp.Partition])
+		}
+	}
+	if fmt.Sprint(want) != fmt.Sprint(map[int32]fetchedPart{
+		0: {fetch: 1, first: 1, last: 5, records: 5, bytes: want[0].bytes},
+		1: {fetch: 0, first: 0, last: 2, records: 3, bytes: want[1].bytes},
+		2: {fetch: 0, first: 0, last: 0, records: 1, bytes: want[2].bytes},
+	}) || size < 200<<10 {
+		t.Fatalf("the client got %v, %d bytes", want, size)
+	}
+	calls = p.FetchCalls() - calls
+	t.Logf("%d bytes of records walked in %d socket calls", size, calls)
+	if calls == 0 {
+		t.Fatal("the response was not walked")
 	}
 	cl.Close()
+
+	seen := map[int32]fetchedPart{}
 	fetches := 0
 	for _, e := range stop() {
-		if e.APIKey != "Fetch" {
-			continue
-		}
-		fetches++
-		if len(e.Resources) != 1 || e.Resources[0].Name != "big" || len(e.Resources[0].Partitions) != 1 {
-			t.Fatalf("streamed fetch recorded as %+v", e)
-		}
-		part := e.Resources[0].Partitions[0]
-		if part.Partition != 0 || part.Fetch == nil || *part.Fetch != 0 || part.First != nil || part.Last != nil || part.Bytes != 0 || part.Records != 0 {
-			t.Errorf("streamed fetch's partition recorded as %+v", part)
+		for _, r := range e.Resources {
+			if e.APIKey != "Fetch" && r.APIKey != "Fetch" || r.Type != "Topic" {
+				continue
+			}
+			if r.Name != event {
+				t.Errorf("a fetch of %q recorded, want %q", r.Name, event)
+			}
+			fetches++
+			for _, part := range r.Partitions {
+				got := eventFetched(&part)
+				if dataPath == config.AuditDataPathSummary {
+					got.fetch = asked[part.Partition] // a summary has no fetch offset
+				}
+				if _, dup := seen[part.Partition]; dup {
+					t.Errorf("partition %d recorded twice", part.Partition)
+				}
+				seen[part.Partition] = got
+			}
 		}
 	}
-	if fetches != 1 {
-		t.Errorf("%d fetch events, want 1", fetches)
+	if fetches != 1 || fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("%d fetch events say\n%v\nthe client got\n%v", fetches, seen, want)
+	}
+}
+
+// TestAuditFetchWalkWork: counting a streamed Fetch response's records
+// for its event costs a bounded number of calls on the sockets per batch,
+// whatever the batches' sizes: a peek and a splice per batch large enough
+// to splice, and the small ones read through the window many at a time.
+func TestAuditFetchWalkWork(t *testing.T) {
+	const big, small = 12, 200 // batches of 40 KiB in partition 0, of 1 KiB in partition 1
+	kc := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "work"))
+	p, stop := auditedProxy(t, kc, config.OrderingConnection, config.TopologyPorts, config.AuditDataPathRequest)
+	defer stop()
+	ctx := testContext(t, 60*time.Second)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()),
+		kgo.ProducerLinger(0), kgo.DefaultProduceTopic("work"), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for part, pp := range []struct{ n, bytes int }{{big, 40 << 10}, {small, 1 << 10}} {
+		for range pp.n {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: int32(part), Value: make([]byte, pp.bytes)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	id := topicIDOf(ctx, t, cl, "work")
+	for _, version := range []int16{12, 16} {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 100, 1, 4<<20
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic, ft.TopicID = "work", id
+		for part := range int32(2) {
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.Partition, fp.PartitionMaxBytes = part, 4<<20
+			ft.Partitions = append(ft.Partitions, fp)
+		}
+		req.Topics = append(req.Topics, ft)
+		calls := p.FetchCalls()
+		resp := fetchAt(ctx, t, p, req, version)
+		calls = p.FetchCalls() - calls
+		batches := 0
+		for _, rp := range resp.Topics[0].Partitions {
+			for b := rp.RecordBatches; len(b) > 0; batches++ {
+				var batch kmsg.RecordBatch
+				if err := batch.ReadFrom(b); err != nil {
+					t.Fatal(err)
+				}
+				b = b[12+int(batch.Length):]
+			}
+		}
+		if batches != big+small {
+			t.Fatalf("v%d: fetched %d batches, want %d", version, batches, big+small)
+		}
+		t.Logf("v%d: %d batches (%d of 40 KiB) walked in %d socket calls", version, batches, big, calls)
+		// Per large batch a peek and a splice, and a read where a peek
+		// saw less than a header; the small ones through the window, a
+		// read and a write per window filled, a fraction of a call per
+		// batch however the bytes arrive, where a peek and a splice
+		// each would be two.
+		if limit := int64(3*big + small/2 + 16); calls > limit {
+			t.Errorf("v%d: the walk cost %d socket calls, want at most %d", version, calls, limit)
+		}
 	}
 }

@@ -104,7 +104,11 @@ type streamWork struct {
 
 // spliceableNone is spliceable in None mode: a Produce request whose head
 // holds everything before its topics streams if nothing pushed before it
-// waits to be forwarded; its partitions are added as they pass.
+// waits to be forwarded; its partitions are added as they pass. In
+// Connection mode, for an audited request, it streams the same way to be
+// counted; an acks=0 one keeps its acks there and expects no response, as
+// one spliced whole does: the order is the connection's, and the proxy
+// need not learn when the write is accepted.
 func (c *conn) spliceableNone(head *wire.Buf, h wire.RequestHeader, size int32) *request {
 	body := head.B[h.Body:]
 	total := 4 + int(size)
@@ -123,7 +127,7 @@ func (c *conn) spliceableNone(head *wire.Buf, h wire.RequestHeader, size int32) 
 	r.stream, r.scanBody = int(bs.socket), true
 	r.noResp = bs.scan.Acks == 0
 	r.ord = ordering.Request{Kind: ordering.Write, NoResponse: r.noResp}
-	if r.noResp {
+	if r.noResp && c.mode == ordering.None {
 		// As classifyProduce: forwarded as acks=1.
 		body[bs.scan.AcksAt], body[bs.scan.AcksAt+1] = 0, 1
 		r.forcedAck = true
@@ -134,7 +138,10 @@ func (c *conn) spliceableNone(head *wire.Buf, h wire.RequestHeader, size int32) 
 // unreadNone is spliceableNone for a request whose first bytes, head,
 // were peeked at and are all still in the client socket (unread.go): the
 // head goes upstream unread, spliced with the first partition the scan
-// finds. Its acks are not 0, which would need a rewrite.
+// finds. Its acks are not 0 (unreadable): in None mode acks=0 would need a
+// rewrite. In Connection mode it would not, but only an answered request
+// turns the peek on (readClient), so a producer of acks=0 requests never
+// peeks, and its heads are read.
 func (c *conn) unreadNone(head []byte, h wire.RequestHeader, size int32) *request {
 	total := 4 + int(size)
 	used, ok := c.startStream(head[h.Body:], h, total)
@@ -177,7 +184,7 @@ func (c *conn) startStream(body []byte, h wire.RequestHeader, total int) (int, b
 	if err := c.accts[0].Reserve(wire.Cap(n)); err != nil {
 		return 0, false
 	}
-	bs.win, bs.winCh = wire.Get(n), charge{n: int64(wire.Cap(n))}
+	bs.win, bs.winCh = wire.Get(n), charge{N: int64(wire.Cap(n))}
 	bs.win.B = bs.win.B[:0]
 	bs.done, bs.records, bs.lead, bs.leadN = 0, 0, 0, 0
 	// In Connection mode (an audited request, counted by audit/capture) no
@@ -527,7 +534,7 @@ func (c *conn) extendLocked(seq uint64, k ordering.Key, wait bool) (added, waite
 		}
 		switch did {
 		case ordering.ExtendAdded:
-			c.bs.keys.n += ordering.KeyStateBytes
+			c.bs.keys.N += ordering.KeyStateBytes
 			return true, waited, nil
 		case ordering.ExtendHeld:
 			c.p.budget.Release(ordering.KeyStateBytes, false)
@@ -535,7 +542,7 @@ func (c *conn) extendLocked(seq uint64, k ordering.Key, wait bool) (added, waite
 		case ordering.ExtendBarrier:
 			// The write holds no keys any more, and takes none.
 			c.p.budget.Release(ordering.KeyStateBytes, false)
-			c.bs.keys.release(c.p.budget)
+			c.bs.keys.Release(c.p.budget)
 			c.bs.barrier = true
 			return true, waited, nil
 		}
@@ -605,8 +612,8 @@ func (c *conn) fillWindow() error {
 		nb := wire.Get(n)
 		nb.B = nb.B[:copy(nb.B, bs.win.B)]
 		wire.Put(bs.win)
-		bs.winCh.release(c.p.budget)
-		bs.win, bs.winCh = nb, charge{n: int64(wire.Cap(n))}
+		bs.winCh.Release(c.p.budget)
+		bs.win, bs.winCh = nb, charge{N: int64(wire.Cap(n))}
 	}
 	free := bs.win.B[len(bs.win.B):cap(bs.win.B)]
 	c.p.streamWork.calls.Add(1)
@@ -651,7 +658,7 @@ func (c *conn) putWindow() {
 	bs := c.bs
 	wire.Put(bs.win)
 	bs.win = nil
-	bs.winCh.release(c.p.budget)
+	bs.winCh.Release(c.p.budget)
 }
 
 // endStream returns the window and hands the key state charged while
@@ -660,14 +667,14 @@ func (c *conn) putWindow() {
 func (c *conn) endStream(seq uint64) {
 	bs := c.bs
 	c.putWindow()
-	if bs.keys.n == 0 {
+	if bs.keys.N == 0 {
 		return
 	}
 	c.mu.Lock()
 	if r, ok := c.seq.Get(seq); ok && r.resp == nil {
-		r.stateCharge.n += bs.keys.n
+		r.stateCharge.N += bs.keys.N
 		bs.keys = charge{}
 	}
 	c.mu.Unlock()
-	bs.keys.release(c.p.budget)
+	bs.keys.Release(c.p.budget)
 }

@@ -151,12 +151,12 @@ func (c *conn) parseFrame(buf *wire.Buf, ch charge) (*request, error, error) {
 	r, err := c.parseRequest(buf)
 	if err != nil {
 		wire.Put(buf)
-		ch.release(c.p.budget)
+		ch.Release(c.p.budget)
 		return nil, nil, err
 	}
 	if r.frame == nil {
 		// Answered by the proxy itself; buf is already back in its pool.
-		ch.release(c.p.budget)
+		ch.Release(c.p.budget)
 	} else {
 		r.frameCharge = ch
 	}

@@ -139,7 +139,7 @@ func (c *conn) screenAuth(r *request) error {
 func (c *conn) answerLocally(r *request, resp []byte) {
 	wire.Put(r.frame)
 	r.frame = nil
-	r.frameCharge.release(c.p.budget)
+	r.frameCharge.Release(c.p.budget)
 	if r.split != nil {
 		r.split.ReleaseAll(c.p.budget)
 		r.split = nil

@@ -144,6 +144,10 @@ type conn struct {
 	toUp        *sockio.MoreWriter // a spliced request's head, with MSG_MORE
 	tryUp       *sockio.TryWriter  // the upstream reader's writes (flushReleased)
 	tryMade     bool               // tryUp is made, or cannot be (not a TCP socket)
+	// unanswered: audited requests no response answers (acks=0 in
+	// Connection mode), taken from the queue, whose events are recorded
+	// once they are written (auditUnanswered).
+	unanswered []*request
 
 	wg       sync.WaitGroup // upstream reader and flushers
 	dead     atomic.Bool

@@ -21,16 +21,20 @@ import (
 // body on sent before writing it.
 func scriptedUpstream(t *testing.T, sent chan<- []byte, answer func(n int, h wire.RequestHeader) []byte) string {
 	t.Helper()
+	return scriptedUpstreamFrames(t, 1, sent, func(n int, h wire.RequestHeader, _ []byte) []byte { return answer(n, h) })
+}
+
+// scriptedUpstreamFrames is scriptedUpstream for conns connections, each
+// served on its own, whose answer sees the request's frame (prefix
+// included) too; n counts the requests of each connection.
+func scriptedUpstreamFrames(t *testing.T, conns int, sent chan<- []byte, answer func(n int, h wire.RequestHeader, frame []byte) []byte) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
+	serve := func(c net.Conn) {
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(20 * time.Second))
 		var lb [4]byte
@@ -43,12 +47,21 @@ func scriptedUpstream(t *testing.T, sent chan<- []byte, answer func(n int, h wir
 			if err != nil {
 				return
 			}
-			body := answer(n, h)
+			body := answer(n, h, buf.B)
 			sent <- body
 			out := wire.AppendResponse(nil, h.Correlation, h.ResponseFlexible(), func(b []byte) []byte { return append(b, body...) })
 			if _, err := c.Write(out); err != nil {
 				return
 			}
+		}
+	}
+	go func() {
+		for range conns {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serve(c)
 		}
 	}()
 	return ln.Addr().String()

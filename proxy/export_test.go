@@ -143,6 +143,11 @@ func (p *Proxy) StreamWork() (calls, extends int64) {
 	return p.streamWork.calls.Load(), p.streamWork.extends.Load()
 }
 
+// FetchCalls returns how many calls on the sockets, each a system call at
+// most, walking audited Fetch responses has made so far, over every
+// connection.
+func (p *Proxy) FetchCalls() int64 { return p.fetchCalls.Load() }
+
 // FlushHandOffs returns how many goroutines were started, over every
 // connection, to write upstream requests that a response released.
 func (p *Proxy) FlushHandOffs() int64 { return p.flushHandOffs.Load() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/inorder-proxy/inorder/audit/capture"
 	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/rewrite"
 	"github.com/inorder-proxy/inorder/wire"
@@ -46,9 +47,32 @@ const (
 
 // walked reports whether r's response is streamed through a walk of its
 // body rather than moved unread: one that can carry addresses, which only
-// a Fetch that streamable lets through can.
+// a Fetch that streamable lets through can, and any Fetch whose event is
+// recorded (auditFetch).
 func walked(r *request) bool {
-	return rewrite.Needs(r.hdr.Key, r.hdr.Version)
+	return rewrite.Needs(r.hdr.Key, r.hdr.Version) || auditFetch(r)
+}
+
+// auditFetch reports whether r is a Fetch whose audit event takes what
+// its response returned: one audited, in either data path. Its response
+// is then walked at any version, and the walk counts each partition's
+// records as they pass (capture.Fetched): from the bytes the window holds
+// anyway, and, for records spliced, from a peek at each batch's header
+// before the batch is spliced (with any later batch whose header the
+// peek saw): a peek and a splice per batch of spliceMin bytes or more,
+// smaller ones read through the window, as a record set that small is.
+// A proxy without an audit, or one that does not record Fetch, walks as
+// before. Measured with the bench's consumer (fetches of one 1 MiB batch,
+// v18, walked with or without the count), the per-request audit took
+// 0.86 to 1.29 times the CPU per GB of the proxy without audit over seven
+// runs, median 0.97, beside 0.82 to 1.11, median 1.02, for the audit that
+// counted nothing; capped at v15, which the proxy without audit splices
+// unread, 1.03 to 1.35 over six runs, median 1.18, beside 0.83 to 1.57,
+// median 1.07, for the audit that spliced it unread too (the same code
+// path on both sides, so the spread is the machine's, shared with other
+// work).
+func auditFetch(r *request) bool {
+	return r.aud != nil && r.hdr.Key == keyFetch
 }
 
 // fetchWalk is the upstream reader's state while it streams a Fetch
@@ -70,6 +94,12 @@ type fetchWalk struct {
 	peek     *sockio.Peeker
 	peekMade bool
 	peeked   [streamPeek]byte
+	// aud counts what the response returns for its audit event
+	// (auditFetch); count: the bytes passed are a partition's records it
+	// counts, of which the next seen, not yet moved, it saw in a peek.
+	aud   capture.Fetched
+	count bool
+	seen  int64
 }
 
 // streamWalk streams r's response, of size bytes after its length prefix,
@@ -81,27 +111,38 @@ func (c *conn) streamWalk(r *request, rd *bufio.Reader, head *[8]byte, size int3
 		c.fw = new(fetchWalk)
 	}
 	fw := c.fw
-	fw.win, fw.ch = wire.Get(n), charge{n: int64(wire.Cap(n)), resp: true}
+	fw.win, fw.ch = wire.Get(n), charge{N: int64(wire.Cap(n)), Resp: true}
 	defer func() {
 		wire.Put(fw.win)
 		fw.win = nil
-		fw.ch.release(c.p.budget)
+		fw.ch.Release(c.p.budget)
+		fw.aud.Begin(nil)
 	}()
 	fw.win.B = append(fw.win.B[:0], head[:]...)
 	fw.done, fw.pass, fw.unread = len(head), 0, int64(size)-4
+	fw.count, fw.seen = false, 0
 	fw.scan.Start(r.hdr.Version, fw.unread, true)
+	if auditFetch(r) {
+		fw.aud.Begin(r.aud)
+		fw.scan.Report()
+	}
 	for {
 		if fw.pass > 0 {
 			k := min(fw.pass, int64(len(fw.win.B)-fw.done))
+			c.fetchSee(fw.win.B[fw.done : fw.done+int(k)])
 			fw.done += int(k)
 			fw.pass -= k
 			if fw.pass == 0 {
+				fw.count = false
 				continue
 			}
 			var err error
-			if c.splice && fw.pass >= fetchSpliceMin {
-				err = c.fetchSplice(rd)
-			} else {
+			switch run := c.fetchRun(); {
+			case c.splice && run >= fetchSpliceMin:
+				err = c.fetchSplice(rd, run)
+			case c.fetchLook(rd):
+				continue
+			default:
 				err = c.fetchFill(rd)
 			}
 			if err != nil {
@@ -110,9 +151,9 @@ func (c *conn) streamWalk(r *request, rd *bufio.Reader, head *[8]byte, size int3
 			continue
 		}
 		if n := c.fetchPeek(rd); n > 0 {
-			step, err := fw.scan.Next(fw.peeked[:n])
+			step, err := c.fetchScanPeeked(n)
 			if err == nil {
-				if err := c.fetchPeeked(rd, step); err != nil {
+				if err := c.fetchPeeked(rd, step, n); err != nil {
 					return err
 				}
 				if step.End {
@@ -135,11 +176,120 @@ func (c *conn) streamWalk(r *request, rd *bufio.Reader, head *[8]byte, size int3
 		case err != nil:
 			return fetchParseError(r, err)
 		}
+		c.fetchFound(step)
 		fw.done += step.Used
 		fw.pass = step.Pass
 		if step.End {
 			return c.endWalk(r, rd)
 		}
+	}
+}
+
+// fetchScanPeeked scans the n bytes peeked; where the scan reports (an
+// audited Fetch), through the topics and partitions it finds on the way,
+// each reported (fetchFound), to a step that ends at records, at the end
+// of the topics or where the bytes peeked end.
+func (c *conn) fetchScanPeeked(n int) (wire.FetchStep, error) {
+	fw := c.fw
+	used := 0
+	for {
+		step, err := fw.scan.Next(fw.peeked[used:n])
+		if err != nil {
+			if used > 0 && errors.Is(err, wire.ErrNeedMore) {
+				return wire.FetchStep{Used: used}, nil
+			}
+			return step, err
+		}
+		c.fetchFound(step)
+		used += step.Used
+		if step.Found == wire.FoundNothing || step.Pass > 0 || step.End {
+			step.Used = used
+			return step, nil
+		}
+	}
+}
+
+// fetchFound tells the audit's count of the response what step found;
+// the partition's records, which the step passes, are counted as they
+// go.
+func (c *conn) fetchFound(step wire.FetchStep) {
+	fw := c.fw
+	switch step.Found {
+	case wire.FoundTopic:
+		c.aud.ev.FetchTopic(&fw.aud, step.Topic, step.TopicID)
+	case wire.FoundPartition:
+		c.aud.ev.FetchPartition(&fw.aud, step.Partition, step.ErrorCode, step.Pass)
+		fw.count, fw.seen = step.Pass > 0, 0
+	}
+}
+
+// fetchSee shows the count the next bytes of the records passing, b, of
+// which it saw the first fw.seen in a peek.
+func (c *conn) fetchSee(b []byte) {
+	fw := c.fw
+	if !fw.count {
+		return
+	}
+	k := min(fw.seen, int64(len(b)))
+	fw.seen -= k
+	c.aud.ev.FetchRecords(&fw.aud, b[k:])
+}
+
+// fetchSkip lets the next n bytes of the records passing go unseen: their
+// first fw.seen were seen, the rest the count may skip (fetchRun).
+func (c *conn) fetchSkip(n int64) {
+	fw := c.fw
+	if !fw.count {
+		return
+	}
+	k := min(fw.seen, n)
+	fw.seen -= k
+	c.aud.ev.FetchSkip(&fw.aud, n-k)
+}
+
+// fetchRun is how many of the bytes passed may go without the walk
+// seeing them: all of them, but for counted records only those seen or
+// that the count may skip, up to the next batch's header not seen.
+func (c *conn) fetchRun() int64 {
+	fw := c.fw
+	if !fw.count {
+		return fw.pass
+	}
+	return min(fw.pass, fw.seen+fw.aud.Unseen())
+}
+
+// fetchLook peeks, between TCP sockets, at the records passing where the
+// count waits for a batch's header that is not in memory and a splice
+// could follow, and shows the count what it saw: the next batch's header
+// and any after it in view. It reports false where it does not peek or
+// saw nothing; the bytes are read then.
+func (c *conn) fetchLook(rd *bufio.Reader) bool {
+	fw := c.fw
+	if !fw.count || !c.splice || fw.seen > 0 || fw.pass < fetchSpliceMin || rd.Buffered() > 0 {
+		return false
+	}
+	if !fw.peekMade {
+		fw.peek, fw.peekMade = sockio.NewPeeker(tcpConn(c.up)), true
+	}
+	if fw.peek == nil {
+		return false
+	}
+	c.fetchCall()
+	n, err := fw.peek.Peek(fw.peeked[:min(int64(len(fw.peeked)), fw.pass)])
+	if err != nil || n == 0 {
+		return false
+	}
+	c.aud.ev.FetchRecords(&fw.aud, fw.peeked[:n])
+	fw.seen = int64(n)
+	return true
+}
+
+// fetchCall counts a call on a socket of an audited walk (fetchCalls);
+// a walk not audited counts nothing, so that the path every Fetch v16+
+// takes shares no counter between connections.
+func (c *conn) fetchCall() {
+	if c.fw.aud.On() {
+		c.p.fetchCalls.Add(1)
 	}
 }
 
@@ -167,6 +317,7 @@ func (c *conn) fetchPeek(rd *bufio.Reader) int {
 	if fw.peek == nil {
 		return 0
 	}
+	c.fetchCall()
 	n, err := fw.peek.Peek(fw.peeked[:min(int64(len(fw.peeked)), fw.unread)])
 	if err != nil {
 		return 0
@@ -179,15 +330,30 @@ func (c *conn) fetchPeek(rd *bufio.Reader) int {
 // the step's bytes and the records spliced together, unread; otherwise
 // the step's bytes are read into the window and what it passes follows
 // as usual.
-func (c *conn) fetchPeeked(rd *bufio.Reader, step wire.FetchStep) error {
+func (c *conn) fetchPeeked(rd *bufio.Reader, step wire.FetchStep, n int) error {
 	fw := c.fw
-	if step.Pass >= fetchSpliceMin {
+	run := step.Pass
+	if fw.count {
+		// The records' first bytes are in view: shown to the count,
+		// they let the splice go as far as the batches seen.
+		k := min(int64(n-step.Used), step.Pass)
+		c.aud.ev.FetchRecords(&fw.aud, fw.peeked[step.Used:int64(step.Used)+k])
+		fw.seen = k
+		fw.pass = step.Pass
+		run = c.fetchRun()
+	}
+	if run >= fetchSpliceMin {
 		if fw.done > 0 {
 			if err := c.fetchWrite(nil); err != nil {
 				return err
 			}
 		}
-		n := int64(step.Used) + step.Pass
+		c.fetchSkip(run)
+		fw.pass = step.Pass - run
+		if fw.pass == 0 {
+			fw.count = false
+		}
+		n := int64(step.Used) + run
 		fw.unread -= n
 		return c.spliceUp(n)
 	}
@@ -198,6 +364,7 @@ func (c *conn) fetchPeeked(rd *bufio.Reader, step wire.FetchStep) error {
 	}
 	at := len(fw.win.B)
 	fw.win.B = fw.win.B[:at+step.Used]
+	c.fetchCall()
 	if _, err := io.ReadFull(rd, fw.win.B[at:]); err != nil {
 		return c.streamError(fmt.Errorf("%w: a streamed response was cut with %d bytes to go: %v", ErrUpstreamFailed, fw.unread, err))
 	}
@@ -218,8 +385,20 @@ func (c *conn) endWalk(r *request, rd *bufio.Reader) error {
 			return err
 		}
 	}
-	if err := c.fetchTail(r.hdr.Version, fw.win.B[fw.done:fw.done+tail]); err != nil {
-		return err
+	switch {
+	case rewrite.Needs(r.hdr.Key, r.hdr.Version):
+		if err := c.fetchTail(r.hdr.Version, fw.win.B[fw.done:fw.done+tail]); err != nil {
+			return err
+		}
+	case fw.aud.On():
+		// The event takes the response only as kmsg would read it:
+		// its tag section too.
+		if _, err := wire.ScanFetchTail(r.hdr.Version, fw.win.B[fw.done:fw.done+tail]); err != nil {
+			return fmt.Errorf("%w: a streamed Fetch response's tag section: %v", ErrUpstreamProtocol, err)
+		}
+	}
+	if fw.aud.On() {
+		c.aud.ev.FetchEnd(&fw.aud, fw.scan.ErrorCode())
 	}
 	fw.done += tail
 	return c.fetchWrite(nil)
@@ -243,6 +422,9 @@ func (c *conn) fetchFill(rd *bufio.Reader) error {
 		}
 	}
 	free := fw.win.B[len(fw.win.B):cap(fw.win.B)]
+	if rd.Buffered() == 0 {
+		c.fetchCall()
+	}
 	k, err := rd.Read(free[:min(int64(len(free)), fw.unread)])
 	fw.win.B = fw.win.B[:len(fw.win.B)+k]
 	fw.unread -= int64(k)
@@ -264,8 +446,8 @@ func (c *conn) fetchGrow() error {
 	nb := wire.Get(n)
 	nb.B = append(nb.B[:0], fw.win.B...)
 	wire.Put(fw.win)
-	fw.ch.release(c.p.budget)
-	fw.win, fw.ch = nb, charge{n: int64(wire.Cap(n)), resp: true}
+	fw.ch.Release(c.p.budget)
+	fw.win, fw.ch = nb, charge{N: int64(wire.Cap(n)), Resp: true}
 	return nil
 }
 
@@ -281,6 +463,7 @@ func (c *conn) fetchWrite(more []byte) error {
 		bufs = append(bufs, more)
 	}
 	c.outW = bufs
+	c.fetchCall()
 	_, err := c.outW.WriteTo(c.client)
 	clear(fw.bufs[:])
 	if err != nil {
@@ -291,20 +474,24 @@ func (c *conn) fetchWrite(more []byte) error {
 	return nil
 }
 
-// fetchSplice writes the window's scanned bytes and the field being
-// passed, none of it in the window: what the upstream reader's buffer
-// holds of it goes in the same system call, the rest is spliced from the
-// upstream socket to the client socket.
-func (c *conn) fetchSplice(rd *bufio.Reader) error {
+// fetchSplice writes the window's scanned bytes and the next run bytes of
+// the field being passed, none of them in the window: what the upstream
+// reader's buffer holds of them goes in the same system call, the rest is
+// spliced from the upstream socket to the client socket.
+func (c *conn) fetchSplice(rd *bufio.Reader, run int64) error {
 	fw := c.fw
-	held, _ := rd.Peek(int(min(int64(rd.Buffered()), fw.pass)))
+	held, _ := rd.Peek(int(min(int64(rd.Buffered()), run)))
 	if err := c.fetchWrite(held); err != nil {
 		return err
 	}
 	rd.Discard(len(held))
-	rest := fw.pass - int64(len(held))
-	fw.unread -= fw.pass
-	fw.pass = 0
+	c.fetchSkip(run)
+	rest := run - int64(len(held))
+	fw.unread -= run
+	fw.pass -= run
+	if fw.pass == 0 {
+		fw.count = false
+	}
 	if rest == 0 {
 		return nil
 	}
@@ -316,6 +503,7 @@ func (c *conn) fetchSplice(rd *bufio.Reader) error {
 // to the client socket; the upstream reader's buffer holds none of them,
 // and fw.unread no longer counts them.
 func (c *conn) spliceUp(n int64) error {
+	c.fetchCall()
 	copied, err := copyN(c.client, c.up, n, &c.respBody)
 	if err != nil && peerReset(c.client) {
 		// A splice does not say which socket failed.

@@ -173,18 +173,22 @@ func (c *conn) flush(byReader, try bool) (spliced bool) {
 				}
 			}
 			unread = r.frame == nil && r.stream > 0
-			if ch := &r.frameCharge; ch.n > 0 {
+			if ch := &r.frameCharge; ch.N > 0 {
 				i := 0
-				if ch.bulk {
+				if ch.Bulk {
 					i = 1
 				}
-				charged[i].n += ch.n
-				charged[i].bulk = ch.bulk
+				charged[i].N += ch.N
+				charged[i].Bulk = ch.Bulk
 				*ch = charge{}
 			}
 			if r.upCorr == noCorrelation {
 				r.frame = nil
-				putRequest(r)
+				if r.aud != nil {
+					c.unanswered = append(c.unanswered, r)
+				} else {
+					putRequest(r)
+				}
 			} else if r.frame != nil {
 				held += len(r.frame.B)
 				r.frame = nil
@@ -245,6 +249,7 @@ func (c *conn) flush(byReader, try bool) (spliced bool) {
 			}
 		}
 		c.written(frames, &charged, held, writes, now, err)
+		c.auditUnanswered(err == nil)
 		if err != nil {
 			c.mu.Lock()
 			done()
@@ -284,8 +289,8 @@ func (c *conn) written(frames []*wire.Buf, charged *[2]charge, held, writes int,
 		wire.Put(f)
 	}
 	clear(frames)
-	charged[0].release(c.p.budget)
-	charged[1].release(c.p.budget)
+	charged[0].Release(c.p.budget)
+	charged[1].Release(c.p.budget)
 	c.mu.Lock()
 	c.seq.Free(held)
 	c.cond.Broadcast()
@@ -311,6 +316,7 @@ func (c *conn) finishFlush(t *flushTail) {
 	_, err := c.flushW.WriteTo(c.up)
 	clear(t.bufs)
 	c.written(t.frames, &t.charged, t.held, t.writes, t.now, err)
+	c.auditUnanswered(err == nil)
 	c.mu.Lock()
 	if err != nil {
 		c.flushDoneLocked(t.frames, t.bufs)

@@ -143,41 +143,23 @@ func (a *frameAccount) tryReserve(n int64) bool {
 }
 
 func (a *frameAccount) Release(n int) {
-	ch := a.charge(n)
-	ch.release(a.p.budget)
+	ch := a.Charge(n)
+	ch.Release(a.p.budget)
 }
 
-// charge returns n bytes reserved in a's class, for the buffer or request
-// that keeps them.
-func (a *frameAccount) charge(n int) charge {
-	return charge{n: int64(n), bulk: a.bulk, resp: a.resp, ahead: a.ahead}
-}
-
-// Charge and Bulk make a frameAccount a single.Account: the single topology's
-// connections charge the budget through it (single_host.go).
-func (a *frameAccount) Charge(n int) budget.Charge {
-	return budget.Charge{N: int64(n), Bulk: a.bulk, Resp: a.resp, Ahead: a.ahead}
+// Charge returns n bytes reserved in a's class, for the buffer or request
+// that keeps them. With Bulk it makes a frameAccount a single.Account: the
+// single topology's connections charge the budget through it
+// (single_host.go).
+func (a *frameAccount) Charge(n int) charge {
+	return charge{N: int64(n), Bulk: a.bulk, Resp: a.resp, Ahead: a.ahead}
 }
 
 func (a *frameAccount) Bulk() bool { return a.bulk }
 
-// charge is memory reserved in the budget for one buffer or state.
-type charge struct {
-	n                 int64
-	bulk, resp, ahead bool
-}
-
-func (ch *charge) release(b *budget.Budget) {
-	switch {
-	case ch.resp && ch.ahead:
-		b.ReleaseAhead(ch.n)
-	case ch.resp:
-		b.ReleaseResponse(ch.n)
-	default:
-		b.Release(ch.n, ch.bulk)
-	}
-	*ch = charge{}
-}
+// charge is memory reserved in the budget for one buffer or state: the
+// budget's own Charge, which the single topology keeps as well.
+type charge = budget.Charge
 
 // account returns the client reader's account for a frame of total bytes.
 func (c *conn) account(total int) *frameAccount {
@@ -337,33 +319,33 @@ func (c *conn) readFrame(head []byte, upto, total int) (*wire.Buf, charge, error
 	if err != nil {
 		return nil, charge{}, c.timedOut(err)
 	}
-	ch := acct.charge(cap(b.B))
+	ch := acct.Charge(cap(b.B))
 	b, err = wire.Grow(&c.in, b, upto, acct, wire.GrowFactor)
 	if err != nil {
 		return nil, charge{}, c.timedOut(err)
 	}
-	ch.n = int64(cap(b.B))
+	ch.N = int64(cap(b.B))
 	return b, ch, nil
 }
 
 // growFrame continues reading a frame started by readFrame up to total.
 func (c *conn) growFrame(b *wire.Buf, ch charge, total int) (*wire.Buf, charge, error) {
 	acct := c.account(total)
-	if acct.bulk != ch.bulk {
+	if acct.bulk != ch.Bulk {
 		// The head was charged as small; move it to the frame's class.
-		if err := acct.Reserve(int(ch.n)); err != nil {
-			ch.release(c.p.budget)
+		if err := acct.Reserve(int(ch.N)); err != nil {
+			ch.Release(c.p.budget)
 			wire.Put(b)
 			return nil, charge{}, c.timedOut(err)
 		}
-		c.p.budget.Release(ch.n, ch.bulk)
-		ch.bulk = acct.bulk
+		c.p.budget.Release(ch.N, ch.Bulk)
+		ch.Bulk = acct.bulk
 	}
 	b, err := wire.Grow(&c.in, b, total, acct, wire.GrowFactor)
 	if err != nil {
 		return nil, charge{}, c.timedOut(err)
 	}
-	ch.n = int64(cap(b.B))
+	ch.N = int64(cap(b.B))
 	return b, ch, nil
 }
 
@@ -380,7 +362,7 @@ func (c *conn) reserveState(r *request) error {
 	if err := c.accts[0].Reserve(n); err != nil {
 		return c.timedOut(err)
 	}
-	r.stateCharge = charge{n: int64(n)}
+	r.stateCharge = charge{N: int64(n)}
 	return nil
 }
 

@@ -63,6 +63,7 @@ func (p *Proxy) gauges(g *metrics.Gauges) {
 	g.MemoryUsed, g.MemoryLimit = p.budget.Used(), p.budget.Limit()
 	nodes, controllers := p.nodes.listening()
 	g.NodeListeners, g.ControllerListeners = int64(nodes), int64(controllers)
+	g.FetchAnswersCut = p.fetchCuts.Load()
 }
 
 // requestRead counts r and stamps the moment it was read.

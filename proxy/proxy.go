@@ -114,6 +114,10 @@ type Proxy struct {
 	refusedLogged atomic.Int64   // unix nanos of the last refusal logged
 	readyLogged   atomic.Bool    // "proxy ready" was logged
 	streamWork    streamWork     // what None-mode request streams cost
+	// fetchCalls counts the calls on the sockets, each a system call at
+	// most, that walking audited Fetch responses made (fetchstream.go);
+	// tests read it.
+	fetchCalls atomic.Int64
 	// flushHandOffs counts the goroutines started to write requests
 	// upstream that a response released (None mode); tests read it.
 	flushHandOffs atomic.Int64
@@ -121,7 +125,7 @@ type Proxy struct {
 	// (single/fetchmerge.go); tests read it.
 	fetchVectors atomic.Int64
 	// fetchCuts counts the single topology's Fetch answers cut short
-	// (single/fetchcut.go).
+	// (single/fetchcut.go), exported as a counter at scrape time.
 	fetchCuts atomic.Int64
 
 	mu        sync.Mutex

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,21 +20,13 @@ import (
 
 // benchQuotas are the quotas of bench/run.sh's security section: every
 // level the bench client resolves through, none of them exceeded.
-const benchQuotas = `
-- user: <default>
-  producer_byte_rate: 10000000000
-  consumer_byte_rate: 10000000000
-  max_connections: 100000
-- user: <default>
-  client-id: kgo
-  producer_byte_rate: 10000000000
-  consumer_byte_rate: 10000000000
-- client-id: <default>
-  producer_byte_rate: 10000000000
-  consumer_byte_rate: 10000000000
-- ip: <default>
-  connection_creation_rate: 10000
-`
+var benchQuotas = func() string {
+	b, err := os.ReadFile("../bench/quotas.yaml")
+	if err != nil {
+		panic(fmt.Sprintf("the bench's quotas: %v", err))
+	}
+	return string(b)
+}()
 
 // benchRequestQuotas are benchQuotas with a request_percentage too, never
 // exceeded: the proxy then times its work on every request.

@@ -24,7 +24,7 @@ func TestReleaseFreesTheQueue(t *testing.T) {
 		if !p.budget.TryReserve(n, false) {
 			t.Fatal("budget refused a reservation")
 		}
-		r.bud, r.frameCharge = p.budget, charge{n: n}
+		r.bud, r.frameCharge = p.budget, charge{N: n}
 		return r
 	}
 	answered := queued()

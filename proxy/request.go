@@ -103,9 +103,9 @@ func (r *request) free() {
 		wire.Put(r.resp)
 	}
 	wire.Put(r.local)
-	r.frameCharge.release(r.bud)
-	r.respCharge.release(r.bud)
-	r.stateCharge.release(r.bud)
+	r.frameCharge.Release(r.bud)
+	r.respCharge.Release(r.bud)
+	r.stateCharge.Release(r.bud)
 	if r.split != nil {
 		r.split.ReleaseAll(r.bud)
 	}
@@ -222,24 +222,22 @@ func (c *conn) parseRequest(buf *wire.Buf) (*request, error) {
 
 // spliceable returns a request for head, the first bytes of a frame of
 // size bytes, if its body can be spliced: a Produce whose header and acks
-// lie within head; in None mode, see spliceableNone. Otherwise it returns
-// nil and the caller reads the whole frame, which also gives a malformed
-// request its precise error.
+// lie within head; in None mode, or audited, see spliceableNone. Otherwise
+// it returns nil and the caller reads the whole frame, which also gives a
+// malformed request its precise error.
 func (c *conn) spliceable(head *wire.Buf, size int32) *request {
 	h, err := wire.ParseRequestHeader(head.B)
 	if err != nil || h.Key != keyProduce || !c.p.served(h) || !c.headAllowed(h, head.B, size) {
 		return nil
 	}
-	if c.mode == ordering.None {
+	if c.mode == ordering.None || c.aud.countWrites {
+		// In Connection mode when audited, streamed as in None mode,
+		// to be counted (audit/capture), acks=0 ones too.
 		return c.spliceableNone(head, h, size)
 	}
 	acks, _, err := produceAcks(head.B[h.Body:], h.Version, h.Flexible())
 	if err != nil {
 		return nil
-	}
-	if acks != 0 && c.aud.countWrites {
-		// Streamed as in None mode, to be counted (audit/capture).
-		return c.spliceableNone(head, h, size)
 	}
 	r := getRequest()
 	r.hdr, r.frame = h, head

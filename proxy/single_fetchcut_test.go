@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/metrics"
+	"github.com/inorder-proxy/inorder/proxy"
 )
 
 // TestSingleFetchCutsAnAnswerBeyondMaxBytes: brokers that answer every
@@ -24,7 +26,8 @@ func TestSingleFetchCutsAnAnswerBeyondMaxBytes(t *testing.T) {
 	kc := newCluster(t, kfake.SeedTopics(partitions, topic),
 		kfake.SyntheticFetch(kfake.SyntheticBatch{Records: 128, RecordBytes: valueSize}))
 	spreadLeaders(t, kc, topic, partitions)
-	p := startSingle(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.MaxMemory = smallestBudget })
+	m := metrics.New()
+	p := startSingle(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.MaxMemory = smallestBudget }, proxy.WithMetrics(m))
 	ctx := testContext(t, 25*time.Second)
 	only := &onlyProxy{addr: p.Addr()}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), only.opt(), kgo.ConsumeTopics(topic),
@@ -60,6 +63,9 @@ func TestSingleFetchCutsAnAnswerBeyondMaxBytes(t *testing.T) {
 	}
 	if p.FetchCuts() == 0 {
 		t.Fatal("no answer was cut: the test does not show what it means to")
+	}
+	if v, ok := findCounter(t, m, metrics.NameFetchAnswersCut); !ok || v == 0 || v > float64(p.FetchCuts()) {
+		t.Fatalf("%s = %v (exported: %v), %d cut", metrics.NameFetchAnswersCut, v, ok, p.FetchCuts())
 	}
 	only.check(t)
 

@@ -186,7 +186,7 @@ func (s singleClient) DropFrame(sr single.Request) {
 	held := len(r.frame.B)
 	wire.Put(r.frame)
 	r.frame = nil
-	r.frameCharge.release(c.p.budget)
+	r.frameCharge.Release(c.p.budget)
 	if r.upCorr != noCorrelation {
 		c.mu.Lock()
 		c.seq.Free(held)
@@ -195,7 +195,25 @@ func (s singleClient) DropFrame(sr single.Request) {
 	}
 }
 
-func (s singleClient) Release(r single.Request) { putRequest(r.(*request)) }
+// Release lets go of an acks=0 write in connection mode once its parts
+// have gone to their upstreams: its audit event is complete then, and
+// goes to the client reader to record, as an answered one's does. The
+// partitions failed names, which were not sent, carry the error they
+// were answered there: the event does not name them as written.
+func (s singleClient) Release(sr single.Request, failed kmsg.Response) {
+	r := sr.(*request)
+	if pr, ok := failed.(*kmsg.ProduceResponse); ok && r.aud != nil {
+		for _, t := range pr.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					s.c.aud.ev.Unsent(r.aud, t.Topic, t.TopicID, p.Partition, p.ErrorCode)
+				}
+			}
+		}
+	}
+	s.c.auditAnswered(r, nil, time.Now())
+	putRequest(r)
+}
 
 func (s singleClient) Versions(av *kmsg.ApiVersionsResponse) {
 	s.c.p.keepVersions("", av)
@@ -234,7 +252,7 @@ func (s singleClient) Complete(sr single.Request, out *wire.Buf, ch budget.Charg
 		c.seq.Free(len(r.frame.B))
 	}
 	c.mu.Unlock()
-	r.bud, r.respCharge = c.p.budget, charge{n: ch.N, bulk: ch.Bulk, resp: ch.Resp, ahead: ch.Ahead}
+	r.bud, r.respCharge = c.p.budget, ch
 	return c.complete(r, out)
 }
 

@@ -15,7 +15,8 @@ import (
 // socket to the client socket, instead of reading the whole response into
 // a buffer that grows as it arrives. A Fetch from v16 on, which can carry
 // addresses after its records, streams too, through a walk of its body
-// (fetchstream.go). Anything else, or a response that must wait behind an
+// (fetchstream.go), as does a Fetch of any version whose audit event
+// counts what it returned (auditFetch). Anything else, or a response that must wait behind an
 // earlier one, is read into a buffer.
 //
 // Between two TCP sockets the kernel splices the body, as a plain TCP relay

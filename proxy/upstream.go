@@ -207,13 +207,13 @@ func (c *conn) readResponse(rd *bufio.Reader, lenBuf *[4]byte, head *[8]byte) er
 	if r.timed != nil {
 		answerAt = time.Now()
 	}
-	ch := acct.charge(cap(buf.B))
+	ch := acct.Charge(cap(buf.B))
 	if c.verify != nil {
 		c.verify.Inspect(r.hdr, r.upCorr, buf.B, sent)
 	}
 	resp, err := c.response(r, buf)
 	if err != nil {
-		ch.release(c.p.budget)
+		ch.Release(c.p.budget)
 		return err
 	}
 	if r.timed != nil {
@@ -290,14 +290,14 @@ func (c *conn) record(r *request, resp *wire.Buf) error {
 	if err := c.seq.Complete(r.seq); err != nil {
 		c.mu.Unlock()
 		wire.Put(resp)
-		r.respCharge.release(c.p.budget)
+		r.respCharge.Release(c.p.budget)
 		return fmt.Errorf("%w: %v", ErrUpstreamProtocol, err)
 	}
 	// The sequencer dropped the request's key state at Complete.
-	r.stateCharge.release(c.p.budget)
+	r.stateCharge.Release(c.p.budget)
 	if r.noResp {
 		wire.Put(resp)
-		r.respCharge.release(c.p.budget)
+		r.respCharge.Release(c.p.budget)
 		r.resp = noResponse
 		if r.failed != nil && c.poisoned == nil {
 			c.poison, c.poisoned = r.seq, r.failed

@@ -2,35 +2,29 @@ package quota
 
 import (
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"testing"
 	"time"
 )
 
-// benchQuotas are the quotas bench/run.sh's security section writes:
+// benchQuotas reads the quotas bench/run.sh's security section uses:
 // every level the bench client (User:ANONYMOUS, client id kgo) resolves
 // through, far above what it moves.
-const benchQuotas = `
-- user: <default>
-  producer_byte_rate: 10000000000
-  consumer_byte_rate: 10000000000
-  max_connections: 100000
-- user: <default>
-  client-id: kgo
-  producer_byte_rate: 10000000000
-  consumer_byte_rate: 10000000000
-- client-id: <default>
-  producer_byte_rate: 10000000000
-  consumer_byte_rate: 10000000000
-- ip: <default>
-  connection_creation_rate: 10000
-`
+func benchQuotas(tb testing.TB) string {
+	tb.Helper()
+	b, err := os.ReadFile("../bench/quotas.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
 
 // BenchmarkBenchRecordProduce is the quota work on one Produce of the
 // bench's 1-partition workload with the bench's quotas, never exceeded:
 // the clock read and the record on the client's rate.
 func BenchmarkBenchRecordProduce(b *testing.B) {
-	m := NewManager(mustParse(b, benchQuotas), Options{})
+	m := NewManager(mustParse(b, benchQuotas(b)), Options{})
 	c := m.Client("ANONYMOUS", "kgo")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -53,7 +47,7 @@ func BenchmarkClock(b *testing.B) {
 // without the clock read: a time advancing 50µs a request, as 20,000
 // requests a second would.
 func BenchmarkBenchRecordProduceNoClock(b *testing.B) {
-	m := NewManager(mustParse(b, benchQuotas), Options{})
+	m := NewManager(mustParse(b, benchQuotas(b)), Options{})
 	c := m.Client("ANONYMOUS", "kgo")
 	now := time.Unix(1_700_000_000, 0)
 	b.ReportAllocs()
@@ -141,7 +135,7 @@ func TestUnderAgreesWithPass(t *testing.T) {
 // 20,000 requests a second: at most one a sample (a second), when the
 // oldest sample's last event is a window old, instead of one a request.
 func TestRecordUnderQuotaMakesNoPass(t *testing.T) {
-	m := NewManager(mustParse(t, benchQuotas), Options{})
+	m := NewManager(mustParse(t, benchQuotas(t)), Options{})
 	c := m.Client("ANONYMOUS", "kgo")
 	now := time.Unix(1_700_000_000, 0)
 	const requests = 20_000 * 30

@@ -46,8 +46,10 @@ type Client interface {
 	Forwarded(since time.Time)
 	// DropFrame lets r's frame go once nothing reads it any more.
 	DropFrame(r Request)
-	// Release lets r go: no answer comes for it.
-	Release(r Request)
+	// Release lets r go: no answer comes for it. failed is nil when
+	// every part of r was sent; else the answer r would have got had it
+	// asked for one, what was not sent answered with its error.
+	Release(r Request, failed kmsg.Response)
 	// Versions limits a merged ApiVersions answer to what the proxy
 	// may forward and tell.
 	Versions(av *kmsg.ApiVersionsResponse)

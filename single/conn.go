@@ -259,7 +259,9 @@ func (u *upstream) connect() {
 		s.mu.Unlock()
 		for _, e := range q {
 			if e.vec.head != nil {
-				u.sendv(e.vec.vec[:1], e.vec.vec, []*partRef{e.ref})
+				if u.sendv(e.vec.vec[:1], e.vec.vec, []*partRef{e.ref}) != nil && e.ref == nil {
+					s.unsent(e.st, e.req)
+				}
 				e.vec.put()
 				s.unhold(e.st)
 				continue
@@ -269,7 +271,9 @@ func (u *upstream) connect() {
 				continue
 			}
 			frame := encodePart(e.st.r, e.req)
-			u.send([][]byte{frame.B}, []*partRef{e.ref})
+			if u.send([][]byte{frame.B}, []*partRef{e.ref}) != nil && e.ref == nil {
+				s.unsent(e.st, e.req)
+			}
 			wire.Put(frame)
 			s.unhold(e.st)
 		}
@@ -302,6 +306,9 @@ func (u *upstream) dialFailed(err error) {
 			s.partFailed(e.ref, err)
 		}
 		if e.st != nil {
+			if e.ref == nil {
+				s.unsent(e.st, e.req)
+			}
 			s.unhold(e.st)
 		}
 	}
@@ -309,17 +316,18 @@ func (u *upstream) dialFailed(err error) {
 
 // sendPart sends req, part ref.i of st (ref nil: no answer comes), on u,
 // or has it wait for u's dial. frame is req encoded, or nil; sendPart
-// owns it.
-func (u *upstream) sendPart(st *Split, req kmsg.Request, frame *wire.Buf, ref *partRef) {
+// owns it. The error is send's.
+func (u *upstream) sendPart(st *Split, req kmsg.Request, frame *wire.Buf, ref *partRef) error {
 	if u.queueIfDialing(queuedPart{st: st, req: req, ref: ref}) {
 		wire.Put(frame)
-		return
+		return nil
 	}
 	if frame == nil {
 		frame = encodePart(st.r, req)
 	}
-	u.send([][]byte{frame.B}, []*partRef{ref})
+	err := u.send([][]byte{frame.B}, []*partRef{ref})
 	wire.Put(frame)
+	return err
 }
 
 // queueIfDialing has q wait for u's dial when u is being dialled, and
@@ -361,7 +369,7 @@ func (s *Conn) unhold(st *Split) {
 		last := st.holds == 0
 		s.mu.Unlock()
 		if last {
-			s.c.Release(st.r)
+			s.release(st)
 		}
 		return
 	}
@@ -409,18 +417,20 @@ func (s *Conn) retire(u *upstream, wait bool) {
 
 // send writes frames to u, each answering refs[i] (nil: no answer comes,
 // acks=0), with u's next correlation ids. A failure fails u, and with it
-// every part it has in flight, these included.
-func (u *upstream) send(frames [][]byte, refs []*partRef) {
-	u.sendv(frames, frames, refs)
+// every part it has in flight, these included; it is returned, so that
+// the caller knows a part no answer comes for was not sent.
+func (u *upstream) send(frames [][]byte, refs []*partRef) error {
+	return u.sendv(frames, frames, refs)
 }
 
 // sendv is send of frames whose bytes are bufs joined: heads[i] starts
 // frame i (its correlation id is set there), and bufs is written as it
 // is, one system call for all where the socket takes a vector.
-func (u *upstream) sendv(frames, bufs [][]byte, refs []*partRef) {
+func (u *upstream) sendv(frames, bufs [][]byte, refs []*partRef) error {
 	s := u.s
 	s.mu.Lock()
-	if err := u.gone; err != nil {
+	if gone := u.gone; gone != nil {
+		err := fmt.Errorf("%w: node %d: %v", proxyerr.UpstreamFailed, u.key.node, gone)
 		for _, ref := range refs {
 			if ref != nil && ref.counted {
 				// It waited for the dial: counted, never sent.
@@ -430,10 +440,10 @@ func (u *upstream) sendv(frames, bufs [][]byte, refs []*partRef) {
 		s.mu.Unlock()
 		for _, ref := range refs {
 			if ref != nil {
-				s.partFailed(ref, fmt.Errorf("%w: node %d: %v", proxyerr.UpstreamFailed, u.key.node, err))
+				s.partFailed(ref, err)
 			}
 		}
-		return
+		return err
 	}
 	for i, f := range frames {
 		corr := int32(noCorrelation)
@@ -459,8 +469,10 @@ func (u *upstream) sendv(frames, bufs [][]byte, refs []*partRef) {
 	err := writeVector(u.nc, bufs, len(bufs) > len(frames))
 	u.wmu.Unlock()
 	if err != nil {
-		s.fail(u, fmt.Errorf("%w: node %d: write: %v", proxyerr.UpstreamFailed, u.key.node, err))
+		err = fmt.Errorf("%w: node %d: write: %v", proxyerr.UpstreamFailed, u.key.node, err)
+		s.fail(u, err)
 	}
+	return err
 }
 
 // fail ends u: its socket closes and every part it had in flight fails,

@@ -2,7 +2,9 @@ package single
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,6 +71,14 @@ func (s *Conn) Forward(st *Split, now time.Time, unanswered, write bool) {
 	st.charges = make([]charge, n)
 	if n == 0 {
 		st.done = true
+		if unanswered {
+			// Nothing of it goes upstream (no leader of its
+			// partitions is known) and no answer comes: it is let
+			// go, as one whose parts were all sent is, never
+			// completed, which only a sequenced request may be.
+			s.release(st)
+			return
+		}
 		s.finish(st)
 		return
 	}
@@ -113,6 +123,8 @@ func (s *Conn) Forward(st *Split, now time.Time, unanswered, write bool) {
 			// to another broker where any will do.
 			if ref != nil {
 				s.partFailed(ref, err)
+			} else {
+				s.unsent(st, part.Request)
 			}
 			if vecs != nil {
 				vecs[i].put()
@@ -120,9 +132,12 @@ func (s *Conn) Forward(st *Split, now time.Time, unanswered, write bool) {
 			continue
 		}
 		if vecs != nil {
-			u.sendVec(st, part.Request, vecs[i], ref)
+			err = u.sendVec(st, part.Request, vecs[i], ref)
 		} else {
-			u.sendPart(st, part.Request, nil, ref)
+			err = u.sendPart(st, part.Request, nil, ref)
+		}
+		if err != nil && ref == nil {
+			s.unsent(st, part.Request)
 		}
 		if write {
 			writes++
@@ -149,11 +164,79 @@ func (s *Conn) Forward(st *Split, now time.Time, unanswered, write bool) {
 		last := st.holds == 0
 		s.mu.Unlock()
 		if last {
-			c.Release(r)
+			s.release(st)
 		}
 		return
 	}
 	s.letGo(st)
+}
+
+// errUnsent is the failure of a part no answer comes for that was never
+// sent, as Merge is given it.
+var errUnsent = errors.New("part not sent")
+
+// unsent records req, a part of st no answer comes for, as not sent: its
+// broker is down or not allowed, its dial failed, or its write did.
+func (s *Conn) unsent(st *Split, req kmsg.Request) {
+	s.mu.Lock()
+	st.unsent = append(st.unsent, req)
+	s.mu.Unlock()
+}
+
+// release lets st, which no answer comes for, go once every part of it
+// was sent or failed, with the answer it would have got had it asked for
+// one, when something of it was not written: the parts not sent failed,
+// as Merge answers a failed part (NOT_LEADER_OR_FOLLOWER for a Produce's
+// partitions), those sent accepted, with no offset. The audit trail
+// records that answer, so that it never names as written a partition
+// that was not sent.
+func (s *Conn) release(st *Split) {
+	s.mu.Lock()
+	unsent := st.unsent
+	st.unsent = nil
+	s.mu.Unlock()
+	var failed kmsg.Response
+	// A stale plan answered some partition itself (its leader unknown):
+	// not sent either.
+	if len(unsent) > 0 || st.plan.Stale {
+		results := make([]splitmerge.Result, len(st.plan.Parts))
+		for i := range st.plan.Parts {
+			if req := st.plan.Parts[i].Request; slices.Contains(unsent, req) {
+				results[i].Err = errUnsent
+			} else {
+				results[i].Response = accepted(req)
+			}
+		}
+		if resp, err := st.plan.Merge(results, s.v.Self()); err == nil {
+			failed = resp
+		}
+	}
+	s.c.Release(st.r, failed)
+}
+
+// accepted is the answer of a Produce part its brokers accepted, no
+// offset known; of any other request, an empty answer.
+func accepted(req kmsg.Request) kmsg.Response {
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	pr, ok := req.(*kmsg.ProduceRequest)
+	if !ok {
+		return resp
+	}
+	out := resp.(*kmsg.ProduceResponse)
+	out.Topics = make([]kmsg.ProduceResponseTopic, 0, len(pr.Topics))
+	for _, t := range pr.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(t.Partitions))
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.BaseOffset = p.Partition, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out.Topics = append(out.Topics, rt)
+	}
+	return out
 }
 
 // encodePart encodes a part behind the client's request header; the

@@ -42,8 +42,10 @@ type Split struct {
 	// unanswered: no answer comes (acks=0 in connection mode); the last
 	// hold lets the request go.
 	unanswered bool
-	txn        string // counted in Conn.txns until done
-	done       bool   // every part is in; finish runs or ran
+	// unsent: the parts of an unanswered request that were not sent.
+	unsent []kmsg.Request
+	txn    string // counted in Conn.txns until done
+	done   bool   // every part is in; finish runs or ran
 
 	fetch *fetchRounds // the Fetch rounds, when they run
 	// room: a Fetch's memory reserved before its parts were sent, for

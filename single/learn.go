@@ -9,8 +9,8 @@ import (
 
 // Learn feeds the view what the answers to a whole request teach (req,
 // split by plan, answered part by part in results), before Merge takes
-// them apart: a client's Metadata answer is the cluster as its
-// broker saw it; a partition answered as moved, unknown or fenced, or a
+// them apart: a client's Metadata answer is the topics it lists as its
+// broker saw them; a partition answered as moved, unknown or fenced, or a
 // part that failed, makes the view stale (and a KIP-951 leader is taken
 // at once); a coordinator that says it is not one, or whose part failed,
 // is forgotten, so that the next request for its key looks it up again.
@@ -30,8 +30,13 @@ func (v *View) Learn(req kmsg.Request, plan *splitmerge.Plan, results []splitmer
 		}
 		switch resp := res.Response.(type) {
 		case *kmsg.MetadataResponse:
-			q := req.(*kmsg.MetadataRequest)
-			v.applyMetadata(resp, q.Topics == nil || q.Version == 0 && len(q.Topics) == 0)
+			// Never as an answer for every topic, even to a request
+			// for all: the client's upstream identity may not be
+			// allowed to describe every topic, and the answer then
+			// leaves them out. A topic deleted is forgotten at the
+			// view's own next refresh, which its partitions' errors
+			// call for.
+			v.applyMetadata(resp, false)
 		case *kmsg.ProduceResponse:
 			for _, t := range resp.Topics {
 				for _, p := range t.Partitions {

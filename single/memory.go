@@ -60,7 +60,8 @@ func roughSize(n int64) string {
 // for a moment it is held twice. Its size is known before it is encoded
 // (EncodedSize), and its frame is reserved and taken at that size's fine
 // class (wire.GetFine, at most an eighth above it), not rounded up to a
-// power of two; when that does not fit beside the parts' answers, the answers are first moved to frames of their own size
+// power of two; when that does not fit beside the parts' answers, the
+// answers are first moved to frames of their own size
 // (compact). A merged answer that could never fit beside them ends the
 // connection at once, naming the setting, rather than waiting for memory
 // that cannot come. Other merged answers hold no records: they are

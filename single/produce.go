@@ -139,12 +139,13 @@ func sameEntry(t *kmsg.ProduceRequestTopic, p *kmsg.ProduceRequestTopicPartition
 
 // sendVec sends a Produce part as its vector v (which it owns) on u, or
 // has it wait for u's dial, as sendPart does.
-func (u *upstream) sendVec(st *Split, req kmsg.Request, v vecFrame, ref *partRef) {
+func (u *upstream) sendVec(st *Split, req kmsg.Request, v vecFrame, ref *partRef) error {
 	if u.queueIfDialing(queuedPart{st: st, req: req, ref: ref, vec: v}) {
-		return
+		return nil
 	}
-	u.sendv(v.vec[:1], v.vec, []*partRef{ref})
+	err := u.sendv(v.vec[:1], v.vec, []*partRef{ref})
 	v.put()
+	return err
 }
 
 // writeVector writes bufs to nc: at once where the socket takes a

@@ -277,6 +277,8 @@ func (v *View) applyMetadata(resp *kmsg.MetadataResponse, all bool) {
 	t := new(splitmerge.Table)
 	if !all {
 		t = old.table.Clone()
+	} else {
+		t.KeepIDs(old.table)
 	}
 	t.ApplyMetadata(resp, all)
 	addrs := make(map[int32]string, len(resp.Brokers))

@@ -3,6 +3,7 @@ package splitmerge
 import (
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -17,6 +18,9 @@ type Table struct {
 	topics       map[string]*topicInfo
 	ids          map[[16]byte]string
 	coordinators map[coordKey]int32
+	// known: the topics of the table an answer for every topic replaces
+	// (KeepIDs), whose ids the answer may not name.
+	known map[string]*topicInfo
 }
 
 type topicInfo struct {
@@ -92,7 +96,8 @@ func (t *Table) Clone() *Table {
 // ApplyMetadata learns the brokers and the topics of a Metadata response,
 // before it is reshaped. all says the request asked for every topic, so
 // that topics the response does not list are gone; otherwise only the
-// topics listed change. A topic listed with an error is forgotten.
+// topics listed change. A topic listed with an error that says it does
+// not exist is forgotten; with another error, what was known of it stays.
 func (t *Table) ApplyMetadata(m *kmsg.MetadataResponse, all bool) {
 	t.brokers = t.brokers[:0]
 	for _, b := range m.Brokers {
@@ -100,6 +105,10 @@ func (t *Table) ApplyMetadata(m *kmsg.MetadataResponse, all bool) {
 	}
 	slices.Sort(t.brokers)
 	t.brokers = slices.Compact(t.brokers)
+	known := t.topics
+	if t.known != nil {
+		known, t.known = t.known, nil
+	}
 	if t.topics == nil || all {
 		t.topics = make(map[string]*topicInfo, len(m.Topics))
 		t.ids = make(map[[16]byte]string, len(m.Topics))
@@ -110,14 +119,38 @@ func (t *Table) ApplyMetadata(m *kmsg.MetadataResponse, all bool) {
 			continue
 		}
 		name := *mt.Topic
-		if old := t.topics[name]; old != nil {
-			delete(t.ids, old.id)
-		}
+		old := known[name]
 		if mt.ErrorCode != 0 && len(mt.Partitions) == 0 {
-			delete(t.topics, name)
+			switch {
+			case gone(mt.ErrorCode):
+				delete(t.topics, name)
+				if old != nil && t.ids[old.id] == name {
+					delete(t.ids, old.id)
+				}
+			case old != nil && all:
+				// Not described to this client (its authorization),
+				// or not led yet: what was known stays.
+				t.topics[name] = &topicInfo{id: old.id, leaders: slices.Clone(old.leaders)}
+				if old.id != ([16]byte{}) {
+					t.ids[old.id] = name
+				}
+			}
 			continue
 		}
-		ti := &topicInfo{id: mt.TopicID}
+		id := mt.TopicID
+		if old != nil {
+			if t.ids[old.id] == name {
+				delete(t.ids, old.id)
+			}
+			// An answer before v10 names no topic id, a client's as
+			// much as the view's: the id known stays, so that one
+			// old client does not leave the others' requests by id
+			// (Fetch v13 and up) without a broker.
+			if id == ([16]byte{}) {
+				id = old.id
+			}
+		}
+		ti := &topicInfo{id: id}
 		for _, p := range mt.Partitions {
 			if p.Partition < 0 {
 				continue
@@ -130,9 +163,30 @@ func (t *Table) ApplyMetadata(m *kmsg.MetadataResponse, all bool) {
 			}
 		}
 		t.topics[name] = ti
-		if mt.TopicID != ([16]byte{}) {
-			t.ids[mt.TopicID] = name
+		if id != ([16]byte{}) {
+			t.ids[id] = name
 		}
+	}
+}
+
+// gone reports whether a topic's error in a Metadata answer says it does
+// not exist; another (TOPIC_AUTHORIZATION_FAILED for the client that
+// asked, LEADER_NOT_AVAILABLE while it is created) says nothing of it.
+func gone(code int16) bool {
+	switch code {
+	case kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code, kerr.InvalidTopicException.Code:
+		return true
+	}
+	return false
+}
+
+// KeepIDs has the next answer applied (ApplyMetadata), to a table that
+// starts anew from it, keep the topic ids prev knew of the topics it
+// lists where it names none: an answer before v10 names no id. Nothing
+// else of prev is kept; prev is not changed.
+func (t *Table) KeepIDs(prev *Table) {
+	if prev != nil {
+		t.known = prev.topics
 	}
 }
 

@@ -31,6 +31,13 @@ type FetchStream struct {
 	// hold structs; after is where the section leads.
 	partTags bool
 	after    fetchAt
+	// report: steps stop at each topic and partition (Report); code is
+	// the response's error, partition and partCode the current
+	// partition's.
+	report    bool
+	code      int16
+	partition int32
+	partCode  int16
 }
 
 type fetchAt uint8
@@ -59,7 +66,27 @@ type FetchStep struct {
 	// bytes, is the response's tag section (in flexible versions) and
 	// then bytes kmsg ignores.
 	End bool
+	// Found, when the scan reports (Report): FoundTopic, the step ends
+	// after a topic's name (Topic, a slice of the window) or id
+	// (TopicID); FoundPartition, the step ends where a partition's
+	// records begin, Pass is their length (passed even when they lie in
+	// the window; 0 for none) and Partition and ErrorCode are its
+	// header's.
+	Found     FetchFound
+	Topic     []byte
+	TopicID   [16]byte
+	Partition int32
+	ErrorCode int16
 }
+
+// FetchFound is what a reporting step ends at.
+type FetchFound uint8
+
+const (
+	FoundNothing FetchFound = iota
+	FoundTopic
+	FoundPartition
+)
 
 // Start begins a scan of a Fetch response at version whose next bodyLen
 // bytes follow. With header, they begin with the response header's tag
@@ -71,6 +98,17 @@ func (s *FetchStream) Start(version int16, bodyLen int64, header bool) {
 		s.at, s.after = fetchTagCount, fetchTop
 	}
 }
+
+// Report makes the scan started stop after each topic's name or id and
+// where each partition's records begin, so that a caller learns what the
+// response returned per partition as it passes; the records themselves,
+// however small, are passed to the caller. A topic's name is then never
+// passed: it must lie in the window whole.
+func (s *FetchStream) Report() { s.report = true }
+
+// ErrorCode returns the response's top-level error code (from v7), once
+// the scan is past it.
+func (s *FetchStream) ErrorCode() int16 { return s.code }
 
 // Left returns how many bytes of the body follow the resume point: after
 // an End step, the length of the tail that ScanFetchTail reads.
@@ -129,7 +167,7 @@ func (s *FetchStream) Next(window []byte) (FetchStep, error) {
 				r.Int32() // throttle
 			}
 			if t.version >= 7 {
-				r.Int16() // error code
+				t.code = r.Int16()
 				r.Int32() // session id
 			}
 			n := streamArrayLen(&r, t.flexible)
@@ -149,13 +187,19 @@ func (s *FetchStream) Next(window []byte) (FetchStep, error) {
 				return FetchStep{Used: used, End: true}, nil
 			}
 			if t.version >= topicIDFrom {
-				r.Span(16)
+				id := r.Span(16)
 				if !r.Ok() {
 					return short()
 				}
 				t.topics--
 				t.at = fetchParts
 				mark()
+				if t.report {
+					step := FetchStep{Used: used, Found: FoundTopic, TopicID: [16]byte(id)}
+					*s = saved
+					s.left -= int64(used)
+					return step, nil
+				}
 				continue
 			}
 			var l int64
@@ -170,6 +214,21 @@ func (s *FetchStream) Next(window []byte) (FetchStep, error) {
 			if l < 0 {
 				// A topic name is not nullable.
 				return FetchStep{}, ErrCannotScan
+			}
+			if t.report {
+				if l > bodyLeft() {
+					return FetchStep{}, ErrCannotScan
+				}
+				name := r.Span(int(l))
+				if !r.Ok() {
+					return short()
+				}
+				t.topics--
+				t.at = fetchParts
+				mark()
+				*s = saved
+				s.left -= int64(used)
+				return FetchStep{Used: used, Found: FoundTopic, Topic: name}, nil
 			}
 			t.topics--
 			if step, ret, err := opaque(l, fetchParts); ret {
@@ -194,7 +253,9 @@ func (s *FetchStream) Next(window []byte) (FetchStep, error) {
 				mark()
 				continue
 			}
-			r.Span(4 + 2 + 8) // partition, error code, high watermark
+			t.partition = r.Int32()
+			t.partCode = r.Int16()
+			r.Int64() // high watermark
 			if t.version >= 4 {
 				r.Int64() // last stable offset
 			}
@@ -244,6 +305,17 @@ func (s *FetchStream) Next(window []byte) (FetchStep, error) {
 				next, t.after, t.partTags = fetchTagCount, fetchPartition, true
 			}
 			// The records, never read; null ones are none.
+			if t.report {
+				l = max(l, 0)
+				if l > bodyLeft() {
+					return FetchStep{}, ErrCannotScan
+				}
+				t.at = next
+				mark()
+				*s = saved
+				s.left -= int64(used) + l
+				return FetchStep{Used: used, Pass: l, Found: FoundPartition, Partition: t.partition, ErrorCode: t.partCode}, nil
+			}
 			if step, ret, err := opaque(max(l, 0), next); ret {
 				return step, err
 			}

@@ -252,3 +252,73 @@ func FuzzScanFetchStream(f *testing.F) {
 		checkFetchStream(t, body, versionIn(version, kmsg.NewPtrFetchResponse().MaxVersion()), seed)
 	})
 }
+
+// TestFetchStreamReports: a reporting walk, through windows of random
+// sizes, stops at every topic and partition and finds what FetchedScan
+// finds reading the body whole: each partition's topic, index, error and
+// records, and the response's error; the bytes it passes are the records.
+func TestFetchStreamReports(t *testing.T) {
+	reported := 0
+	defer func() {
+		if reported == 0 && !t.Failed() {
+			t.Fatal("no partition reported")
+		}
+	}()
+	for v := int16(0); v <= kmsg.NewPtrFetchResponse().MaxVersion(); v++ {
+		for i, body := range append(fetchResponses(v), bigFetchResponses(v)...) {
+			var whole FetchedScan
+			whole.Reset(body, v)
+			var want []string
+			for p, ok := whole.Next(); ok; p, ok = whole.Next() {
+				want = append(want, fmt.Sprintf("%s/%x/%d/%d/%x", p.Topic, p.TopicID, p.Partition, p.ErrorCode, p.Records))
+			}
+			if whole.Err() != nil {
+				t.Fatalf("v%d body %d: %v", v, i, whole.Err())
+			}
+			for seed := range uint64(5) {
+				rng := rand.New(rand.NewPCG(seed, 3))
+				var s FetchStream
+				s.Start(v, int64(len(body)), false)
+				s.Report()
+				var got []string
+				var topic []byte
+				var id [16]byte
+				for pos, win := 0, 1+rng.IntN(40); ; {
+					step, err := s.Next(body[pos:min(len(body), pos+win)])
+					if errors.Is(err, ErrNeedMore) {
+						win += 1 + rng.IntN(40)
+						continue
+					}
+					if err != nil {
+						t.Fatalf("v%d body %d: %v", v, i, err)
+					}
+					switch step.Found {
+					case FoundTopic:
+						topic, id = bytes.Clone(step.Topic), step.TopicID
+					case FoundPartition:
+						rec := body[pos+step.Used : pos+step.Used+int(step.Pass)]
+						got = append(got, fmt.Sprintf("%s/%x/%d/%d/%x", topic, id, step.Partition, step.ErrorCode, rec))
+					}
+					pos += step.Used
+					if step.End {
+						break
+					}
+					pos += int(step.Pass)
+					win = 1 + rng.IntN(40)
+				}
+				reported += len(got)
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("v%d body %d seed %d: the walk reports\n%.300v\nthe scan finds\n%.300v", v, i, seed, got, want)
+				}
+				resp := kmsg.NewPtrFetchResponse()
+				resp.Version = v
+				if err := resp.ReadFrom(body); err != nil {
+					t.Fatal(err)
+				}
+				if s.ErrorCode() != resp.ErrorCode {
+					t.Fatalf("v%d: the response's error read as %d, kmsg %d", v, s.ErrorCode(), resp.ErrorCode)
+				}
+			}
+		}
+	}
+}

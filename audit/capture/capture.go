@@ -12,15 +12,15 @@
 // (wire.ProduceScan, and the record batches' headers) and its response is
 // not decoded, so a summary has no Produce offsets; per-request auditing
 // scans the Produce response for the offsets and errors (wire.ProducedScan).
-// A Produce streamed is counted as its partitions pass (stream.go);
-// one spliced whole (acks=0 in Connection mode) is never seen, its records
-// not counted.
+// A Produce streamed is counted as its partitions pass (stream.go); an
+// acks=0 one in Connection mode, which nothing answers, is recorded once
+// it is written upstream, with no offsets.
 // A Fetch's partitions and fetch offsets are scanned from its request
 // (wire.FetchScan) and what it returned from its response (wire.FetchedScan,
 // the records skipped by their lengths, the offsets read from the record
 // batches' headers), in both modes, decoding neither; a response streamed
-// to the client is never in memory, so its event keeps the
-// request's partitions alone. An
+// to the client, never whole in memory, is counted as it passes
+// (Fetched, stream.go). An
 // event's request state is pooled with its slices, and the topic names and
 // client id a connection repeats are kept per connection, so that an
 // audited Produce allocates little beyond its encoded event.
@@ -31,7 +31,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -141,6 +140,21 @@ type Req struct {
 	// counted on the way; counted (under Conn.mu) once they are in
 	// fetch (stream.go).
 	streams, counted bool
+
+	// On the goroutine delivering the answer (index.go): index finds the
+	// partitions the answer names, last is the Produce partition found
+	// last, added counts the partitions the answer added; topics and
+	// ords group the partitions of fetch by topic (groupResources).
+	index  partIndex
+	last   struct{ res, part int }
+	added  int
+	full   bool // the request's partitions were omitted past the bound
+	topics map[string]int32
+	ords   []int32
+	// work counts the entries looked at to place the answer's
+	// partitions and group them, so that tests bound an answer's cost by
+	// its size.
+	work int
 }
 
 // Request is the request's event as the Recorder is given it, once the
@@ -164,13 +178,15 @@ func getReq() *Req {
 	ar := reqPool.Get().(*Req)
 	ar.req = audit.Request{Resources: ar.resources[:0]}
 	ar.parts, ar.fetch = ar.parts[:0], ar.fetch[:0]
+	ar.index.reset()
+	ar.last, ar.added, ar.full, ar.work = struct{ res, part int }{0, -1}, 0, false, 0
 	return ar
 }
 
 // Put pools ar once its event is recorded (Recorder.Request keeps nothing
 // of it).
 func Put(ar *Req) {
-	if cap(ar.parts) > keepParts || cap(ar.resources) > keepParts || cap(ar.fetch) > keepParts {
+	if cap(ar.parts) > keepParts || cap(ar.resources) > keepParts || cap(ar.fetch) > keepParts || cap(ar.ords) > keepParts {
 		return
 	}
 	clear(ar.fetch) // no topic name kept alive
@@ -271,6 +287,21 @@ func (c *Conn) Answered(ar *Req, h wire.RequestHeader, resp []byte, now time.Tim
 	}
 	if len(ar.refused) > 0 {
 		markRefused(&ar.req, ar.refused)
+	}
+}
+
+// Unsent marks the partition of a Produce no answer comes for (acks=0)
+// that was never sent upstream, named by topic (or, from v13, its id)
+// and partition as the request named it: it carries code, the error a
+// broker's answer would have given it, and no offsets, so that the event
+// names it as not written. In a summary too, whose partitions otherwise
+// come from the request alone. A partition the event does not list (its
+// partitions omitted) is left. Before Answered, on the goroutine that
+// calls it.
+func (c *Conn) Unsent(ar *Req, topic string, id [16]byte, partition int32, code int16) {
+	if p := ar.listedPartition(topicName(topic, id), partition); p != nil {
+		p.ErrorCode = code
+		p.FirstOffset, p.LastOffset = audit.NoOffset, audit.NoOffset
 	}
 }
 
@@ -378,62 +409,11 @@ func (c *Conn) fillFetched(ar *Req, body []byte, version int16) bool {
 	at := 0 // the response lists the partitions in the request's order, nearly always
 	for i := range found {
 		p := &found[i]
-		j := fetchedPart(ar.fetch, at, p)
-		if j < 0 {
-			ar.fetch = append(ar.fetch, fetchPart{topic: c.deliverNames.get(p.Topic, p.TopicID), Partition: audit.Partition{Partition: p.Partition,
-				Committed: audit.NoOffset, FetchOffset: audit.NoOffset}})
-			j = len(ar.fetch) - 1
-		}
-		at = j + 1
-		part := &ar.fetch[j].Partition
-		part.ErrorCode, part.Bytes = p.ErrorCode, int64(len(p.Records))
-		part.Records, part.FirstOffset, part.LastOffset = batches(p.Records)
+		n, first, last := batches(p.Records)
+		at = c.fetchedInto(ar, at, p.Topic, p.TopicID, audit.Partition{Partition: p.Partition, ErrorCode: p.ErrorCode,
+			Bytes: int64(len(p.Records)), Records: n, FirstOffset: first, LastOffset: last})
 	}
 	return true
-}
-
-// fetchedPart is the index in parts of the response's partition p,
-// searched from at on and then from the start; -1 if the request did not
-// list it.
-func fetchedPart(parts []fetchPart, at int, p *wire.Fetched) int {
-	for k := range parts {
-		j := (at + k) % len(parts)
-		if parts[j].Partition.Partition == p.Partition && sameTopic(parts[j].topic, p.Topic, p.TopicID) {
-			return j
-		}
-	}
-	return -1
-}
-
-// groupResources groups the partitions of ar.fetch under their topics, in
-// the order the topics first appear, into ar's resources with the
-// operation op. A request or response lists a topic's partitions
-// together, so a topic is looked for among those grouped only where the
-// topic changes.
-func groupResources(ar *Req, op string) {
-	out, starts := ar.req.Resources[:0], ar.starts[:0]
-	for i := range ar.fetch {
-		name := ar.fetch[i].topic
-		if i > 0 && ar.fetch[i-1].topic == name || slices.ContainsFunc(out, func(r audit.Resource) bool { return r.Name == name }) {
-			continue
-		}
-		out = append(out, audit.Resource{Type: "Topic", Name: name, Operation: op})
-		starts = append(starts, len(ar.parts))
-		for j := i; j < len(ar.fetch); j++ {
-			if ar.fetch[j].topic == name {
-				ar.parts = append(ar.parts, ar.fetch[j].Partition)
-			}
-		}
-	}
-	// Sliced once all are grouped, parts having grown.
-	for i := range out {
-		end := len(ar.parts)
-		if i+1 < len(out) {
-			end = starts[i+1]
-		}
-		out[i].Partitions = ar.parts[starts[i]:end:end]
-	}
-	ar.req.Resources, ar.resources, ar.starts = out, out, starts
 }
 
 // sameTopic reports whether the event's topic name is the topic a scanner
@@ -465,22 +445,41 @@ func batchRecords(b []byte) int64 {
 // count (a Fetch response may end in part of one, which the client
 // drops), and the legacy message sets, not counted, stop the walk.
 func batches(b []byte) (n, first, last int64) {
-	const lengthAt, magicAt, deltaAt, countAt = 8, 16, 23, 57
 	first, last = audit.NoOffset, audit.NoOffset
-	for len(b) >= countAt+4 {
-		size := 12 + int(int32(binary.BigEndian.Uint32(b[lengthAt:])))
-		if b[magicAt] != 2 || size < countAt+4 || size > len(b) {
+	for len(b) >= batchHeader {
+		size, ok := batchSize(b, int64(len(b)))
+		if !ok {
 			break
 		}
-		base := int64(binary.BigEndian.Uint64(b))
-		if first == audit.NoOffset {
-			first = base
-		}
-		last = base + int64(int32(binary.BigEndian.Uint32(b[deltaAt:])))
-		n += int64(int32(binary.BigEndian.Uint32(b[countAt:])))
+		n, first, last = addBatch(b, n, first, last)
 		b = b[size:]
 	}
 	return n, first, last
+}
+
+// batchHeader is the length of a record batch's header up to its record
+// count, all that batches reads of a batch.
+const batchHeader = 61
+
+// batchSize is the size of the batch whose header h begins, where left
+// bytes from its start are the partition's; false for a legacy message
+// set, a length that does not hold the header, or a batch cut short.
+func batchSize(h []byte, left int64) (int64, bool) {
+	const lengthAt, magicAt = 8, 16
+	size := 12 + int64(int32(binary.BigEndian.Uint32(h[lengthAt:])))
+	return size, h[magicAt] == 2 && size >= batchHeader && size <= left
+}
+
+// addBatch adds the batch whose header is h to the records n and the
+// offsets first and last counted so far.
+func addBatch(h []byte, n, first, last int64) (int64, int64, int64) {
+	const deltaAt, countAt = 23, 57
+	base := int64(binary.BigEndian.Uint64(h))
+	if first == audit.NoOffset {
+		first = base
+	}
+	last = base + int64(int32(binary.BigEndian.Uint32(h[deltaAt:])))
+	return n + int64(int32(binary.BigEndian.Uint32(h[countAt:]))), first, last
 }
 
 // markRefused makes q, forwarded without the entries refused, a denial:
@@ -646,7 +645,7 @@ func (c *Conn) fillResponse(ar *Req, frame []byte, h wire.RequestHeader) {
 		for _, t := range resp.Topics {
 			name := topicName(t.Topic, t.TopicID)
 			for _, p := range t.Partitions {
-				produced(producedPartition(q, name, p.Partition), p.ErrorCode, p.BaseOffset)
+				produced(ar.producedPartition(name, p.Partition), p.ErrorCode, p.BaseOffset)
 			}
 		}
 	case *kmsg.OffsetCommitResponse:
@@ -769,6 +768,9 @@ func (c *Conn) fillProduced(ar *Req, body []byte, version int16) bool {
 			if n := len(ar.fetch); n == 0 || !sameTopic(name, p.Topic, p.TopicID) {
 				name = c.deliverNames.get(p.Topic, p.TopicID)
 			}
+			if !ar.adds() {
+				continue
+			}
 			part := audit.Partition{Partition: p.Partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset, FetchOffset: audit.NoOffset}
 			produced(&part, p.ErrorCode, p.BaseOffset)
 			ar.fetch = append(ar.fetch, fetchPart{topic: name, Partition: part})
@@ -779,14 +781,19 @@ func (c *Conn) fillProduced(ar *Req, body []byte, version int16) bool {
 	}
 	for i := range found {
 		p := &found[i]
-		ri := slices.IndexFunc(q.Resources, func(r audit.Resource) bool { return sameTopic(r.Name, p.Topic, p.TopicID) })
 		name := ""
-		if ri < 0 {
-			name = c.deliverNames.get(p.Topic, p.TopicID)
-		} else {
-			name = q.Resources[ri].Name
+		// The topic found last or the next one, nearly always; else
+		// a name kept by the connection.
+		for ri := ar.last.res; ri <= ar.last.res+1 && ri < len(q.Resources); ri++ {
+			if sameTopic(q.Resources[ri].Name, p.Topic, p.TopicID) {
+				name = q.Resources[ri].Name
+				break
+			}
 		}
-		produced(producedPartition(q, name, p.Partition), p.ErrorCode, p.BaseOffset)
+		if name == "" {
+			name = c.deliverNames.get(p.Topic, p.TopicID)
+		}
+		produced(ar.producedPartition(name, p.Partition), p.ErrorCode, p.BaseOffset)
 	}
 	clear(found) // no frame kept alive by the names
 	return true
@@ -795,6 +802,9 @@ func (c *Conn) fillProduced(ar *Req, body []byte, version int16) bool {
 // produced sets a written partition's error and offsets: the broker's
 // base offset, and the last record's from the records the request held.
 func produced(part *audit.Partition, code int16, base int64) {
+	if part == nil {
+		return // omitted
+	}
 	part.ErrorCode = code
 	if code == 0 && base >= 0 {
 		part.FirstOffset = base
@@ -802,24 +812,6 @@ func produced(part *audit.Partition, code int16, base int64) {
 			part.LastOffset = base + part.Records - 1
 		}
 	}
-}
-
-// producedPartition returns the partition of q's resources the request
-// named, added when the request could not be scanned (a body streamed
-// upstream as it was read).
-func producedPartition(q *audit.Request, topic string, partition int32) *audit.Partition {
-	i := slices.IndexFunc(q.Resources, func(r audit.Resource) bool { return r.Name == topic })
-	if i < 0 {
-		q.Resources = append(q.Resources, audit.Resource{Type: "Topic", Name: topic, Operation: "Write"})
-		i = len(q.Resources) - 1
-	}
-	res := &q.Resources[i]
-	j := slices.IndexFunc(res.Partitions, func(p audit.Partition) bool { return p.Partition == partition })
-	if j < 0 {
-		res.Partitions = append(res.Partitions, audit.Partition{Partition: partition, FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset, FetchOffset: audit.NoOffset})
-		j = len(res.Partitions) - 1
-	}
-	return &res.Partitions[j]
 }
 
 // commitOffsets are the offsets an OffsetCommit asked for, by topic and

@@ -22,9 +22,9 @@ func Batch(n int32, size int) []byte {
 	return b
 }
 
-// frames are req's frame and resp's, both length prefixed, correlation
+// Frames are req's frame and resp's, both length prefixed, correlation
 // id 9.
-func frames(req kmsg.Request, resp kmsg.Response, clientID string) (frame, respFrame []byte) {
+func Frames(req kmsg.Request, resp kmsg.Response, clientID string) (frame, respFrame []byte) {
 	frame = kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)).AppendRequest(nil, req, 9)
 	respFrame = binary.BigEndian.AppendUint32(make([]byte, 4), 9)
 	if req.IsFlexible() {
@@ -73,7 +73,7 @@ func Produce(version int16) (frame, respFrame []byte, req *kmsg.ProduceRequest) 
 		req.Topics = append(req.Topics, rt)
 		resp.Topics = append(resp.Topics, st)
 	}
-	frame, respFrame = frames(req, resp, "producer-1")
+	frame, respFrame = Frames(req, resp, "producer-1")
 	return frame, respFrame, req
 }
 
@@ -137,7 +137,7 @@ func Fetch(version int16, size int) (frame, respFrame []byte, req *kmsg.FetchReq
 		req.Topics = append(req.Topics, rt)
 		resp.Topics = append(resp.Topics, st)
 	}
-	frame, respFrame = frames(req, resp, "consumer-1")
+	frame, respFrame = Frames(req, resp, "consumer-1")
 	return frame, respFrame, req
 }
 
