@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -142,6 +145,19 @@ type Options struct {
 	// through the window for its peak. On a shared machine throughput
 	// follows whatever else runs; CPU per byte does not.
 	CPUPIDs map[string]int
+	// CPUPIDFiles is CPUPIDs for processes that BeforeRound starts
+	// afresh: each names a file holding the process id, in decimal, read
+	// at the start of every window.
+	CPUPIDFiles map[string]string
+
+	// BeforeRound, when set, runs before every round (numbered from 1)
+	// and ends the run if it fails. A BeforeRound that restarts the
+	// processes on each path measures every process for one round only:
+	// what one process costs over another of the same build (where its
+	// heap and stacks landed, what its sockets' buffers grew to) then
+	// moves from round to round, where the medians read past it, instead
+	// of weighing on every round of the run as one process's offset.
+	BeforeRound func(ctx context.Context, round int) error
 
 	// Progress receives a line per target every second while it runs,
 	// with the round's phase (warming up, waiting for the first record,
@@ -279,6 +295,17 @@ func (o Options) Validate() error {
 			return badOption("CPUPIDs", fmt.Sprintf("%s=%d", n, pid), "needs a process id above 0")
 		}
 	}
+	for n, f := range o.CPUPIDFiles {
+		if !names[n] {
+			return badOption("CPUPIDFiles", n+"="+f, "names no target")
+		}
+		if _, twice := o.CPUPIDs[n]; twice {
+			return badOption("CPUPIDFiles", n+"="+f, "names a target whose process is also given by its id")
+		}
+		if f == "" {
+			return badOption("CPUPIDFiles", n+"=", "needs a file")
+		}
+	}
 	if !o.Produce && !o.Consume {
 		return &OptionError{Field: "Produce", Value: "false", Reason: "and %s false leave nothing to measure", Other: "Consume"}
 	}
@@ -336,4 +363,39 @@ func codec(name string) (kgo.CompressionCodec, error) {
 		return kgo.ZstdCompression(), nil
 	}
 	return kgo.CompressionCodec{}, badOption("Compression", name, "must be none, gzip, snappy, lz4 or zstd")
+}
+
+// measured reports whether the process on the path of the target named
+// name is measured, by its id or by its file.
+func (o Options) measured(name string) bool {
+	_, byID := o.CPUPIDs[name]
+	_, byFile := o.CPUPIDFiles[name]
+	return byID || byFile
+}
+
+// measuresAny reports whether any target's process is measured.
+func (o Options) measuresAny() bool {
+	return len(o.CPUPIDs)+len(o.CPUPIDFiles) > 0
+}
+
+// pidOf returns the id of the measured process on the path of the target
+// named name, 0 for none: from CPUPIDs, or read from its CPUPIDFiles file
+// now, as a BeforeRound that restarted it left it.
+func (o Options) pidOf(name string) (int, error) {
+	if pid, ok := o.CPUPIDs[name]; ok {
+		return pid, nil
+	}
+	f, ok := o.CPUPIDFiles[name]
+	if !ok {
+		return 0, nil
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return 0, fmt.Errorf("bench: the process id of %s: %w", name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("bench: the process id of %s: %s holds %q, not a process id", name, f, strings.TrimSpace(string(b)))
+	}
+	return pid, nil
 }

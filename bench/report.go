@@ -155,7 +155,7 @@ func (r Result) Write(w io.Writer, format string) error {
 	if o.Consume {
 		head = append(head, "consume rec/s", "consume MB/s")
 	}
-	if len(o.CPUPIDs) > 0 {
+	if o.measuresAny() {
 		head = append(head, "path CPU s/GB", "path peak RSS MiB")
 	}
 	for _, ref := range o.RatioTo {
@@ -183,8 +183,8 @@ func (r Result) Write(w io.Writer, format string) error {
 		if o.Consume {
 			row = append(row, fmt.Sprintf("%.0f", m.ConsumeRate()), fmt.Sprintf("%.1f", m.ConsumeMBps()))
 		}
-		if len(o.CPUPIDs) > 0 {
-			if _, ok := o.CPUPIDs[t.Target.label()]; ok {
+		if o.measuresAny() {
+			if o.measured(t.Target.label()) {
 				row = append(row, fmt.Sprintf("%.3f", m.CPUPerGB()), fmt.Sprintf("%.1f", float64(t.PeakRSS())/(1<<20)))
 			} else {
 				row = append(row, "—", "—")
@@ -237,8 +237,7 @@ func (r Result) Write(w io.Writer, format string) error {
 // cpuCompared reports whether the table has CPU ratio columns against ref:
 // its process was measured.
 func cpuCompared(o Options, ref string) bool {
-	_, ok := o.CPUPIDs[ref]
-	return ok
+	return o.measured(ref)
 }
 
 func writeMarkdown(w io.Writer, rows [][]string) error {

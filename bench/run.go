@@ -106,6 +106,11 @@ func Run(ctx context.Context, o Options, w io.Writer) (res Result, err error) {
 	}
 	payload := newPayload(o.RecordBytes, o.Compressible)
 	for round := 0; round < o.Rounds; round++ {
+		if o.BeforeRound != nil {
+			if err := o.BeforeRound(ctx, round+1); err != nil {
+				return res, fmt.Errorf("before round %d: %w", round+1, err)
+			}
+		}
 		// Each round starts with the next target, so that none is
 		// always the one run right after a quiet moment or right
 		// after the heaviest path.
@@ -308,7 +313,10 @@ func runOnce(ctx context.Context, o Options, t Target, p *payload, round int, cr
 	if !c.waitFlowing(ctx) {
 		return Sample{}, ctx.Err()
 	}
-	pid := o.CPUPIDs[t.label()]
+	pid, err := o.pidOf(t.label())
+	if err != nil {
+		return Sample{}, err
+	}
 	cpu0, err := cpuOf(pid)
 	if err != nil {
 		return Sample{}, err
@@ -399,7 +407,10 @@ func (c *counters) sample(elapsed time.Duration) (Sample, error) {
 // runCount produces exactly o.Records records and times them from the first
 // send to the last acknowledgement.
 func runCount(ctx context.Context, cl *kgo.Client, o Options, t Target, p *payload, c *counters, promise func(*kgo.Record, error), rc *roundClock) (Sample, error) {
-	pid := o.CPUPIDs[t.label()]
+	pid, err := o.pidOf(t.label())
+	if err != nil {
+		return Sample{}, err
+	}
 	cpu0, err := cpuOf(pid)
 	if err != nil {
 		return Sample{}, err

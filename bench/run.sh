@@ -24,6 +24,7 @@
 #   SINGLE_BENCH=1                      also measure --topology single against port per broker, three brokers
 #   SINGLE_DEFAULT_ROUNDS=3             rounds of its workload with the clients' default fetch settings
 #   SECURITY_BENCH=1                    also measure --acl-file, --audit-file and quotas against plain connection mode
+#   SECURITY_FRESH=1                    start the security section's proxies afresh before every round (0: once per workload)
 #   SECTIONS=all                        the sections to run, comma-separated (a run of some writes a report of those):
 #                                         produce        produce, none mode over 12 partitions (sticky, round-robin,
 #                                                        half rate), latency at half rate, 100,000-partition requests
@@ -69,6 +70,9 @@ PIDS=()
 
 cleanup() {
 	local pid
+	if [ -n "${SEC_PIDS:-}" ] && [ -d "$SEC_PIDS" ]; then
+		sec_stop
+	fi
 	for pid in "${PIDS[@]}"; do
 		kill "$pid" 2>/dev/null || true
 	done
@@ -343,51 +347,99 @@ write_acls() {
 	}' >"$1"
 }
 
-# serve_conn NAME PORT ARGS... starts inorder in connection mode in front
-# of the broker on DIRECT and sets SERVED_PID to its process.
-serve_conn() {
+# The security section's five proxies are started afresh before every
+# round (SECURITY_FRESH=1, the default; 0 starts them once per workload).
+# Within a run one process keeps a cost of its own from round to round (see
+# BENCHMARKS.md, "Why the consume rows of the security section are noisier
+# than the produce rows"): measured over one set of processes, that offset
+# weighs on every round and lands in the ratios and the A/A gap alike;
+# over a fresh set each round it moves between rounds, where the medians
+# read past it. Each proxy's process id is in $SEC_PIDS/NAME.pid, which
+# the bench reads as each window starts (--cpu-pid-file).
+SECURITY_FRESH=${SECURITY_FRESH:-1}
+SEC_PIDS=$WORK/sec-pids
+
+# sec_proxy NAME PORT ARGS... starts one proxy of the security section in
+# connection mode in front of the broker on DIRECT, its log appended to.
+sec_proxy() {
 	local name=$1 port=$2
 	shift 2
 	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$port" --upstream "127.0.0.1:$DIRECT" \
-		--upstream-ordering connection --shutdown-grace 1s "$@" >"$WORK/$name.log" 2>&1 &
-	PIDS+=($!)
-	SERVED_PID=$(child_of $!)
+		--upstream-ordering connection --shutdown-grace 1s "$@" >>"$WORK/$name.log" 2>&1 &
+	echo $! >"$SEC_PIDS/$name.timeout"
+	child_of $! >"$SEC_PIDS/$name.pid"
 }
 
-# start_security KIND starts the broker and the five proxies of the
-# security section.
+# sec_stop ends the section's proxies and returns once each has exited
+# (or, after 10 s, gives up on it).
+sec_stop() {
+	local f pid i
+	for f in "$SEC_PIDS"/*.timeout; do
+		[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
+	done
+	for f in "$SEC_PIDS"/*.pid; do
+		[ -f "$f" ] || continue
+		pid=$(cat "$f")
+		for i in $(seq 1 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+	done
+	rm -f "$SEC_PIDS"/*.timeout "$SEC_PIDS"/*.pid
+}
+
+# sec_start starts the five proxies in front of the broker of kind
+# SEC_KIND, after stopping any before them.
+sec_start() {
+	sec_stop
+	sec_proxy inorder-connection "$CONN" --log-level warn
+	sec_proxy inorder-twin "$TWIN" --log-level warn
+	# At info, the proxy logs every denial (at most one line in 10 s), and
+	# otherwise a line per connection closed: a denied request is seen.
+	sec_proxy "inorder-acl-$SEC_KIND" "$ACL" --log-level info --acl-file "$WORK/acl/acls.yaml"
+	sec_proxy inorder-audit "$AUDIT" --log-level warn --audit-file "$WORK/audit-$SEC_KIND.jsonl" --audit-data-path request
+	sec_proxy inorder-quota "$QUOTA" --log-level warn --config "$WORK/quota/quotas.yaml"
+	local p
+	for p in "$CONN" "$TWIN" "$ACL" "$AUDIT" "$QUOTA"; do
+		wait_port "$p" || return 1
+	done
+}
+
+# start_security KIND starts the broker of the security section and
+# writes $WORK/sec-start.sh, which (re)starts its five proxies: run by
+# bash from the bench before each round, or once here. The script is
+# whole (functions and settings), since the bench runs it through sh,
+# which does not pass bash's exported functions on.
 start_security() {
 	"$BIN" bench broker --kind "$1" --port "$DIRECT" --timeout "$LIFETIME" >"$WORK/direct.log" 2>&1 &
 	PIDS+=($!)
 	wait_port "$DIRECT"
-	serve_conn inorder-connection "$CONN" --log-level warn
-	SEC_CONN_PID=$SERVED_PID
-	serve_conn inorder-twin "$TWIN" --log-level warn
-	SEC_TWIN_PID=$SERVED_PID
-	# At info, the proxy logs every denial (at most one line in 10 s), and
-	# otherwise a line per connection closed: a denied request is seen.
-	serve_conn "inorder-acl-$1" "$ACL" --log-level info --acl-file "$WORK/acl/acls.yaml"
-	SEC_ACL_PID=$SERVED_PID
-	serve_conn inorder-audit "$AUDIT" --log-level warn --audit-file "$WORK/audit-$1.jsonl" --audit-data-path request
-	SEC_AUDIT_PID=$SERVED_PID
-	serve_conn inorder-quota "$QUOTA" --log-level warn --config "$WORK/quota/quotas.yaml"
-	SEC_QUOTA_PID=$SERVED_PID
-	local p
-	for p in "$CONN" "$TWIN" "$ACL" "$AUDIT" "$QUOTA"; do
-		wait_port "$p"
-	done
+	mkdir -p "$SEC_PIDS"
+	SEC_KIND=$1
+	{
+		declare -p BIN WORK LIFETIME DIRECT CONN TWIN ACL AUDIT QUOTA SEC_PIDS SEC_KIND
+		declare -f sec_proxy sec_stop sec_start child_of wait_port
+		echo sec_start
+	} >"$WORK/sec-start.sh"
+	if [ "$SECURITY_FRESH" != 1 ]; then
+		bash "$WORK/sec-start.sh"
+	fi
 }
 
 # measure_security NAME ARGS... runs one workload over the five proxies.
 measure_security() {
-	local name=$1
+	local name=$1 fresh=()
 	shift
+	if [ "$SECURITY_FRESH" = 1 ]; then
+		fresh=(--before-round "bash $WORK/sec-start.sh")
+	fi
 	log "workload $name: ${ROUNDS} rounds x 5 paths x ${DURATION}"
 	run "$BIN" bench -b "inorder-connection=127.0.0.1:$CONN" --compare "inorder-twin=127.0.0.1:$TWIN" \
 		--compare "inorder-acl=127.0.0.1:$ACL" --compare "inorder-audit=127.0.0.1:$AUDIT" --compare "inorder-quota=127.0.0.1:$QUOTA" \
-		--ratio-to inorder-connection,inorder-twin --cpu-pid "inorder-connection=$SEC_CONN_PID" --cpu-pid "inorder-twin=$SEC_TWIN_PID" \
-		--cpu-pid "inorder-acl=$SEC_ACL_PID" --cpu-pid "inorder-audit=$SEC_AUDIT_PID" --cpu-pid "inorder-quota=$SEC_QUOTA_PID" \
-		--rounds "$ROUNDS" --duration "$DURATION" --warmup "$WARMUP" --format markdown "$@" >"$WORK/$name.md" 2>"$WORK/$name.progress"
+		--ratio-to inorder-connection,inorder-twin --cpu-pid-file "inorder-connection=$SEC_PIDS/inorder-connection.pid" \
+		--cpu-pid-file "inorder-twin=$SEC_PIDS/inorder-twin.pid" --cpu-pid-file "inorder-acl=$SEC_PIDS/inorder-acl-$SEC_KIND.pid" \
+		--cpu-pid-file "inorder-audit=$SEC_PIDS/inorder-audit.pid" --cpu-pid-file "inorder-quota=$SEC_PIDS/inorder-quota.pid" \
+		"${fresh[@]}" --rounds "$ROUNDS" --duration "$DURATION" --warmup "$WARMUP" --format markdown "$@" >"$WORK/$name.md" 2>"$WORK/$name.progress"
 }
 
 # security_denials KIND prints the denials the ACL proxy of KIND's stack

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +25,8 @@ func newBenchCommand() *cobra.Command {
 		compare   []string
 		ratioTo   []string
 		cpuPIDs   map[string]int
+		pidFiles  map[string]string
+		before    string
 		quiet     bool
 		tlsCA     string
 		tlsNames  []string
@@ -47,7 +51,14 @@ follows dev's --listen, the same at every start (with dev's defaults):
   inorder bench --bootstrap inorder=127.0.0.1:9092 --compare direct=127.0.0.1:9096
 
 A topic the run creates is deleted at the end (--keep-topic keeps it), so
-repeated runs do not fill the broker's disk.`,
+repeated runs do not fill the broker's disk.
+
+With --before-round a command (run by sh) starts every round, and the run
+ends if it fails; with --cpu-pid-file the process measured on a path is the
+one whose id a file holds as a window starts. Together they measure a fresh
+process each round: a command that restarts the proxies and writes their
+ids keeps what one process costs over another of the same build out of
+every round but its own.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts := o
@@ -68,6 +79,10 @@ repeated runs do not fill the broker's disk.`,
 			}
 			opts.RatioTo = ratioTo
 			opts.CPUPIDs = cpuPIDs
+			opts.CPUPIDFiles = pidFiles
+			if before != "" {
+				opts.BeforeRound = beforeRound(before, c.ErrOrStderr())
+			}
 			if !quiet {
 				opts.Progress = c.ErrOrStderr()
 			}
@@ -86,6 +101,8 @@ repeated runs do not fill the broker's disk.`,
 	f.StringArrayVar(&compare, "compare", nil, "also run the workload against this [NAME=]ADDRESS in every round (repeatable)")
 	f.StringSliceVar(&ratioTo, "ratio-to", nil, "names of the targets to divide by (default: every --compare target)")
 	f.StringToIntVar(&cpuPIDs, "cpu-pid", nil, "NAME=PID: report the CPU time per GB and the peak resident memory of this process (a proxy on that target's path), its CPU time read in nanoseconds from the kernel's CPU clock of the process, and its round-by-round CPU ratio to every --ratio-to target so measured")
+	f.StringToStringVar(&pidFiles, "cpu-pid-file", nil, "NAME=FILE: as --cpu-pid, the process id read from FILE as each window starts (for processes --before-round restarts)")
+	f.StringVar(&before, "before-round", "", "shell command run (by sh, with INORDER_BENCH_ROUND set to the round, from 1) before every round; the run ends if it fails")
 	f.IntVar(&o.Rounds, "rounds", 0, "rounds; every target runs once per round (default 1, or 5 with --compare)")
 	f.BoolVar(&o.Produce, "produce", o.Produce, "produce records")
 	f.BoolVar(&o.Consume, "consume", o.Consume, "consume records from the start of the topic")
@@ -440,7 +457,7 @@ func loadPair(cert, key string) (tls.Certificate, error) {
 
 // benchFlags names the flag that sets each field of bench.Options.
 var benchFlags = map[string]string{
-	"Targets": "compare", "RatioTo": "ratio-to", "CPUPIDs": "cpu-pid", "Rounds": "rounds",
+	"Targets": "compare", "RatioTo": "ratio-to", "CPUPIDs": "cpu-pid", "CPUPIDFiles": "cpu-pid-file", "Rounds": "rounds",
 	"Produce": "produce", "Consume": "consume", "Partitions": "partitions", "Partitioner": "partitioner",
 	"Duration": "duration", "Warmup": "warmup", "Records": "records", "Rate": "rate",
 	"RecordBytes": "record-size", "Compression": "compression", "Acks": "acks", "Idempotent": "acks",
@@ -471,4 +488,18 @@ func benchOptionError(fs *pflag.FlagSet, err error) error {
 }
 
 // benchListFlags are the bench flags that take several values.
-var benchListFlags = map[string]struct{}{"compare": {}, "ratio-to": {}, "cpu-pid": {}}
+var benchListFlags = map[string]struct{}{"compare": {}, "ratio-to": {}, "cpu-pid": {}, "cpu-pid-file": {}}
+
+// beforeRound runs cmd by sh before each round, its output to log, the
+// round in INORDER_BENCH_ROUND.
+func beforeRound(cmd string, log io.Writer) func(context.Context, int) error {
+	return func(ctx context.Context, round int) error {
+		c := exec.CommandContext(ctx, "sh", "-c", cmd)
+		c.Env = append(os.Environ(), fmt.Sprintf("INORDER_BENCH_ROUND=%d", round))
+		c.Stdout, c.Stderr = log, log
+		if err := c.Run(); err != nil {
+			return fmt.Errorf("--before-round %q: %w", cmd, err)
+		}
+		return nil
+	}
+}
