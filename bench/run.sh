@@ -939,7 +939,8 @@ its records stream as without one, one naming several is read whole;
 event for every Produce and Fetch (${SEC_AUDITED:-0} lines written in this run);
 **inorder-quota** with a \`--config\` of \`quotas:\` (producer and consumer byte
 rates of the default user, of the bench client's id under it and of the
-default client id, connection caps) a hundred times above the load. The
+default client id, connection caps) a hundred times above the load.
+$( [ "$SECURITY_FRESH" = 1 ] && echo 'All five were started afresh before every round (`SECURITY_FRESH=1`), so that each figure is a median over as many processes as rounds.' || echo 'All five ran through every round of a workload (`SECURITY_FRESH=0`).') The
 ratios are to inorder-connection and to inorder-twin, in the same round;
 in the targets, the twin's column gives each figure over inorder-twin, so
 that the goal is judged against how far the figure moves with which of
