@@ -204,7 +204,8 @@ func (s *Conn) release(st *Split) {
 			if req := st.plan.Parts[i].Request; slices.Contains(unsent, req) {
 				results[i].Err = errUnsent
 			} else {
-				results[i].Response = accepted(req)
+				// Accepted: no error, no offset known.
+				results[i].Response = splitmerge.ErrorResponse(req, 0, "")
 			}
 		}
 		if resp, err := st.plan.Merge(results, s.v.Self()); err == nil {
@@ -212,31 +213,6 @@ func (s *Conn) release(st *Split) {
 		}
 	}
 	s.c.Release(st.r, failed)
-}
-
-// accepted is the answer of a Produce part its brokers accepted, no
-// offset known; of any other request, an empty answer.
-func accepted(req kmsg.Request) kmsg.Response {
-	resp := req.ResponseKind()
-	resp.SetVersion(req.GetVersion())
-	pr, ok := req.(*kmsg.ProduceRequest)
-	if !ok {
-		return resp
-	}
-	out := resp.(*kmsg.ProduceResponse)
-	out.Topics = make([]kmsg.ProduceResponseTopic, 0, len(pr.Topics))
-	for _, t := range pr.Topics {
-		rt := kmsg.NewProduceResponseTopic()
-		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(t.Partitions))
-		for _, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition, rp.BaseOffset = p.Partition, -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		out.Topics = append(out.Topics, rt)
-	}
-	return out
 }
 
 // encodePart encodes a part behind the client's request header; the

@@ -389,18 +389,9 @@ func (c *Conn) fetchRequest(ar *Req, body []byte, version int16) {
 // the scanner cannot read it (nor kmsg). The partitions are applied once the whole
 // body scanned, so that a response read in part changes nothing.
 func (c *Conn) fillFetched(ar *Req, body []byte, version int16) bool {
-	s := &c.fetched
-	defer s.Reset(nil, 0) // the scan keeps no frame alive
-	found := c.fetchedBuf[:0]
-	s.Reset(body, version)
-	for p, ok := s.Next(); ok; p, ok = s.Next() {
-		found = append(found, p)
-	}
-	if cap(found) <= keepParts {
-		c.fetchedBuf = found[:0]
-	}
+	found, ok := scanAll(&c.fetched, &c.fetchedBuf, body, version)
 	defer clear(found) // no frame kept alive by the names and records
-	if s.Err() != nil {
+	if !ok {
 		return false
 	}
 	if version >= 7 {
@@ -744,17 +735,9 @@ func (c *Conn) fillResponse(ar *Req, frame []byte, h wire.RequestHeader) {
 // then). The partitions are applied once the whole body scanned, so that
 // a response read in part changes nothing.
 func (c *Conn) fillProduced(ar *Req, body []byte, version int16) bool {
-	s := &c.produced
-	defer s.Reset(nil, 0) // the scan keeps no frame alive
-	found := c.producedBuf[:0]
-	s.Reset(body, version)
-	for p, ok := s.Next(); ok; p, ok = s.Next() {
-		found = append(found, p)
-	}
-	if cap(found) <= keepParts {
-		c.producedBuf = found[:0]
-	}
-	if s.Err() != nil {
+	found, ok := scanAll(&c.produced, &c.producedBuf, body, version)
+	defer clear(found) // no frame kept alive by the names
+	if !ok {
 		return false
 	}
 	q := &ar.req
@@ -776,7 +759,6 @@ func (c *Conn) fillProduced(ar *Req, body []byte, version int16) bool {
 			ar.fetch = append(ar.fetch, fetchPart{topic: name, Partition: part})
 		}
 		groupResources(ar, "Write")
-		clear(found) // no frame kept alive by the names
 		return true
 	}
 	for i := range found {
@@ -795,8 +777,32 @@ func (c *Conn) fillProduced(ar *Req, body []byte, version int16) bool {
 		}
 		produced(ar.producedPartition(name, p.Partition), p.ErrorCode, p.BaseOffset)
 	}
-	clear(found) // no frame kept alive by the names
 	return true
+}
+
+// answerScan is a scanner of an answer's partitions (wire.FetchedScan,
+// wire.ProducedScan).
+type answerScan[T any] interface {
+	Reset(body []byte, version int16)
+	Next() (T, bool)
+	Err() error
+}
+
+// scanAll returns every partition s finds in body, in the connection's
+// pooled slice buf (kept while it stays small), and whether the body
+// scanned whole. The caller clears what it returns once done, so that no
+// frame stays alive in the pool; s keeps none either.
+func scanAll[T any, S answerScan[T]](s S, buf *[]T, body []byte, version int16) ([]T, bool) {
+	defer s.Reset(nil, 0)
+	found := (*buf)[:0]
+	s.Reset(body, version)
+	for p, ok := s.Next(); ok; p, ok = s.Next() {
+		found = append(found, p)
+	}
+	if cap(found) <= keepParts {
+		*buf = found[:0]
+	}
+	return found, s.Err() == nil
 }
 
 // produced sets a written partition's error and offsets: the broker's
