@@ -333,7 +333,9 @@ func Denial(h wire.RequestHeader, clientID string, code int16, res []audit.Resou
 
 // produceResources sets ar's resources to a Produce's topics and
 // partitions, with their records and bytes, from the scan the data path
-// already uses: only the record batches' headers are read.
+// already uses: only the record batches' headers are read. Past
+// maxEventParts partitions the rest are counted, not held: an event costs
+// its connection bounded memory whatever the request names.
 func (c *Conn) produceResources(ar *Req, body []byte, version int16) {
 	s := &c.scan
 	defer s.Reset(nil, 0) // the scan keeps no frame alive
@@ -341,7 +343,12 @@ func (c *Conn) produceResources(ar *Req, body []byte, version int16) {
 		return
 	}
 	out, starts := ar.req.Resources[:0], ar.starts[:0]
+	var omitted int64
 	for p, ok := s.Next(); ok; p, ok = s.Next() {
+		if len(ar.parts) >= maxEventParts {
+			omitted++
+			continue
+		}
 		if n := len(out); n == 0 || !sameTopic(out[n-1].Name, p.Topic, p.TopicID) {
 			out = append(out, audit.Resource{Type: "Topic", Name: c.names.get(p.Topic, p.TopicID), Operation: "Write"})
 			starts = append(starts, len(ar.parts))
@@ -360,18 +367,35 @@ func (c *Conn) produceResources(ar *Req, body []byte, version int16) {
 		out[i].Partitions = ar.parts[starts[i]:end:end]
 	}
 	ar.req.Resources, ar.resources, ar.starts = out, out, starts
+	ar.omitListed(omitted)
+}
+
+// omitListed counts n partitions of ar's request past maxEventParts as
+// omitted: the event holds no more, and the answer, which names them
+// again, adds none.
+func (ar *Req) omitListed(n int64) {
+	if n > 0 {
+		ar.req.PartitionsOmitted += n
+		ar.added, ar.full = maxEventParts, true
+	}
 }
 
 // fetchRequest lists the partitions a Fetch request asks for, with their
 // fetch offsets, in ar.fetch. A request of an incremental fetch session
 // lists only the partitions that changed; the response adds the others it
 // returns. A body that does not scan leaves the list to the response.
+// Past maxEventParts partitions the rest are counted, not held.
 func (c *Conn) fetchRequest(ar *Req, body []byte, version int16) {
 	s := &c.fetch
 	defer s.Reset(nil, 0) // the scan keeps no frame alive
 	s.Reset(body, version)
 	name := ""
+	var omitted int64
 	for p, ok := s.Next(); ok; p, ok = s.Next() {
+		if len(ar.fetch) >= maxEventParts {
+			omitted++
+			continue
+		}
 		if n := len(ar.fetch); n == 0 || !sameTopic(name, p.Topic, p.TopicID) {
 			name = c.names.get(p.Topic, p.TopicID)
 		}
@@ -379,8 +403,11 @@ func (c *Conn) fetchRequest(ar *Req, body []byte, version int16) {
 			FirstOffset: audit.NoOffset, LastOffset: audit.NoOffset, Committed: audit.NoOffset, FetchOffset: p.FetchOffset}})
 	}
 	if s.Err() != nil {
+		clear(ar.fetch) // no topic name kept alive
 		ar.fetch = ar.fetch[:0]
+		return
 	}
+	ar.omitListed(omitted)
 }
 
 // fillFetched completes a Fetch's partitions from its response, read by

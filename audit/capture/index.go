@@ -15,10 +15,11 @@ import (
 // O(n²).
 const searchParts = 16
 
-// maxEventParts bounds the partitions an answer adds to its event, those
-// its request did not list (or that went upstream unread): beyond it they
-// are counted in the event's PartitionsOmitted, so that an answer naming
-// millions of partitions costs its connection bounded memory. An event
+// maxEventParts bounds the partitions an event holds, those its request
+// lists and those its answer adds (that the request did not list, or that
+// went upstream unread): beyond it they are counted in the event's
+// PartitionsOmitted, so that a request or an answer naming millions of
+// partitions costs its connection bounded memory. An event
 // this large is over the trail's size for one event already (about 9,000
 // partitions), which then keeps its resources but none of their
 // partitions.

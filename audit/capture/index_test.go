@@ -285,3 +285,57 @@ func TestGroupOrder(t *testing.T) {
 		capture.Put(ar)
 	}
 }
+
+// TestRequestPartitionsBounded: a request read whole that names more than
+// the event holds keeps the first MaxEventParts partitions, completed by
+// the answer, and counts the rest in partitions_omitted once, the answer
+// naming them again adding none.
+func TestRequestPartitionsBounded(t *testing.T) {
+	const extra = 300
+	n := capture.MaxEventParts + extra
+	rng := rand.New(rand.NewPCG(5, 5))
+	frame, respFrame := sessionFetch(12, spread(n), n, rng)
+	pframe, prespFrame := manyProduce(n, rng)
+	for _, tc := range []struct {
+		name            string
+		frame, resp     []byte
+		streamed, fetch bool
+	}{
+		{"fetch", frame, respFrame, false, true},
+		{"fetch streamed", frame, respFrame, true, true},
+		{"produce", pframe, prespFrame, false, false},
+	} {
+		h, err := wire.ParseRequestHeader(tc.frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c capture.Conn
+		ar := c.Read(h, tc.frame, []byte("client-1"), true, true, nil, false)
+		resp := tc.resp
+		if tc.streamed {
+			if err := streamFetched(&c, ar, 12, tc.resp, rng); err != nil {
+				t.Fatal(err)
+			}
+			resp = nil
+		}
+		c.Answered(ar, h, resp, time.Unix(1, 0))
+		q := ar.Request()
+		held := 0
+		for _, r := range q.Resources {
+			for _, p := range r.Partitions {
+				want := fmt.Sprintf("topic-%d/%d", held/4, held%4)
+				if got := fmt.Sprintf("%s/%d", r.Name, p.Partition); got != want {
+					t.Fatalf("%s: partition %d of the event is %s, want %s, the request's", tc.name, held, got, want)
+				}
+				if tc.fetch && p.Records != 1 || !tc.fetch && (p.Records != 3 || p.FirstOffset != 100) {
+					t.Fatalf("%s: %s/%d recorded as %+v, not completed by its answer", tc.name, r.Name, p.Partition, p)
+				}
+				held++
+			}
+		}
+		if held != capture.MaxEventParts || q.PartitionsOmitted != extra {
+			t.Fatalf("%s: %d partitions held and %d omitted, want %d and %d", tc.name, held, q.PartitionsOmitted, capture.MaxEventParts, extra)
+		}
+		capture.Put(ar)
+	}
+}
