@@ -100,6 +100,62 @@ func TestProduceFastPathAgreesWithCheck(t *testing.T) {
 	}
 }
 
+// TestFetchFastPathAgreesWithCheck: the Fetch checked without decoding
+// passes exactly what the full check allows of a consumer, at every
+// version, by name and by id; it leaves to the full check a follower's
+// fetch, a topic id it was not taught and a session begun before the
+// connection's first Fetch under these rules.
+func TestFetchFastPathAgreesWithCheck(t *testing.T) {
+	g := testGuard(t)
+	c := alice(g)
+	ids := map[string][16]byte{"a": {1}, "b": {2}, "c": {3}}
+	md := kmsg.NewPtrMetadataResponse()
+	for _, name := range []string{"a", "b"} { // c's id is never taught
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID = kmsg.StringPtr(name), ids[name]
+		md.Topics = append(md.Topics, mt)
+	}
+	(&Fix{g: g, a: g.Authorizer(), c: c}).Apply(md)
+	fetch := func(v int16, replica int32, session int32, topics ...string) *kmsg.FetchRequest {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = v
+		req.ReplicaID, req.ReplicaState.ID, req.SessionID = replica, replica, session
+		for _, name := range topics {
+			ft := kmsg.NewFetchRequestTopic()
+			ft.Topic, ft.TopicID = name, ids[name]
+			ft.Partitions = []kmsg.FetchRequestTopicPartition{{Partition: 0}, {Partition: 1}}
+			req.Topics = append(req.Topics, ft)
+		}
+		return req
+	}
+	rs := g.cur.Load()
+	for v := range kmsg.NewPtrFetchRequest().MaxVersion() + 1 {
+		for _, topics := range [][]string{{"b"}, {"a"}, {"b", "b"}, {"b", "a"}, {"c"}, {}} {
+			req := fetch(v, -1, 0, topics...)
+			h, f := frame(t, req)
+			fast := g.fetchAllowed(&Conn{}, rs, c, h, f)
+			full := g.Authorizer().Check(c, req).Allowed()
+			if fast && !full || !fast && full && !(v >= 13 && slices.Contains(topics, "c")) {
+				t.Errorf("v%d %v: fast path %v, Check %v", v, topics, fast, full)
+			}
+		}
+		h, f := frame(t, fetch(v, 2, 0, "b"))
+		if g.fetchAllowed(&Conn{}, rs, c, h, f) {
+			t.Errorf("v%d: a follower's Fetch passed the fast path", v)
+		}
+		if v >= 7 {
+			h, f := frame(t, fetch(v, -1, 9, "b"))
+			st := &Conn{}
+			if g.fetchAllowed(st, rs, c, h, f) {
+				t.Errorf("v%d: a session the connection did not begin under these rules passed the fast path", v)
+			}
+			if g.staleSession(st, fetch(v, -1, 9, "b"), rs.gen); !g.fetchAllowed(st, rs, c, h, f) {
+				t.Errorf("v%d: a session under these rules did not pass the fast path", v)
+			}
+		}
+	}
+}
+
 // TestPartialProduce: the denied topic is left out of what is forwarded
 // and answered TOPIC_AUTHORIZATION_FAILED beside the upstream's answer.
 func TestPartialProduce(t *testing.T) {

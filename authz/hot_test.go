@@ -56,7 +56,7 @@ func benchClient(g *Guard) acl.Client {
 // BenchmarkBenchProduce is the ACL work on one allowed Produce of the
 // bench's 1-partition workload with the bench's 1,000 ACLs, read whole
 // (kgo's small requests) or streamed from its head, and on one Fetch of
-// its topic (decoded for the full check): without a connection's state
+// its topic (checked in place, as a Produce is): without a connection's state
 // (no decision kept, as the single topology calls it) and with it.
 func BenchmarkBenchProduce(b *testing.B) {
 	g, _ := benchGuard(b)
@@ -262,11 +262,20 @@ func TestDecisionAllocatesNothing(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { g.ProduceHead(st, c, h, f, len(f)) }); n != 0 {
 			t.Errorf("%s: ProduceHead: %v allocations", topic, n)
 		}
+		fetch := benchFetch()
+		fetch.Topics[0].Topic = topic
+		h, f = frame(t, fetch)
+		if out, _ := g.Request(st, c, h, f, nil, false); out.Action != Pass {
+			t.Fatalf("%s: Fetch: action %v, want Pass", topic, out.Action)
+		}
+		if n := testing.AllocsPerRun(100, func() { g.Request(st, c, h, f, nil, false) }); n != 0 {
+			t.Errorf("%s: Fetch: %v allocations", topic, n)
+		}
 	}
 }
 
-// TestFetchDecisionKept: the full check (a Fetch, decoded) keeps its
-// decisions on the connection too: a second Fetch of the same topic asks
+// TestFetchDecisionKept: a Fetch's decisions are kept on the connection
+// too: a second Fetch of the same topic asks
 // the rules nothing, and a reload that denies it applies at the next.
 func TestFetchDecisionKept(t *testing.T) {
 	g, path := benchGuard(t)

@@ -21,6 +21,8 @@ type Fetching struct {
 type FetchScan struct {
 	topicWalk
 	version int16
+	// replica (before v15) and session are read by Reset.
+	replica, session int32
 }
 
 // Reset starts a scan of body, a Fetch request body at version.
@@ -28,8 +30,9 @@ func (s *FetchScan) Reset(body []byte, version int16) {
 	// A partition is at least its number, fetch offset and maximum bytes.
 	*s = FetchScan{topicWalk: topicWalk{r: kbin.Reader{Src: body}, flexible: Flexible(fetchKey, version), byID: version >= topicIDFrom, partMin: 4 + 8 + 4, more: true}, version: version}
 	r := &s.r
+	s.replica = -1
 	if version <= 14 {
-		r.Int32() // replica id
+		s.replica = r.Int32()
 	}
 	r.Span(4 + 4) // max wait, min bytes
 	if version >= 3 {
@@ -39,9 +42,53 @@ func (s *FetchScan) Reset(body []byte, version int16) {
 		r.Int8() // isolation level
 	}
 	if version >= 7 {
-		r.Span(4 + 4) // session id, epoch
+		s.session = r.Int32()
+		r.Int32() // session epoch
 	}
 	_ = s.startTopics() // a failure is Err's
+}
+
+// Session is the request's fetch session id (0: none, and before v7).
+func (s *FetchScan) Session() int32 { return s.session }
+
+// Replica returns the id of the replica the request fetches for (-1: a
+// consumer), once Next has returned false with no error. From v15 the id
+// is in the body's tagged fields, after the forgotten topics and the
+// rack, which it then reads: ok is false when they do not scan, or when
+// the tagged field that would hold it is present (the caller decodes the
+// request to read it).
+func (s *FetchScan) Replica() (id int32, ok bool) {
+	if s.err != nil || !s.done {
+		return 0, false
+	}
+	if s.version < 15 {
+		return s.replica, true
+	}
+	r := s.r // the scan's own position is left where it is
+	n := arrayLen(&r, true)
+	if !r.Ok() || tooShort(n, 18, &r) {
+		return 0, false
+	}
+	for range max(n, 0) {
+		r.Uuid()
+		if m := arrayLen(&r, true); !r.Ok() || tooShort(m, 4, &r) {
+			return 0, false
+		} else {
+			r.Span(4 * int(max(m, 0)))
+		}
+		skipTags(&r)
+	}
+	readString(&r, true) // rack
+	for k := r.Uvarint(); k > 0 && r.Ok(); k-- {
+		if r.Uvarint() == 1 { // the replica's state
+			return 0, false
+		}
+		r.Span(int(r.Uvarint()))
+	}
+	if !r.Ok() {
+		return 0, false
+	}
+	return -1, true
 }
 
 // Next returns the next partition asked for, or false at the end of the

@@ -55,6 +55,18 @@ func checkFetchScan(t *testing.T, body []byte, version int16) {
 	if s.Err() != nil {
 		t.Fatalf("Fetch v%d request: FetchScan says %v where kmsg reads it (body %x)", version, s.Err(), body)
 	}
+	if version >= 7 && s.Session() != req.SessionID {
+		t.Fatalf("Fetch v%d request: scanner reads session %d, kmsg %d", version, s.Session(), req.SessionID)
+	}
+	replica := req.ReplicaID
+	if version >= 15 {
+		replica = req.ReplicaState.ID
+	}
+	if id, ok := s.Replica(); ok && id != replica {
+		t.Fatalf("Fetch v%d request: scanner reads replica %d, kmsg %d (body %x)", version, id, replica, body)
+	} else if !ok && version < 15 {
+		t.Fatalf("Fetch v%d request: scanner cannot tell the replica kmsg reads (body %x)", version, body)
+	}
 	var want []Fetching
 	for _, tp := range req.Topics {
 		for _, p := range tp.Partitions {
@@ -131,6 +143,34 @@ func TestFetchScanMatchesKmsg(t *testing.T) {
 		}
 		if s.Err() != nil || n != 3 {
 			t.Fatalf("Fetch v%d request: found %d partitions, err %v", v, n, s.Err())
+		}
+		if id, ok := s.Replica(); !ok || id != -1 {
+			t.Fatalf("Fetch v%d request: a consumer's fetch read as replica %d (%v), want -1", v, id, ok)
+		}
+	}
+}
+
+// TestFetchScanReplica: a follower's fetch is told from a consumer's at
+// every version, its id read where the body carries it, the tagged
+// field that carries it from v15 reported as unread, and the cluster id's
+// tag passed over.
+func TestFetchScanReplica(t *testing.T) {
+	for v := range kmsg.NewPtrFetchRequest().MaxVersion() + 1 {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = v
+		req.ReplicaID, req.ReplicaState.ID, req.ReplicaState.Epoch = 2, 2, 5
+		cluster := "cluster-a"
+		req.ClusterID = &cluster
+		req.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{Topic: "old", TopicID: [16]byte{3}, Partitions: []int32{1, 2}}}
+		body := req.AppendTo(nil)
+		checkFetchScan(t, body, v)
+		var s FetchScan
+		s.Reset(body, v)
+		for _, ok := s.Next(); ok; _, ok = s.Next() {
+		}
+		id, ok := s.Replica()
+		if v < 15 && (!ok || id != 2) || v >= 15 && ok {
+			t.Fatalf("Fetch v%d request of replica 2: scanner says %d, %v", v, id, ok)
 		}
 	}
 }
