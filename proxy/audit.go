@@ -35,6 +35,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/inorder-proxy/inorder/audit"
 	"github.com/inorder-proxy/inorder/audit/capture"
 	"github.com/inorder-proxy/inorder/clientauth"
@@ -65,6 +67,18 @@ func WithBudget(b *budget.Budget) Option {
 type proxyAudit struct {
 	rec audit.Recorder
 	ids atomic.Uint64 // connection numbers, so that a summary joins its requests
+	// topics names the topics events would name by id, as the Metadata
+	// answers passed on taught them (auditLearn).
+	topics capture.TopicIDs
+}
+
+// auditLearn keeps what a Metadata answer passed on to a client teaches
+// the audit trail: its topics' ids. Any connection's answer, audited or
+// not, on whatever goroutine decoded it.
+func (p *Proxy) auditLearn(resp kmsg.Response) {
+	if md, ok := resp.(*kmsg.MetadataResponse); ok && p.aud.rec != nil {
+		p.aud.topics.Learn(md)
+	}
 }
 
 // connAudit is a connection's audit state.
@@ -115,6 +129,7 @@ func (c *conn) auditOpen() {
 		info.Principal = c.principal()
 	}
 	c.aud.a = rec.Open(info)
+	c.aud.ev.IDs = &c.p.aud.topics
 	c.aud.countWrites = rec.Wants(keyProduce, audit.Allow)
 	c.auditContext() // before any other goroutine records
 	if info.Principal != "" {

@@ -60,6 +60,7 @@ func (c *conn) response(r *request, buf *wire.Buf) (*wire.Buf, error) {
 		wire.Put(buf)
 		return nil, fmt.Errorf("%w: %s v%d response: %v", ErrUpstreamProtocol, kmsg.NameForKey(key), version, err)
 	}
+	c.p.auditLearn(resp)
 	fixed := fix && c.p.fixup.Fix(resp)
 	if r.fix != nil {
 		r.fixResponse(resp)

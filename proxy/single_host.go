@@ -169,6 +169,7 @@ func (s singleClient) UpAccount(n int) single.Account { return s.c.upAccount(n) 
 func (s singleClient) TimedOut(err error) error       { return s.c.timedOut(err) }
 
 func (s singleClient) Fixup(key, version int16, resp kmsg.Response) {
+	s.c.p.auditLearn(resp)
 	if f := s.c.p.fixup; f != nil && f.Needs(key, version) {
 		f.Fix(resp)
 	}

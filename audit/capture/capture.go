@@ -54,6 +54,8 @@ type Conn struct {
 	// client reader only.
 	clientID string
 	names    topicNames
+	// IDs, if set, names the topics a request names by id (TopicIDs).
+	IDs *TopicIDs
 
 	// On the goroutine delivering the responses: the scan of a Produce
 	// response, the partitions it found, and the names of topics the
@@ -284,6 +286,9 @@ func (c *Conn) Answered(ar *Req, h wire.RequestHeader, resp []byte, now time.Tim
 	}
 	if h.Key == int16(kmsg.Fetch) {
 		groupResources(ar, "Read")
+	}
+	if namesByID(h) {
+		c.IDs.rename(ar.req.Resources)
 	}
 	if len(ar.refused) > 0 {
 		markRefused(&ar.req, ar.refused)
@@ -899,9 +904,9 @@ func configType(t int8) string {
 }
 
 // topicName names a topic in an event: by its name, or, in the versions
-// that carry only its id (Produce v13, OffsetCommit v10 and later), by the
-// id as Kafka prints it (base64, URL alphabet, no padding), which the
-// proxy cannot turn into a name without a metadata lookup of its own.
+// that carry only its id (Produce and Fetch v13, OffsetCommit v10 and
+// later), by the id as Kafka prints it (base64, URL alphabet, no
+// padding), until the event is complete and TopicIDs names it.
 func topicName(name string, id [16]byte) string {
 	if name != "" || id == [16]byte{} {
 		return name

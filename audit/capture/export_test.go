@@ -6,3 +6,16 @@ func (ar *Req) Work() int { return ar.work }
 
 // MaxEventParts is maxEventParts, for the tests of the bound.
 const MaxEventParts = maxEventParts
+
+// MaxTopicIDs is maxTopicIDs, for the test of its bound.
+const MaxTopicIDs = maxTopicIDs
+
+// Len is how many ids t keeps.
+func (t *TopicIDs) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.m)
+}
+
+// Name is name, for the tests.
+func (t *TopicIDs) Name(id [16]byte) (string, bool) { return t.name(id) }
