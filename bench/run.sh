@@ -25,6 +25,7 @@
 #   SINGLE_DEFAULT_ROUNDS=3             rounds of its workload with the clients' default fetch settings
 #   SECURITY_BENCH=1                    also measure --acl-file, --audit-file and quotas against plain connection mode
 #   SECURITY_FRESH=1                    start the security section's proxies afresh before every round (0: once per workload)
+#   SECURITY_WORKLOADS=produce,produce12,consume  the security section's workloads to run
 #   SECTIONS=all                        the sections to run, comma-separated (a run of some writes a report of those):
 #                                         produce        produce, none mode over 12 partitions (sticky, round-robin,
 #                                                        half rate), latency at half rate, 100,000-partition requests
@@ -357,6 +358,9 @@ write_acls() {
 # read past it. Each proxy's process id is in $SEC_PIDS/NAME.pid, which
 # the bench reads as each window starts (--cpu-pid-file).
 SECURITY_FRESH=${SECURITY_FRESH:-1}
+SECURITY_WORKLOADS=${SECURITY_WORKLOADS:-produce,produce12,consume}
+# sec_wants W reports whether SECURITY_WORKLOADS selects workload W.
+sec_wants() { [[ ",$SECURITY_WORKLOADS," == *",$1,"* ]]; }
 SEC_PIDS=$WORK/sec-pids
 
 # sec_proxy NAME PORT ARGS... starts one proxy of the security section in
@@ -459,13 +463,21 @@ security_section() {
 	# above the load.
 	mkdir -p "$WORK/quota"
 	{ echo "quotas:"; grep -v '^#' "$ROOT/bench/quotas.yaml" | sed 's/^/  /'; } >"$WORK/quota/quotas.yaml"
-	start_security blackhole
-	measure_security sec-produce --partitions 1
-	measure_security sec-produce12 --partitions 12
-	cleanup
-	start_security synthetic
-	measure_security sec-consume --produce=false --consume --partitions 1
-	cleanup
+	if sec_wants produce || sec_wants produce12; then
+		start_security blackhole
+		if sec_wants produce; then
+			measure_security sec-produce --partitions 1
+		fi
+		if sec_wants produce12; then
+			measure_security sec-produce12 --partitions 12
+		fi
+		cleanup
+	fi
+	if sec_wants consume; then
+		start_security synthetic
+		measure_security sec-consume --produce=false --consume --partitions 1
+		cleanup
+	fi
 	SEC_DENIED=$(security_denials blackhole; security_denials synthetic)
 	if [ -n "$SEC_DENIED" ]; then
 		log "the ACL proxy denied requests of the bench: its figures measure a refusal"
@@ -473,7 +485,7 @@ security_section() {
 	fi
 	SEC_AUDITED=$(cat "$WORK"/audit-*.jsonl* 2>/dev/null | wc -l)
 	# What the proxy says it loaded, not what the script meant to write.
-	SEC_LOADED=$(sed -n 's/.*msg="enforcing ACLs".* bindings=\([0-9]*\).*/\1/p' "$WORK/inorder-acl-blackhole.log" | head -1)
+	SEC_LOADED=$(cat "$WORK"/inorder-acl-*.log 2>/dev/null | sed -n 's/.*msg="enforcing ACLs".* bindings=\([0-9]*\).*/\1/p' | head -1)
 }
 
 # The rates a section finds for its own half-load workloads; empty where

@@ -71,11 +71,11 @@ func (s *FetchScan) Replica() (id int32, ok bool) {
 	}
 	for range max(n, 0) {
 		r.Uuid()
-		if m := arrayLen(&r, true); !r.Ok() || tooShort(m, 4, &r) {
+		m := arrayLen(&r, true)
+		if !r.Ok() || tooShort(m, 4, &r) {
 			return 0, false
-		} else {
-			r.Span(4 * int(max(m, 0)))
 		}
+		r.Span(4 * int(max(m, 0))) // the partitions forgotten
 		skipTags(&r)
 	}
 	readString(&r, true) // rack
