@@ -476,27 +476,43 @@ func (g *Guard) produceAllowed(st *Conn, rs *rules, c acl.Client, hdr wire.Reque
 	if s.Reset(body, hdr.Version) != nil {
 		return false
 	}
-	var last []byte
-	var lastID [16]byte
-	checked := false
+	var k topicCheck
 	for p, ok := s.Next(); ok; p, ok = s.Next() {
-		if checked && string(p.Topic) == string(last) && p.TopicID == lastID {
-			continue
-		}
-		name := p.Topic
-		if len(name) == 0 {
-			n, ok := g.topicName(p.TopicID)
-			if !ok {
-				return false
-			}
-			name = []byte(n)
-		}
-		if !allowed(st, rs, c, acl.Write, acl.Topic, name) {
+		if !k.allowed(g, st, rs, c, acl.Write, p.Topic, p.TopicID) {
 			return false
 		}
-		last, lastID, checked = p.Topic, p.TopicID, true
 	}
 	return s.Err() == nil
+}
+
+// topicCheck decides the topics a request names in turn, once per run of
+// the same topic, for the fast paths. Its zero value has decided none.
+type topicCheck struct {
+	last    []byte
+	lastID  [16]byte
+	checked bool
+}
+
+// allowed reports whether op is allowed on the topic named topic, or,
+// where the request names it by id alone, on the topic learned for id;
+// false for an id learned for none.
+func (k *topicCheck) allowed(g *Guard, st *Conn, rs *rules, c acl.Client, op acl.Operation, topic []byte, id [16]byte) bool {
+	if k.checked && string(topic) == string(k.last) && id == k.lastID {
+		return true
+	}
+	name := topic
+	if len(name) == 0 {
+		n, ok := g.topicName(id)
+		if !ok {
+			return false
+		}
+		name = []byte(n)
+	}
+	if !allowed(st, rs, c, op, acl.Topic, name) {
+		return false
+	}
+	k.last, k.lastID, k.checked = topic, id, true
+	return true
 }
 
 // fetchAllowed reports whether a consumer's Fetch reads only topics the
@@ -511,25 +527,11 @@ func (g *Guard) fetchAllowed(st *Conn, rs *rules, c acl.Client, hdr wire.Request
 	if st != nil && hdr.Version >= 7 && s.Session() != 0 && (!st.seen || st.gen != rs.gen) {
 		return false
 	}
-	var last []byte
-	var lastID [16]byte
-	checked := false
+	var k topicCheck
 	for p, ok := s.Next(); ok; p, ok = s.Next() {
-		if checked && string(p.Topic) == string(last) && p.TopicID == lastID {
-			continue
-		}
-		name := p.Topic
-		if hdr.Version >= 13 {
-			n, ok := g.topicName(p.TopicID)
-			if !ok {
-				return false
-			}
-			name = []byte(n)
-		}
-		if !allowed(st, rs, c, acl.Read, acl.Topic, name) {
+		if !k.allowed(g, st, rs, c, acl.Read, p.Topic, p.TopicID) {
 			return false
 		}
-		last, lastID, checked = p.Topic, p.TopicID, true
 	}
 	if id, ok := s.Replica(); !ok || id >= 0 {
 		return false

@@ -179,15 +179,7 @@ func TestAnswerPartitionsBounded(t *testing.T) {
 	for _, streamed := range []bool{false, true} {
 		var c capture.Conn
 		ar := c.Read(h, frame, []byte("client-1"), true, true, nil, false)
-		resp := respFrame
-		if streamed {
-			if err := streamFetched(&c, ar, 12, respFrame, rng); err != nil {
-				t.Fatal(err)
-			}
-			resp = nil
-		}
-		c.Answered(ar, h, resp, time.Unix(1, 0))
-		q := ar.Request()
+		q := answerFetch(t, &c, ar, h, respFrame, streamed, rng)
 		held := 0
 		for _, r := range q.Resources {
 			held += len(r.Partitions)
@@ -311,15 +303,7 @@ func TestRequestPartitionsBounded(t *testing.T) {
 		}
 		var c capture.Conn
 		ar := c.Read(h, tc.frame, []byte("client-1"), true, true, nil, false)
-		resp := tc.resp
-		if tc.streamed {
-			if err := streamFetched(&c, ar, 12, tc.resp, rng); err != nil {
-				t.Fatal(err)
-			}
-			resp = nil
-		}
-		c.Answered(ar, h, resp, time.Unix(1, 0))
-		q := ar.Request()
+		q := answerFetch(t, &c, ar, h, tc.resp, tc.streamed, rng)
 		held := 0
 		for _, r := range q.Resources {
 			for _, p := range r.Partitions {
@@ -338,4 +322,20 @@ func TestRequestPartitionsBounded(t *testing.T) {
 		}
 		capture.Put(ar)
 	}
+}
+
+// answerFetch completes ar with its answer respFrame, read whole or, when
+// streamed, counted as the proxy counts an answer it streams, and returns
+// its event.
+func answerFetch(t *testing.T, c *capture.Conn, ar *capture.Req, h wire.RequestHeader, respFrame []byte, streamed bool, rng *rand.Rand) *audit.Request {
+	t.Helper()
+	resp := respFrame
+	if streamed {
+		if err := streamFetched(c, ar, h.Version, respFrame, rng); err != nil {
+			t.Fatal(err)
+		}
+		resp = nil
+	}
+	c.Answered(ar, h, resp, time.Unix(1, 0))
+	return ar.Request()
 }
