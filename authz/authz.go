@@ -135,9 +135,16 @@ type Conn struct {
 // predate the rules of generation gen, and notes that the connection now
 // fetches under them.
 func (g *Guard) staleSession(st *Conn, f *kmsg.FetchRequest, gen uint64) bool {
-	stale := f.Version >= 7 && f.SessionID != 0 && (!st.seen || st.gen != gen)
+	stale := st.stale(f.Version, f.SessionID, gen)
 	st.gen, st.seen = gen, true
 	return stale
+}
+
+// stale reports whether a Fetch at version in session continues a fetch
+// session that may predate the rules of generation gen: the connection
+// has not fetched yet, or fetched under other rules.
+func (st *Conn) stale(version int16, session int32, gen uint64) bool {
+	return version >= 7 && session != 0 && (!st.seen || st.gen != gen)
 }
 
 // File is the ACL file's path.
@@ -524,7 +531,7 @@ func (k *topicCheck) allowed(g *Guard, st *Conn, rs *rules, c acl.Client, op acl
 func (g *Guard) fetchAllowed(st *Conn, rs *rules, c acl.Client, hdr wire.RequestHeader, frame []byte) bool {
 	var s wire.FetchScan
 	s.Reset(frame[hdr.Body:], hdr.Version)
-	if st != nil && hdr.Version >= 7 && s.Session() != 0 && (!st.seen || st.gen != rs.gen) {
+	if st != nil && st.stale(hdr.Version, s.Session(), rs.gen) {
 		return false
 	}
 	var k topicCheck
