@@ -85,6 +85,9 @@ type Request struct {
 	// PartitionsOmitted counts the partitions left out of Resources: an
 	// answer or a streamed request naming more than an event holds.
 	PartitionsOmitted int64
+	// Reason says why the client got no answer (its connection closed
+	// first); empty for a request answered.
+	Reason string
 }
 
 // DataPath is how the data path (Produce, Fetch, OffsetCommit,
@@ -314,7 +317,7 @@ func (t *Trail) Request(ctx context.Context, c *Conn, r *Request) error {
 		Kind: KindRequest, Time: r.Time, Listener: c.info.Listener, Principal: principal,
 		ClientAddress: c.info.ClientAddress, ClientID: r.ClientID, Connection: c.info.ID,
 		APIKey: r.APIKey, APIVersion: r.APIVersion, Decision: r.Decision, ErrorCode: r.ErrorCode,
-		Resources: r.Resources, PartitionsOmitted: r.PartitionsOmitted,
+		Resources: r.Resources, PartitionsOmitted: r.PartitionsOmitted, Reason: r.Reason,
 	}
 	return t.enqueue(ctx, &e)
 }

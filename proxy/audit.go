@@ -23,6 +23,10 @@ package proxy
 //     by the flusher that wrote it: there the client reader
 //     (auditUnanswered); in the single topology it is handed to the
 //     client reader once its parts are sent (singleClient.Release).
+//   - A request the client never got an answer to (the write of its
+//     answer failed, or the connection ended first) is kept where that
+//     is found (auditLose) and recorded at the close, after every
+//     goroutine of the connection has ended, with NETWORK_EXCEPTION.
 //
 // A request's event is started from its frame on the client reader
 // (auditRead; a Produce streamed is counted as its partitions pass,
@@ -91,6 +95,17 @@ type connAudit struct {
 	countWrites bool
 	sasl        capture.SASL // client reader only
 	ev          capture.Conn // its requests' events
+	// lost holds, under the connection's mu, the events of requests
+	// the client got no answer to, recorded at the close (auditLose).
+	lost []lostRequest
+}
+
+// lostRequest is the event of a request the client got no answer to, and
+// when it was lost.
+type lostRequest struct {
+	ar  *capture.Req
+	hdr wire.RequestHeader
+	at  time.Time
 }
 
 // auditContext is the connection's recording context, made once: a
@@ -184,7 +199,44 @@ func (c *conn) auditClose() {
 	ctx, cancel := context.WithTimeout(context.Background(), lingerTimeout)
 	defer cancel()
 	c.auditQueued(ctx)
+	c.mu.Lock()
+	lost := c.aud.lost
+	c.aud.lost = nil
+	c.mu.Unlock()
+	for _, l := range lost {
+		c.aud.ev.Unanswered(l.ar, l.hdr, l.at)
+		_ = c.p.aud.rec.Request(ctx, c.aud.a, l.ar.Request())
+		capture.Put(l.ar)
+	}
 	_ = c.p.aud.rec.Close(ctx, c.aud.a)
+}
+
+// auditLose keeps the events of rs, requests whose answers the client
+// will never get (the write of their answers failed, or the connection
+// ends before they are answered or sent), for auditClose to record: a
+// request that reached the upstream may have been applied there, and the
+// trail says so rather than nothing. Any goroutine; c.mu not held.
+func (c *conn) auditLose(rs ...*request) {
+	if c.aud.a == nil {
+		return
+	}
+	now := time.Now()
+	c.mu.Lock()
+	c.auditLoseLocked(rs, now)
+	c.mu.Unlock()
+}
+
+// auditLoseLocked is auditLose with c.mu held.
+func (c *conn) auditLoseLocked(rs []*request, now time.Time) {
+	if c.aud.a == nil {
+		return
+	}
+	for _, r := range rs {
+		if r.aud != nil {
+			c.aud.lost = append(c.aud.lost, lostRequest{ar: r.aud, hdr: r.hdr, at: now})
+			r.aud = nil
+		}
+	}
 }
 
 // auditQueued records the requests answered on a shared goroutine; client
@@ -256,19 +308,20 @@ func (c *conn) auditAnswered(r *request, resp []byte, now time.Time) {
 // acks=0 writes in Connection mode, which no response answers and the
 // sequencer never holds: they are complete once written upstream, a
 // streamed one's partitions counted by then (streamProduce). When the
-// write failed they are not recorded, as an answered request whose write
-// failed is not (nothing delivers it). The requests go back to their
-// pool. Flusher, after the write: in Connection mode the client reader
-// (submit).
+// write failed the connection ends, and they are recorded at its close as
+// requests the client got no answer to (auditLose). The requests go back
+// to their pool. Flusher, after the write: in Connection mode the client
+// reader (submit).
 func (c *conn) auditUnanswered(written bool) {
 	if len(c.unanswered) == 0 {
 		return
 	}
 	now := time.Now()
+	if !written {
+		c.auditLose(c.unanswered...)
+	}
 	for _, r := range c.unanswered {
-		if written {
-			c.auditAnswered(r, nil, now)
-		}
+		c.auditAnswered(r, nil, now)
 		putRequest(r)
 	}
 	clear(c.unanswered)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/inorder-proxy/inorder/audit/capture"
 	"github.com/inorder-proxy/inorder/config"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/proxy"
@@ -23,9 +24,10 @@ import (
 // partitions, so that the answer is streamed through a walk, but cuts the
 // last byte of its tag section (the frame's length says so), which kmsg
 // cannot read. Its client's connection ends without the answer delivered
-// whole, and the trail holds no event for that Fetch: read whole, kmsg
-// could not read it and nothing would be counted; streamed, it is not
-// delivered. The proxy serves on: another connection's Fetch, answered in
+// whole, and the trail records that Fetch as a request its client got no
+// answer to (NETWORK_EXCEPTION), nothing counted of what it returned:
+// read whole, kmsg could not read it; streamed, it broke off before its
+// end, and the client read none of it. The proxy serves on: another connection's Fetch, answered in
 // full, arrives byte for byte as sent and its event counts every
 // partition's records.
 func TestAuditStreamedFetchBadTail(t *testing.T) {
@@ -118,7 +120,7 @@ func TestAuditStreamedFetchBadTail(t *testing.T) {
 				named := func(name, topic string, id [16]byte) bool {
 					return name == topic || name == base64.RawURLEncoding.EncodeToString(id[:])
 				}
-				var fine int
+				var fine, hostile int
 				// stop waits for every connection to end.
 				for _, e := range stop() {
 					if e.APIKey != "Fetch" {
@@ -127,7 +129,15 @@ func TestAuditStreamedFetchBadTail(t *testing.T) {
 					for _, res := range e.Resources {
 						switch {
 						case named(res.Name, "hostile", hostileID):
-							t.Errorf("an event for the Fetch whose answer kmsg cannot read: %+v", e)
+							hostile++
+							if e.ErrorCode != capture.ErrNetwork || res.ErrorCode != capture.ErrNetwork || e.Reason != capture.ReasonUnanswered || len(res.Partitions) != partitions {
+								t.Errorf("the event of the Fetch whose answer kmsg cannot read: %+v", e)
+							}
+							for _, part := range res.Partitions {
+								if part.Records != 0 || part.Bytes != 0 || part.First != nil || part.Last != nil || part.Fetch == nil {
+									t.Errorf("the Fetch whose answer kmsg cannot read: partition %+v counts what its client never read", part)
+								}
+							}
 						case named(res.Name, "fine", fineID):
 							fine++
 							if len(res.Partitions) != partitions {
@@ -145,8 +155,8 @@ func TestAuditStreamedFetchBadTail(t *testing.T) {
 						}
 					}
 				}
-				if fine != 1 {
-					t.Errorf("%d events for the well-formed Fetch, want 1", fine)
+				if fine != 1 || hostile != 1 {
+					t.Errorf("%d events for the well-formed Fetch and %d for the malformed one, want 1 and 1", fine, hostile)
 				}
 				// Ended by the walk: the answer was streamed.
 				if line := logLine(p.log.String(), "tag section"); !strings.Contains(line, "a streamed") {

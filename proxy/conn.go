@@ -223,9 +223,9 @@ func (c *conn) serve() {
 	}
 	c.die(err)
 	c.wg.Wait()
+	c.release()
 	c.auditClose()
 	c.closeClient()
-	c.release()
 	c.releaseQuota()
 	c.logClose()
 	// It leaves the open connections before its close is counted, so a
@@ -399,7 +399,8 @@ func (c *conn) drain() {
 
 // release returns the buffers of requests that never completed, and of
 // those never sequenced (acks=0 requests in Connection mode) that the
-// upstream queue still held.
+// upstream queue still held; their events, if audited, go to auditClose
+// as requests the client got no answer to.
 func (c *conn) release() {
 	c.mu.Lock()
 	left := c.seq.Drain(nil)
@@ -410,6 +411,7 @@ func (c *conn) release() {
 	}
 	clear(c.outq)
 	c.outq = c.outq[:0]
+	c.auditLoseLocked(left, time.Now())
 	c.mu.Unlock()
 	for _, r := range left {
 		r.free()

@@ -391,6 +391,8 @@ func (c *conn) deliver() error {
 		if err == nil {
 			c.delivered(c.ready)
 			c.auditDelivered(c.ready)
+		} else {
+			c.auditLose(c.ready...)
 		}
 		c.mu.Lock()
 		c.seq.Free(held)

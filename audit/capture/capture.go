@@ -65,6 +65,10 @@ type Conn struct {
 	fetched      wire.FetchedScan
 	fetchedBuf   []wire.Fetched
 	deliverNames topicNames
+	// renamed: the names rename gave last, while IDs is at renamedGen.
+	renamed     [4]renamedTopic
+	renamedGen  uint64
+	renamedNext int
 
 	// mu guards queued, requests answered on a goroutine other clients
 	// share, waiting for the client reader to record them, and a
@@ -288,7 +292,7 @@ func (c *Conn) Answered(ar *Req, h wire.RequestHeader, resp []byte, now time.Tim
 		groupResources(ar, "Read")
 	}
 	if namesByID(h) {
-		c.IDs.rename(ar.req.Resources)
+		c.rename(ar.req.Resources)
 	}
 	if len(ar.refused) > 0 {
 		markRefused(&ar.req, ar.refused)
@@ -308,6 +312,47 @@ func (c *Conn) Unsent(ar *Req, topic string, id [16]byte, partition int32, code 
 		p.ErrorCode = code
 		p.FirstOffset, p.LastOffset = audit.NoOffset, audit.NoOffset
 	}
+}
+
+// ErrNetwork is NETWORK_EXCEPTION, what a Kafka client makes of a
+// connection that closed before its request was answered.
+const ErrNetwork int16 = 13
+
+// ReasonUnanswered is the reason of the event of a request the client
+// never got an answer to.
+const ReasonUnanswered = "the connection closed before the client was answered"
+
+// Unanswered completes ar, which the client never got an answer to: its
+// connection closed first (the client, the upstream or the proxy ended
+// it, or the answer could not be written), at now. The request may have
+// reached the upstream and been applied there; its event says what it
+// asked, with the error the client saw, NETWORK_EXCEPTION, on the request
+// and on each resource that had none (a summary keeps the resources'),
+// and why. What only an answer tells (the offsets written, the records a
+// Fetch returned, some of which a streamed answer may have counted
+// before it broke off) is left out: the client read none of it. On the
+// goroutine that calls Answered, or once every other has ended.
+func (c *Conn) Unanswered(ar *Req, h wire.RequestHeader, now time.Time) {
+	c.Answered(ar, h, nil, now)
+	r := &ar.req
+	if r.ErrorCode == 0 {
+		r.ErrorCode = ErrNetwork
+	}
+	fetch := h.Key == int16(kmsg.Fetch)
+	for i := range r.Resources {
+		res := &r.Resources[i]
+		if res.ErrorCode == 0 && res.Decision != audit.Deny {
+			res.ErrorCode = ErrNetwork
+		}
+		for j := range res.Partitions {
+			p := &res.Partitions[j]
+			p.FirstOffset, p.LastOffset = audit.NoOffset, audit.NoOffset
+			if fetch {
+				p.ErrorCode, p.Records, p.Bytes = 0, 0, 0
+			}
+		}
+	}
+	r.Reason = ReasonUnanswered
 }
 
 // Queue keeps ar, answered on a goroutine other clients share, for the

@@ -3,6 +3,7 @@ package capture
 import (
 	"encoding/base64"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -22,6 +23,9 @@ import (
 type TopicIDs struct {
 	mu sync.RWMutex
 	m  map[[16]byte]string
+	// gen counts the changes to m, so that a connection's cache of the
+	// names it gave (Conn.rename) knows when to forget them.
+	gen atomic.Uint64
 }
 
 // maxTopicIDs bounds the ids kept: past it (topics created and deleted
@@ -36,6 +40,7 @@ func (t *TopicIDs) Learn(resp *kmsg.MetadataResponse) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.gen.Add(1)
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		if !learnable(rt) {
@@ -89,25 +94,65 @@ func namesByID(h wire.RequestHeader) bool {
 	return false
 }
 
+// renamedTopic is a name Conn.rename gave: to, for the id whose text
+// (topicName's form) is from.
+type renamedTopic struct {
+	from, to string
+}
+
 // rename names by their topics' names the topic resources of res that an
-// id names (topicName's form), where t learned them.
-func (t *TopicIDs) rename(res []audit.Resource) {
+// id names (topicName's form), where c.IDs learned them. The names it
+// gave last are kept while c.IDs does not change: a connection's events
+// name the same few topics over and over, and a name kept costs a
+// comparison where a lookup costs the id's decoding and the shared lock.
+// On the goroutine delivering the responses.
+func (c *Conn) rename(res []audit.Resource) {
+	t := c.IDs
 	if t == nil {
 		return
 	}
+	if g := t.gen.Load(); g != c.renamedGen {
+		c.renamed, c.renamedGen = [4]renamedTopic{}, g
+	}
 	for i := range res {
 		r := &res[i]
-		var src [22]byte // 16 bytes in unpadded base64
-		if r.Type != "Topic" || len(r.Name) != len(src) {
+		if r.Type != "Topic" || len(r.Name) != idTextLen {
 			continue
 		}
-		copy(src[:], r.Name)
-		var id [16]byte
-		if n, err := base64.RawURLEncoding.Decode(id[:], src[:]); err != nil || n != len(id) {
+		if name, ok := c.renamedName(r.Name); ok {
+			r.Name = name
 			continue
 		}
-		if name, ok := t.name(id); ok {
+		if name, ok := t.byText(r.Name); ok {
+			c.renamed[c.renamedNext] = renamedTopic{from: r.Name, to: name}
+			c.renamedNext = (c.renamedNext + 1) % len(c.renamed)
 			r.Name = name
 		}
 	}
+}
+
+// renamedName is the name rename last gave the id whose text is from.
+func (c *Conn) renamedName(from string) (string, bool) {
+	for i := range c.renamed {
+		if e := &c.renamed[i]; e.from == from && e.to != "" {
+			return e.to, true
+		}
+	}
+	return "", false
+}
+
+// idTextLen is the length of a topic id in topicName's form: 16 bytes in
+// unpadded base64.
+const idTextLen = 22
+
+// byText is the name of the topic whose id's text (topicName's form) is
+// text, if learned.
+func (t *TopicIDs) byText(text string) (string, bool) {
+	var src [idTextLen]byte
+	copy(src[:], text)
+	var id [16]byte
+	if n, err := base64.RawURLEncoding.Decode(id[:], src[:]); err != nil || n != len(id) {
+		return "", false
+	}
+	return t.name(id)
 }
