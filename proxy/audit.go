@@ -220,22 +220,26 @@ func (c *conn) auditLose(rs ...*request) {
 	if c.aud.a == nil {
 		return
 	}
-	now := time.Now()
 	c.mu.Lock()
-	c.auditLoseLocked(rs, now)
+	c.auditLoseLocked(rs)
 	c.mu.Unlock()
 }
 
 // auditLoseLocked is auditLose with c.mu held.
-func (c *conn) auditLoseLocked(rs []*request, now time.Time) {
+func (c *conn) auditLoseLocked(rs []*request) {
 	if c.aud.a == nil {
 		return
 	}
+	var now time.Time
 	for _, r := range rs {
-		if r.aud != nil {
-			c.aud.lost = append(c.aud.lost, lostRequest{ar: r.aud, hdr: r.hdr, at: now})
-			r.aud = nil
+		if r.aud == nil {
+			continue
 		}
+		if now.IsZero() {
+			now = time.Now()
+		}
+		c.aud.lost = append(c.aud.lost, lostRequest{ar: r.aud, hdr: r.hdr, at: now})
+		r.aud = nil
 	}
 }
 
@@ -316,10 +320,10 @@ func (c *conn) auditUnanswered(written bool) {
 	if len(c.unanswered) == 0 {
 		return
 	}
-	now := time.Now()
 	if !written {
 		c.auditLose(c.unanswered...)
 	}
+	now := time.Now()
 	for _, r := range c.unanswered {
 		c.auditAnswered(r, nil, now)
 		putRequest(r)

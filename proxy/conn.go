@@ -411,7 +411,7 @@ func (c *conn) release() {
 	}
 	clear(c.outq)
 	c.outq = c.outq[:0]
-	c.auditLoseLocked(left, time.Now())
+	c.auditLoseLocked(left)
 	c.mu.Unlock()
 	for _, r := range left {
 		r.free()

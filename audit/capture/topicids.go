@@ -134,7 +134,7 @@ func (c *Conn) rename(res []audit.Resource) {
 // renamedName is the name rename last gave the id whose text is from.
 func (c *Conn) renamedName(from string) (string, bool) {
 	for i := range c.renamed {
-		if e := &c.renamed[i]; e.from == from && e.to != "" {
+		if e := &c.renamed[i]; e.from == from {
 			return e.to, true
 		}
 	}
