@@ -599,7 +599,7 @@ unsupported() {
 ATTEMPTS=0
 NOT_SUPPORTED=0
 run_row() { # CLIENT BACKEND
-  local c=$1 b=$2 logf t0 rc res first="" why
+  local c=$1 b=$2 logf t0 rc res first="" why plines
   logf="$RESULTS/$b-$c.log"
   t0=$SECONDS
   if why="$(unsupported "$c" "$b")"; then
@@ -609,6 +609,7 @@ run_row() { # CLIENT BACKEND
     return
   fi
   log "row $c x $b"
+  plines=$(wc -l <"$PROXYLOG" 2>/dev/null || echo 0)
   attempt "$c" "$b" "$logf"; rc=$?
   res="$(grep '^RESULT ' "$logf" | tail -n1)"
   if { [ $rc != 0 ] || [[ "$res" != "RESULT pass"* ]]; } && [[ " $RETRY_CLIENTS " == *" $c "* ]]; then
@@ -640,8 +641,13 @@ run_row() { # CLIENT BACKEND
     fi
     DETAIL[$c,$b]="$( (grep -E '^(FAIL|LIMIT) ' "$logf"; [ -n "$res" ] || tail -n 5 "$logf.stderr") | head -n 12)"
     log "  FAIL (rc $rc, ${SECS[$c,$b]} s); log $logf"
-    grep -E '^(STEP|FAIL|LIMIT|RESULT)' "$logf" | tail -n 12 >&2
-    tail -n 5 "$logf.stderr" >&2
+    grep -E '^(STEP|INFO|FAIL|LIMIT|RESULT)' "$logf" | tail -n 12 >&2
+    # a row ended by its timeout: the workload's stack dump, where it has one
+    tail -n "$({ [ $rc = 124 ] || [ $rc = 137 ]; } && echo 40 || echo 5)" "$logf.stderr" >&2
+    # what the proxy warned of while the row ran
+    if [ -s "$PROXYLOG" ]; then
+      tail -n "+$((plines + 1))" "$PROXYLOG" | grep -E 'level=(WARN|ERROR)' | tail -n 8 | sed 's/^/proxy: /' >&2
+    fi
   fi
 }
 

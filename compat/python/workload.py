@@ -10,10 +10,12 @@ replication factor of the created topics (default 1). COMPAT_AUTO_CREATE=N
 create it with N partitions. Steps and checks are
 those of compat/go (see compat/README.md).
 """
+import faulthandler
 import json
 import logging
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -627,6 +629,9 @@ def main():
     if len(sys.argv) < 4:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
+    # A row that runs out of time is ended with SIGTERM: print where every
+    # thread was before the default action ends the process.
+    faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)
     name, bootstrap, prefix = sys.argv[1:4]
     expect_arg = sys.argv[4] if len(sys.argv) > 4 else ""
     expect = parse_expect(expect_arg)
