@@ -4,13 +4,15 @@
 // standard output, a Kafka topic) and the per-connection summaries of the
 // data path.
 //
-// The proxy sees only Recorder. An event is encoded in the goroutine that
-// records it (the connection's reader), so that its size is known before
-// it is queued and the cost of encoding is spread over the connections;
-// the queue holds the encoded bytes within a bound of its own, inside the
-// process's memory budget, and a full queue either stops the recording
-// connection (block, the default) or drops the event and counts it (drop).
-// Nothing is lost silently: a clean Close writes every queued event.
+// The proxy sees only Recorder. The connection's reader that records an
+// event copies it into the queue, charged at an upper bound of its
+// encoded size; the queue encodes the events waiting for its sinks
+// together, just before they are written, and charges each its encoded
+// size from then on. The queue holds them within a bound of its own,
+// inside the process's memory budget, and a full queue either stops the
+// recording connection (block, the default) or drops the event and counts
+// it (drop). Nothing is lost silently: a clean Close writes every queued
+// event.
 package audit
 
 import (
@@ -260,15 +262,20 @@ func (en *Encoder) Encode(e *Event) []byte {
 // AppendEvent appends e to b as one JSON object and a newline, with the
 // next id of src.
 func AppendEvent(b []byte, src *Source, e *Event) []byte {
+	return appendEvent(b, src.instance, src.seq.Add(1), e)
+}
+
+// appendEvent appends e with the id instance-seq.
+func appendEvent(b []byte, instance string, seq uint64, e *Event) []byte {
 	t := e.Time
 	if t.IsZero() {
 		t = time.Now()
 	}
 	b = append(b, `{"specversion":"1.0","id":`...)
 	b = append(b, '"')
-	b = appendStringBody(b, src.instance)
+	b = appendStringBody(b, instance)
 	b = append(b, '-')
-	b = strconv.AppendUint(b, src.seq.Add(1), 10)
+	b = strconv.AppendUint(b, seq, 10)
 	b = append(b, `","source":"inorder/`...)
 	b = appendStringBody(b, e.Listener)
 	b = append(b, `","type":"io.inorder.audit.`...)

@@ -46,10 +46,23 @@ type Record struct {
 	// Key is the event's principal: a Kafka sink keys records by it, so
 	// that one principal's events stay in order in one partition.
 	Key string
+
+	// lazy, when not nil, is the event Value is to hold, encoded by the
+	// queue before any sink is given the record.
+	lazy *lazyEvent
+	// charge is what the queue charges the record, set as it is queued.
+	charge int64
 }
 
-// size is what a queued record is charged: its bytes and the slot.
-func (r *Record) size() int64 { return int64(len(r.Value)+len(r.Key)) + recordOverhead }
+// size is what a record is charged as it is queued: its bytes (for an
+// event not yet encoded, the bound of its encoding) and the slot.
+func (r *Record) size() int64 {
+	n := len(r.Value)
+	if r.lazy != nil {
+		n = r.lazy.bound
+	}
+	return int64(n+len(r.Key)) + recordOverhead
+}
 
 // recordOverhead is what a queued record costs beyond its bytes: the
 // slice and string headers of its slot.
@@ -151,6 +164,17 @@ type Queue struct {
 	head    uint64
 	bytes   int64
 	closed  bool
+	// encoded is the record number below which every record is encoded;
+	// encMu is held by the one sink encoding the records after it, outside
+	// mu (see encode).
+	encoded uint64
+	encMu   sync.Mutex
+	encBuf  []byte       // guarded by encMu
+	encEnds []int        // guarded by encMu
+	encWork []*lazyEvent // guarded by encMu
+	// lazyEncoded counts the events encode encoded, once each whatever
+	// the sinks.
+	lazyEncoded uint64
 	// hurry is closed and replaced when the sinks lingering (see Linger)
 	// are to write at once: an Enqueue waits for room, or the queue
 	// closes.
@@ -203,12 +227,23 @@ func NewQueue(o QueueOptions, sinks ...Sink) *Queue {
 // inorder_audit_dropped_total.
 func (q *Queue) Enqueue(ctx context.Context, rec Record) error {
 	n := rec.size()
+	rec.charge = n
 	if n > q.o.MaxBytes || n > q.o.Budget.Max(false) {
 		q.o.Metrics.drop(DropTooLarge, 1)
 		return fmt.Errorf("%w: an event of %d bytes is larger than the audit queue (%d bytes)", ErrDropped, n, q.o.MaxBytes)
 	}
 	var start time.Time
 	q.mu.Lock()
+	// Room in the queue and in the budget now: one section under the lock
+	// (the budget's is taken inside q.mu, as advance releases it).
+	if !q.closed && q.bytes+n <= q.o.MaxBytes && q.o.Budget.TryReserve(n, false) {
+		q.bytes += n
+		q.recs = append(q.recs, rec)
+		q.o.Metrics.queued(len(q.recs), q.bytes)
+		q.more.Broadcast()
+		q.mu.Unlock()
+		return nil
+	}
 	for {
 		if q.closed {
 			q.mu.Unlock()
@@ -282,6 +317,69 @@ func (q *Queue) Enqueue(ctx context.Context, rec Record) error {
 	return nil
 }
 
+// encode encodes the records before record number end that are not yet,
+// together: a sink's goroutine calls it for the records it is about to
+// write. One sink encodes at a time, outside q.mu, so that Enqueue is not
+// held up meanwhile; the others find the records encoded. The records
+// cannot leave the queue meanwhile, as no sink has written them. A
+// record's charge falls from its bound to its encoded size, and the
+// difference is released to Enqueues waiting for room.
+func (q *Queue) encode(end uint64) {
+	q.encMu.Lock()
+	defer q.encMu.Unlock()
+	q.mu.Lock()
+	start := q.encoded
+	if end <= start {
+		q.mu.Unlock()
+		return
+	}
+	work := q.encWork[:0]
+	for i := start; i < end; i++ {
+		work = append(work, q.recs[i-q.head].lazy)
+	}
+	q.mu.Unlock()
+	buf, ends := q.encBuf[:0], q.encEnds[:0]
+	for _, l := range work {
+		if l != nil {
+			buf = l.encode(buf)
+		}
+		ends = append(ends, len(buf))
+	}
+	// One allocation for the run's values: they leave the queue together,
+	// within a batch or two of each other.
+	vals := make([]byte, len(buf))
+	copy(vals, buf)
+	q.mu.Lock()
+	var freed int64
+	at := 0
+	for i, l := range work {
+		if l == nil {
+			continue
+		}
+		r := &q.recs[start+uint64(i)-q.head]
+		r.Value, r.lazy = vals[at:ends[i]:ends[i]], nil
+		at = ends[i]
+		q.lazyEncoded++
+		if c := r.size(); c < r.charge {
+			freed += r.charge - c
+			r.charge = c
+		}
+	}
+	q.encoded = end
+	if freed > 0 {
+		q.bytes -= freed
+		q.o.Budget.Release(freed, false)
+		q.o.Metrics.queued(len(q.recs), q.bytes)
+		q.wake()
+	}
+	q.mu.Unlock()
+	clear(work)
+	if cap(buf) > 1<<20 { // one huge run does not pin its buffer
+		buf = nil
+	}
+	q.encBuf, q.encEnds, q.encWork = buf, ends, work
+}
+
 // wake lets the Enqueues waiting for room look again. q.mu is held.
 func (q *Queue) wake() {
 	if q.waiters > 0 {
@@ -352,7 +450,13 @@ func (q *Queue) drain(s *sinkState) {
 			continue
 		}
 		flowing = true
-		s.batch = append(s.batch[:0], avail[:min(len(avail), q.o.Batch)]...)
+		end := s.next + uint64(min(len(avail), q.o.Batch))
+		if q.encoded < end {
+			q.mu.Unlock()
+			q.encode(end)
+			q.mu.Lock()
+		}
+		s.batch = append(s.batch[:0], q.recs[s.next-q.head:end-q.head]...)
 		q.mu.Unlock()
 		if !q.write(s) {
 			return
@@ -447,7 +551,7 @@ func (q *Queue) advance(s *sinkState, n int, err error) {
 	}
 	var freed int64
 	for i := range q.recs[:drop] {
-		freed += q.recs[i].size()
+		freed += q.recs[i].charge
 		q.recs[i] = Record{}
 	}
 	q.recs = q.recs[drop:]
@@ -498,7 +602,7 @@ func (q *Queue) Close(ctx context.Context) error {
 	}
 	var freed int64
 	for i := range q.recs {
-		freed += q.recs[i].size()
+		freed += q.recs[i].charge
 	}
 	q.recs, q.bytes = nil, 0
 	q.o.Budget.Release(freed, false)

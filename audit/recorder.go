@@ -23,8 +23,9 @@ type Recorder interface {
 	// events.
 	Authentication(ctx context.Context, c *Conn, a *Authentication) error
 	// Request records one request once the client's answer is known.
-	// Call it for the requests Wants says it takes; it keeps nothing of r
-	// after it returns.
+	// Call it for the requests Wants says it takes; it keeps none of r's
+	// slices after it returns, and may keep its strings, which must not
+	// share memory the caller reuses.
 	Request(ctx context.Context, c *Conn, r *Request) error
 	// Wants reports whether Request records a request of the key with the
 	// decision, so that the proxy builds a Request only for those:
@@ -71,7 +72,7 @@ type Authentication struct {
 }
 
 // Request is one request and the client's answer. The proxy fills it;
-// Request reads it and keeps nothing.
+// Request copies it and keeps none of its slices.
 type Request struct {
 	Time       time.Time // when answered; zero: now
 	APIKey     int16
@@ -375,10 +376,18 @@ func (t *Trail) Close(ctx context.Context, c *Conn) error {
 	return t.enqueue(ctx, e)
 }
 
-// enqueue encodes e into a record of its exact size and queues it.
+// enqueue queues e: a copy to be encoded with the events queued beside
+// it (see Queue.encode), or, for an event that might not fit MaxEventBytes
+// or the queue, encoded here into a record of its exact size, shed to
+// MaxEventBytes if need be.
 func (t *Trail) enqueue(ctx context.Context, e *Event) error {
 	if e.Time.IsZero() {
 		e.Time = t.o.Now()
+	}
+	if n := eventBound(t.src, e); n <= t.o.MaxEventBytes {
+		if s := int64(n+len(e.Principal)) + recordOverhead; s <= t.q.o.MaxBytes && s <= t.q.o.Budget.Max(false) {
+			return t.q.Enqueue(ctx, Record{Key: e.Principal, lazy: ownEvent(t.src, e, n)})
+		}
 	}
 	bp := t.bufs.Get().(*[]byte)
 	b := AppendEvent((*bp)[:0], t.src, e)
