@@ -119,7 +119,7 @@ func TestTrailEncodesInTheQueue(t *testing.T) {
 		e := Event{Kind: KindRequest, Time: r.Time, Listener: "node", Principal: "User:ANONYMOUS", ClientAddress: "127.0.0.1:1",
 			ClientID: "kgo", Connection: 1, APIKey: 1, APIVersion: 13, Resources: r.Resources}
 		want = append(want, string(appendEvent(nil, "t", uint64(i+1), &e)))
-		bounds += int64(eventBound(tr.src, &e)+len(e.Principal)) + recordOverhead
+		bounds += recordSize(eventBound(tr.src, &e), e.Principal)
 		if err := tr.Request(ctx, conn, r); err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func TestQueueEncodedChargeReleased(t *testing.T) {
 	sink := &memSink{name: SinkFile, gate: make(chan struct{})}
 	src := NewSource("q")
 	e := &Event{Kind: KindRequest, Principal: "User:a", APIKey: 0, Resources: []Resource{{Type: "Topic", Name: "orders", Operation: "Write"}}}
-	charge := int64(eventBound(src, e)+len("User:a")) + recordOverhead
+	charge := recordSize(eventBound(src, e), "User:a")
 	// Lingering an hour, the sink takes records only once an Enqueue
 	// waits for room: then both at once.
 	q := NewQueue(QueueOptions{MaxBytes: 2 * charge, Linger: time.Hour}, sink)

@@ -61,8 +61,11 @@ func (r *Record) size() int64 {
 	if r.lazy != nil {
 		n = r.lazy.bound
 	}
-	return int64(n+len(r.Key)) + recordOverhead
+	return recordSize(n, r.Key)
 }
+
+// recordSize is what a record of n value bytes and key is charged.
+func recordSize(n int, key string) int64 { return int64(n+len(key)) + recordOverhead }
 
 // recordOverhead is what a queued record costs beyond its bytes: the
 // slice and string headers of its slot.
@@ -148,7 +151,7 @@ func (o *QueueOptions) defaults() {
 	}
 }
 
-// Queue holds encoded events until every sink has written them. Each sink
+// Queue holds events until every sink has written them. Each sink
 // has a goroutine of its own reading the queue at its own pace, so a
 // failing sink does not hold the others back until the queue is full; an
 // event leaves the queue, and its memory is released, once the slowest
@@ -228,7 +231,7 @@ func NewQueue(o QueueOptions, sinks ...Sink) *Queue {
 func (q *Queue) Enqueue(ctx context.Context, rec Record) error {
 	n := rec.size()
 	rec.charge = n
-	if n > q.o.MaxBytes || n > q.o.Budget.Max(false) {
+	if !q.holds(n) {
 		q.o.Metrics.drop(DropTooLarge, 1)
 		return fmt.Errorf("%w: an event of %d bytes is larger than the audit queue (%d bytes)", ErrDropped, n, q.o.MaxBytes)
 	}
@@ -316,6 +319,10 @@ func (q *Queue) Enqueue(ctx context.Context, rec Record) error {
 	q.more.Broadcast()
 	return nil
 }
+
+// holds reports whether a record charged n can ever be queued: within
+// MaxBytes and what the budget can ever grant.
+func (q *Queue) holds(n int64) bool { return n <= q.o.MaxBytes && n <= q.o.Budget.Max(false) }
 
 // encode encodes the records before record number end that are not yet,
 // together: a sink's goroutine calls it for the records it is about to

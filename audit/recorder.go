@@ -385,7 +385,7 @@ func (t *Trail) enqueue(ctx context.Context, e *Event) error {
 		e.Time = t.o.Now()
 	}
 	if n := eventBound(t.src, e); n <= t.o.MaxEventBytes {
-		if s := int64(n+len(e.Principal)) + recordOverhead; s <= t.q.o.MaxBytes && s <= t.q.o.Budget.Max(false) {
+		if t.q.holds(recordSize(n, e.Principal)) {
 			return t.q.Enqueue(ctx, Record{Key: e.Principal, lazy: ownEvent(t.src, e, n)})
 		}
 	}
