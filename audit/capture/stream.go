@@ -21,18 +21,18 @@ import (
 // unless the audit records Produce requests: then it streams as in None
 // mode, none of its partitions the sequencer's concern, to be counted (an
 // acks=0 one keeps its acks, and its event is recorded once it is
-// written). That costs the walk's system
-// calls, a peek and a splice per partition rather than one splice per
-// request: measured side by side with the whole request spliced and no
-// audit, four runs of the bench's producer, 1.03 (one partition) and
-// 1.14, 1.04 and 1.03 (twelve) times the CPU per GB with the per-request
-// audit, beside 1.09, 1.09, 0.98 and 1.00 for the audit without the walk
-// in the same runs; a summary with the walk 0.88 to 1.12 times one
-// without. Its batches were full (1 MiB); small batches pay the system
-// calls over fewer bytes. The partitions are handed to the request's
-// event before the frame's last byte goes upstream, under the Conn's
-// lock, which the goroutine delivering the response takes before it reads
-// them.
+// written). That costs the walk's system calls, a peek and a splice per
+// partition rather than one splice per request. Measured with the bench's
+// producer (BENCHMARKS.md, runs 82 to 84: 12 partitions, full 1 MiB
+// batches, three runs of twelve rounds), the walked audit took 1.05, 1.05
+// and 1.14 times the CPU per GB of the proxy without the audit, and an
+// audit that spliced the request whole (its partitions only the
+// answer's) 1.03, 1.05 and 1.04 in the same rounds: the event, not the
+// walk, is most of what an audited Produce costs. Small batches pay the
+// system calls over fewer bytes. The partitions are handed to the
+// request's event before the frame's last byte goes upstream, under the
+// Conn's lock, which the goroutine delivering the response takes before
+// it reads them.
 
 // Stream counts the partitions of a Produce as its body streams; client
 // reader. Its zero value counts nothing.
