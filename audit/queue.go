@@ -241,9 +241,7 @@ func (q *Queue) Enqueue(ctx context.Context, rec Record) error {
 	// (the budget's is taken inside q.mu, as advance releases it).
 	if !q.closed && q.bytes+n <= q.o.MaxBytes && q.o.Budget.TryReserve(n, false) {
 		q.bytes += n
-		q.recs = append(q.recs, rec)
-		q.o.Metrics.queued(len(q.recs), q.bytes)
-		q.more.Broadcast()
+		q.push(rec)
 		q.mu.Unlock()
 		return nil
 	}
@@ -314,10 +312,16 @@ func (q *Queue) Enqueue(ctx context.Context, rec Record) error {
 		q.wake()
 		return err
 	}
+	q.push(rec)
+	return nil
+}
+
+// push appends rec, its charge already in q.bytes and the budget, and
+// wakes the sinks. q.mu is held.
+func (q *Queue) push(rec Record) {
 	q.recs = append(q.recs, rec)
 	q.o.Metrics.queued(len(q.recs), q.bytes)
 	q.more.Broadcast()
-	return nil
 }
 
 // holds reports whether a record charged n can ever be queued: within

@@ -726,14 +726,14 @@ func recordTwiceBy(t *testing.T, exchange exchangeFunc, p *testProxy, cfg *confi
 	return rec.reqs
 }
 
-// auditAllocs is what recording the exchange of frame and respFrame into
-// a trail allocates per request.
 // maxAuditAllocs bounds the allocations of one audited request of three
 // topics, whatever its partitions: the copy of its event the queue keeps
 // until it encodes it with the events beside it (the event, its
 // resources, its partitions).
 const maxAuditAllocs = 3
 
+// auditAllocs is what recording the exchange of frame and respFrame into
+// a trail allocates per request.
 func auditAllocs(t *testing.T, p *testProxy, cfg *config.Config, frame, respFrame []byte) float64 {
 	t.Helper()
 	return auditAllocsBy(t, proxy.AuditExchange, p, cfg, frame, respFrame)
