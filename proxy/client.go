@@ -18,6 +18,11 @@ func (c *conn) readClient() error {
 	var lenBuf [4]byte
 	maxReq := c.cfg.MaxRequestSize
 	defer c.dropStream()
+	defer func() {
+		if c.splicer != nil {
+			c.splicer.Close()
+		}
+	}()
 	for {
 		if err := c.waitCapacity(); err != nil {
 			return err
@@ -70,7 +75,8 @@ func (c *conn) readClient() error {
 		c.auditRead(r)
 		// Only an answered request can go unread (unread.go); the
 		// next is likely of the same kind.
-		peekNext := r.stream > 0 && !r.noResp
+		peekNext := r.stream > 0 && !r.noResp ||
+			c.singleSplice && r.hdr.Key == keyProduce && r.frame != nil && len(r.frame.B) >= spliceMin
 		spliced := r.stream > 0
 		var timed *quota.Client
 		var checked time.Duration
@@ -80,6 +86,12 @@ func (c *conn) readClient() error {
 		if c.submit(r) {
 			c.endFrame()
 			return c.stranded()
+		}
+		if c.peekedReq != nil {
+			if err := c.takePeeked(); err != nil {
+				c.endFrame()
+				return err
+			}
 		}
 		c.endFrame()
 		if timed != nil && !spliced {
@@ -91,7 +103,7 @@ func (c *conn) readClient() error {
 		}
 		if peekNext {
 			// The next request may well stream too: peek at it.
-			c.uh.on = c.splice && !c.uh.never && c.clientPeeker() != nil
+			c.uh.on = (c.splice || c.singleSplice) && !c.uh.never && c.clientPeeker() != nil
 		}
 		if err := c.afterSubmit(); err != nil {
 			return err
@@ -113,7 +125,12 @@ const (
 // refuses.
 func (c *conn) readRequest(size int32, lenBuf *[4]byte) (r *request, readErr, err error) {
 	total := 4 + int(size)
-	if c.uh.n > 0 {
+	if c.uh.n > 0 && c.one != nil {
+		r, readErr, err := c.unreadSingle(size, lenBuf)
+		if r != nil || readErr != nil || err != nil {
+			return r, readErr, err
+		}
+	} else if c.uh.n > 0 {
 		r, readErr, err := c.unreadRequest(size, lenBuf)
 		if r != nil || readErr != nil || err != nil {
 			return r, readErr, err

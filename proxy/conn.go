@@ -112,6 +112,26 @@ type conn struct {
 	cut    error
 	cutAt  uint64
 	splice bool // large produce bodies move socket to socket
+	// singleSplice: in the single topology, a large Produce's frame is
+	// peeked at whole, its records then moved socket to socket
+	// (single_unread.go); peekedReq is that request while its socket
+	// still holds peekedLeft bytes of it. The client reader sets them,
+	// under mu.
+	singleSplice bool
+	peekedReq    *request
+	peekedLeft   int
+	// peekedSparse: the peeked copy lacks the large record sets
+	// (wire.PeekProduce), which are read into it if not spliced.
+	peekedSparse bool
+	// peekedTaken: the client reader's flush took peekedReq to forward
+	// it; what its socket still holds of it after is dropped.
+	peekedTaken bool
+	// splicer moves a peeked frame's pieces to the brokers; the client
+	// reader's, closed as it ends.
+	splicer *sockio.Splicer
+	// peekBelow: a peek at a frame this large waited too long; only
+	// smaller ones are peeked at (zero: any). The client reader's.
+	peekBelow int
 	// streamReq: large produce bodies stream, spliced or, over TLS,
 	// copied through a chunk (copyRest).
 	streamReq bool
@@ -238,6 +258,8 @@ func (c *conn) connect() error {
 	if c.one != nil {
 		// Nothing is dialled before a part needs a broker.
 		c.in.init(c.client)
+		_, clientTCP := c.client.(*net.TCPConn)
+		c.singleSplice = clientTCP && !c.p.noSplice
 		return nil
 	}
 	if c.p.lateUpstream() {

@@ -158,6 +158,10 @@ func (p *Proxy) FetchVectors() int64 { return p.fetchVectors.Load() }
 // FetchCuts counts the Fetch answers cut short.
 func (p *Proxy) FetchCuts() int64 { return p.fetchCuts.Load() }
 
+func (p *Proxy) ProduceSplices() int64 { return p.produceSplices.Load() }
+
+func (p *Proxy) ProducePeeks() int64 { return p.producePeeks.Load() }
+
 // RequestTime is the proxy's time counted against the request_percentage
 // of the configured entity named entity (Entity.String()).
 func (p *Proxy) RequestTime(entity string) time.Duration {

@@ -23,6 +23,9 @@ import (
 func (c *conn) submit(r *request) (stranded bool) {
 	local := false
 	streamed := r.stream > 0
+	// A request answered by the proxy itself (its frame dropped) is
+	// never forwarded: its bytes are dropped after (takePeeked).
+	peeked := r.peekedBy != nil && r.frame != nil
 	c.mu.Lock()
 	if r.noResp && c.mode == ordering.Connection {
 		// A request without a response leaves no state behind: it
@@ -46,7 +49,7 @@ func (c *conn) submit(r *request) (stranded bool) {
 		local = c.dispatchLocked()
 		c.startReaderLocked()
 	}
-	if r.stream > 0 {
+	if r.stream > 0 || peeked {
 		// Only this goroutine may move the body still in the client
 		// socket; a flusher stops in front of it and hands it back.
 		for c.flushing && !c.dead.Load() {
@@ -61,6 +64,11 @@ func (c *conn) submit(r *request) (stranded bool) {
 	spliced := false
 	if flush {
 		spliced = c.flush(true, false)
+	}
+	if peeked {
+		// r, forwarded already, may be answered and gone: it is
+		// compared, never read.
+		c.forwardPeeked(r)
 	}
 	if local {
 		if err := c.deliver(); err != nil {
@@ -121,7 +129,7 @@ func (c *conn) dispatchLocked() (local bool) {
 // (finishFlush).
 func (c *conn) flush(byReader, try bool) (spliced bool) {
 	if c.one != nil {
-		c.flushSingle()
+		c.flushSingle(byReader)
 		return false
 	}
 	c.mu.Lock()

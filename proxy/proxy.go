@@ -124,6 +124,13 @@ type Proxy struct {
 	// fetchVectors counts the merged Fetch answers written as vectors
 	// (single/fetchmerge.go); tests read it.
 	fetchVectors atomic.Int64
+	// produceSplices counts the single topology's Produce requests whose
+	// records went from the client socket to the brokers' in the kernel
+	// (single/producesplice.go); tests read it.
+	produceSplices atomic.Int64
+	// producePeeks counts the Produce frames peeked at rather than read
+	// (single_unread.go); tests read it.
+	producePeeks atomic.Int64
 	// fetchCuts counts the single topology's Fetch answers cut short
 	// (single/fetchcut.go), exported as a counter at scrape time.
 	fetchCuts atomic.Int64

@@ -42,6 +42,11 @@ type request struct {
 	resp  *wire.Buf // the response, once received
 	local *wire.Buf // a response the proxy makes itself; never forwarded
 
+	// peekedBy: the request's frame was peeked at whole by this
+	// connection's client reader, and may still be in its socket
+	// (single_unread.go).
+	peekedBy *conn
+
 	// stream is how much of the request is still in the client socket
 	// after frame, to be spliced upstream right behind it; scanBody: in
 	// None mode, scanned for partitions on the way (bodystream.go).

@@ -46,17 +46,18 @@ func (h singleHost) Ready()                   { h.p.noteReady() }
 // (p.singleEnv).
 func newSingleView(p *Proxy) (*single.View, error) {
 	p.singleEnv = &single.Env{
-		Budget:       p.budget,
-		FetchRooms:   &p.fetchRooms,
-		Readers:      &upstreamReaders,
-		Log:          p.log,
-		ResponseWait: &responseWait,
-		ProbeTimeout: probeTimeout,
-		ReaderLinger: readerLinger,
-		IdleClosed:   peekClosed,
-		NotKafka:     strangerFromUpstream,
-		FetchVectors: &p.fetchVectors,
-		FetchCuts:    &p.fetchCuts,
+		Budget:         p.budget,
+		FetchRooms:     &p.fetchRooms,
+		Readers:        &upstreamReaders,
+		Log:            p.log,
+		ResponseWait:   &responseWait,
+		ProbeTimeout:   probeTimeout,
+		ReaderLinger:   readerLinger,
+		IdleClosed:     peekClosed,
+		NotKafka:       strangerFromUpstream,
+		FetchVectors:   &p.fetchVectors,
+		FetchCuts:      &p.fetchCuts,
+		ProduceSplices: &p.produceSplices,
 	}
 	port := p.boot.Addr().(*net.TCPAddr).Port
 	if p.cfg.AdvertisedPort != 0 {
@@ -80,12 +81,14 @@ func newSingleConn(c *conn) *single.Conn {
 // flushSingle is conn.flush in the single topology: the dispatched
 // requests are split and their parts written, one request at a time in
 // dispatch order, so that on every upstream connection the parts keep the
-// client's order (single.Conn.Forward). The caller has set c.flushing;
-// flushSingle clears it.
-func (c *conn) flushSingle() {
+// client's order (single.Conn.Forward). Unless byReader, it stops in
+// front of a request whose frame the client socket still holds, which
+// the client reader alone forwards (single_unread.go). The caller has
+// set c.flushing; flushSingle clears it.
+func (c *conn) flushSingle(byReader bool) {
 	for {
 		c.mu.Lock()
-		if c.dead.Load() || len(c.outq) == 0 {
+		if c.dead.Load() || len(c.outq) == 0 || !byReader && c.outq[0] == c.peekedReq && c.peekedLeft > 0 {
 			c.flushing = false
 			c.cond.Broadcast()
 			c.mu.Unlock()
@@ -95,6 +98,9 @@ func (c *conn) flushSingle() {
 		n := copy(c.outq, c.outq[1:])
 		c.outq[n] = nil
 		c.outq = c.outq[:n]
+		if r == c.peekedReq {
+			c.peekedTaken = true
+		}
 		now := c.p.metrics.Now()
 		if m := c.p.metrics; m != nil {
 			r.sentAt = now

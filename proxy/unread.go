@@ -33,6 +33,9 @@ type unreadHead struct {
 	// by its connections, as Java's is), so no head of it can go unread.
 	never bool
 	n     int // bytes of the current frame peeked at, all still in the socket
+	// misses counts the small Produce requests peeked at in a row in the
+	// single topology, which keep the peeks on up to peekMisses.
+	misses int
 	// buf holds what was peeked at. Made at the first peek and kept: a
 	// peek waits for the client with it, so a pooled buffer would sit
 	// idle with every idle producer.
@@ -106,15 +109,20 @@ func (c *conn) unreadRequest(size int32, lenBuf *[4]byte) (r *request, readErr, 
 		return r, nil, nil
 	}
 	c.uh.on = false
-	// The socket holds the four bytes seen: lenBuf gets them again.
+	return nil, c.rereadPrefix(lenBuf), nil
+}
+
+// rereadPrefix reads the length prefix a peek saw, which the socket still
+// holds, into lenBuf, as readPrefix would have.
+func (c *conn) rereadPrefix(lenBuf *[4]byte) error {
 	for n := 0; n < 4; {
 		k, err := c.in.Read(lenBuf[n:])
 		n += k
 		if err != nil && n < 4 {
-			return nil, err, nil
+			return err
 		}
 	}
-	return nil, nil, nil
+	return nil
 }
 
 // unreadable returns the request head begins, to go upstream unread, if

@@ -2,6 +2,7 @@ package single
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"sync"
@@ -91,6 +92,37 @@ type Request interface {
 	// begins: the proxy's own time on its answer starts here (a client's
 	// request_percentage counts it).
 	Merging()
+	// Unread is its frame's bytes as they still wait in the client
+	// socket, when the frame was peeked at rather than read and the
+	// caller is the client reader, the one goroutine that may take them;
+	// else nil. The split takes them all before Forward returns.
+	Unread() Unread
+}
+
+// ErrPartWrite is Unread.SpliceTo's failure of the part's socket alone.
+var ErrPartWrite = errors.New("a part's write failed")
+
+// Unread is the rest of a request's frame in the client socket, which
+// Frame holds a copy of, but for record sets of SpliceFrom bytes or more,
+// which it may lack: its parts' record sets are moved from there to the
+// upstream sockets in the kernel (producesplice.go) rather than written
+// from the copy.
+type Unread interface {
+	// Len is how many of its bytes are still in the socket.
+	Len() int
+	// Take takes the rest of them, where the parts are written from
+	// frame, the copy: frame then holds the frame whole (the copy may
+	// lack record sets of SpliceFrom bytes or more, which Take reads
+	// into it).
+	Take(frame []byte) error
+	// Discard takes its next n bytes and drops them.
+	Discard(n int) error
+	// SpliceTo moves its next n bytes to nc, a TCP socket. An error
+	// that wraps ErrPartWrite is nc's: the n bytes are taken from the
+	// client socket all the same, and the part's connection must end;
+	// any other error, and any from Discard or Take, leaves the client
+	// stream at an unknown place: the client connection must end.
+	SpliceTo(nc net.Conn, n int) error
 }
 
 // Account is a class of the memory budget as a client connection
@@ -128,6 +160,9 @@ type Env struct {
 	// FetchCuts, if set, counts the Fetch parts' answers cut short
 	// (fetchcut.go).
 	FetchCuts *atomic.Int64
+	// ProduceSplices, if set, counts the Produce requests whose parts
+	// took their records from the client socket (producesplice.go).
+	ProduceSplices *atomic.Int64
 
 	cutLog ratelog.Log // the log lines of answers cut
 }

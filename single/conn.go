@@ -427,6 +427,30 @@ func (u *upstream) send(frames [][]byte, refs []*partRef) error {
 // frame i (its correlation id is set there), and bufs is written as it
 // is, one system call for all where the socket takes a vector.
 func (u *upstream) sendv(frames, bufs [][]byte, refs []*partRef) error {
+	if err := u.prepare(frames, refs); err != nil {
+		return err
+	}
+	u.wmu.Lock()
+	err := writeVector(u.nc, bufs, len(bufs) > len(frames))
+	u.wmu.Unlock()
+	if err != nil {
+		err = u.writeFailed(err)
+	}
+	return err
+}
+
+// writeFailed fails u, whose write failed with err, and returns the
+// failure as its parts see it.
+func (u *upstream) writeFailed(err error) error {
+	err = fmt.Errorf("%w: node %d: write: %v", proxyerr.UpstreamFailed, u.key.node, err)
+	u.s.fail(u, err)
+	return err
+}
+
+// prepare readies frames to be written to u, each answering refs[i] as
+// send says: their correlation ids are set and the answers awaited. It
+// fails the refs, and returns why, when u is gone.
+func (u *upstream) prepare(frames [][]byte, refs []*partRef) error {
 	s := u.s
 	s.mu.Lock()
 	if gone := u.gone; gone != nil {
@@ -465,14 +489,7 @@ func (u *upstream) sendv(frames, bufs [][]byte, refs []*partRef) error {
 		go u.read()
 	}
 	s.mu.Unlock()
-	u.wmu.Lock()
-	err := writeVector(u.nc, bufs, len(bufs) > len(frames))
-	u.wmu.Unlock()
-	if err != nil {
-		err = fmt.Errorf("%w: node %d: write: %v", proxyerr.UpstreamFailed, u.key.node, err)
-		s.fail(u, err)
-	}
-	return err
+	return nil
 }
 
 // fail ends u: its socket closes and every part it had in flight fails,

@@ -105,8 +105,31 @@ func (s *Conn) Forward(st *Split, now time.Time, unanswered, write bool) {
 	if hdr.Key == keyProduce {
 		vecs = s.vecFrametors(r, st.req, plan.Parts)
 	}
+	spliced := false
+	if un := r.Unread(); un != nil {
+		spliced, err = s.spliceParts(st, vecs, un, unanswered)
+		if err == nil && !spliced {
+			// The parts go from the frame's copy, made whole.
+			err = un.Take(r.Frame().B)
+		}
+		if err != nil {
+			if !spliced {
+				for i := range vecs {
+					vecs[i].put()
+				}
+			}
+			c.Die(err)
+			return
+		}
+	}
 	writes := 0
 	for i := range plan.Parts {
+		if spliced {
+			if write {
+				writes++
+			}
+			continue
+		}
 		part := &plan.Parts[i]
 		node := part.Node
 		if part.Any {

@@ -26,6 +26,7 @@ import (
 type vecFrame struct {
 	head *wire.Buf
 	vec  [][]byte
+	at   []int // where each piece of vec lies in the client's frame; -1: in head
 }
 
 // put returns v's head to the pool once v is written or dropped.
@@ -58,7 +59,7 @@ func (s *Conn) vecFrametors(r Request, req kmsg.Request, parts []splitmerge.Part
 	placed := func(i int) int { return of[i] }
 	for k := range parts {
 		h := wire.Get(size)
-		h.B, out[k].vec = l.Part(frame.B, hdr.Body, h.B[:0], make([][]byte, 0, 4), k, placed)
+		h.B, out[k].vec, out[k].at = l.Part(frame.B, hdr.Body, h.B[:0], make([][]byte, 0, 4), nil, k, placed)
 		out[k].head = h
 	}
 	return out

@@ -114,6 +114,7 @@ type testRequest struct {
 func (r *testRequest) Header() *wire.RequestHeader     { return &r.hdr }
 func (r *testRequest) Frame() *wire.Buf                { return r.frame }
 func (r *testRequest) FixResponse(kmsg.Response)       {}
+func (r *testRequest) Unread() Unread                  { return nil }
 func (r *testRequest) ForcedAck() bool                 { return false }
 func (r *testRequest) SetFailed(error)                 {}
 func (r *testRequest) Pieces() bool                    { return false }

@@ -111,13 +111,14 @@ func (l *ProduceLayout) HeadSize(hdrEnd, bodyLen int) int {
 
 // Part appends to head (whose capacity must hold HeadSize more bytes, so
 // that it does not move) and to vec the frame of the part of a request
-// that carries the partition entries i where of(i) is part, and returns
-// both. frame is the client's frame, its body at hdrEnd. The part's
+// that carries the partition entries i where of(i) is part, and to at,
+// for each piece of vec, where it lies in frame (-1: in head), and
+// returns all three. frame is the client's frame, its body at hdrEnd. The part's
 // frame is vec joined: its length prefix set, its correlation id the
 // client's, its topics those with an entry in the part, each with only
 // those entries, in the client's order; the entries are slices of frame,
 // adjacent ones joined.
-func (l *ProduceLayout) Part(frame []byte, hdrEnd int, head []byte, vec [][]byte, part int, of func(i int) int) ([]byte, [][]byte) {
+func (l *ProduceLayout) Part(frame []byte, hdrEnd int, head []byte, vec [][]byte, at []int, part int, of func(i int) int) ([]byte, [][]byte, []int) {
 	body := frame[hdrEnd:]
 	from := len(head)
 	mark := from // head bytes not yet in vec
@@ -126,6 +127,7 @@ func (l *ProduceLayout) Part(frame []byte, hdrEnd int, head []byte, vec [][]byte
 	flush := func() {
 		if len(head) > mark {
 			vec = append(vec, head[mark:len(head):len(head)])
+			at = append(at, -1)
 			size += len(head) - mark
 			mark, runEnd = len(head), -1
 		}
@@ -136,6 +138,7 @@ func (l *ProduceLayout) Part(frame []byte, hdrEnd int, head []byte, vec [][]byte
 			vec[len(vec)-1] = body[run:end:end]
 		} else {
 			vec = append(vec, body[start:end:end])
+			at = append(at, hdrEnd+start)
 			run = start
 		}
 		runEnd = end
@@ -175,7 +178,7 @@ func (l *ProduceLayout) Part(frame []byte, hdrEnd int, head []byte, vec [][]byte
 	head = append(head, body[l.ReqTags:l.End]...)
 	flush()
 	binary.BigEndian.PutUint32(head[from:], uint32(size-4))
-	return head, vec
+	return head, vec, at
 }
 
 // appendLen appends an array length as the body's version writes it.

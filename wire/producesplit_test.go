@@ -67,7 +67,18 @@ func TestProduceLayout(t *testing.T) {
 			}
 			frame := append([]byte{0, 0, 0, 0}, body...)
 			head := make([]byte, 0, l.HeadSize(4, len(body)))
-			head, vec := l.Part(frame, 4, head, nil, 0, func(int) int { return 0 })
+			head, vec, at := l.Part(frame, 4, head, nil, nil, 0, func(int) int { return 0 })
+			if len(at) != len(vec) {
+				t.Fatalf("v%d: %d places for %d pieces", v, len(at), len(vec))
+			}
+			for i, piece := range vec {
+				switch {
+				case at[i] < 0 && len(piece) > 0 && !inside(head, piece):
+					t.Fatalf("v%d: piece %d is said to be the head's and is not", v, i)
+				case at[i] >= 0 && (at[i]+len(piece) > len(frame) || !aliases(frame[at[i]:], piece)):
+					t.Fatalf("v%d: piece %d is not frame[%d:]", v, i, at[i])
+				}
+			}
 			if got := bytes.Join(vec, nil); !bytes.Equal(got[4:], body) || int(uint32(got[0])<<24|uint32(got[1])<<16|uint32(got[2])<<8|uint32(got[3])) != len(body) {
 				t.Fatalf("v%d: the part of every entry is not the body", v)
 			}
@@ -79,4 +90,20 @@ func TestProduceLayout(t *testing.T) {
 			}
 		}
 	}
+}
+
+// aliases reports whether piece starts where b does, in b's memory.
+func aliases(b, piece []byte) bool {
+	return len(piece) <= len(b) && len(piece) > 0 && &b[0] == &piece[0]
+}
+
+// inside reports whether piece lies in b's memory.
+func inside(b, piece []byte) bool {
+	b = b[:cap(b)]
+	for i := range b {
+		if &b[i] == &piece[0] {
+			return i+len(piece) <= len(b)
+		}
+	}
+	return false
 }

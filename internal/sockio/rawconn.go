@@ -1,5 +1,7 @@
 // Package sockio is what the proxy does to TCP sockets beyond package net:
-// a peek at the bytes queued on a socket without taking them, the
+// a peek at the bytes queued on a socket without taking them (a whole
+// frame, or one walked with a peek offset that passes bytes uncopied),
+// bytes dropped unread, a splice that says which socket failed, the
 // kernel's TCP state of a socket (reset, half-closed, bytes acknowledged),
 // writes with MSG_MORE, a write of what a socket takes at once without
 // waiting, and a read that gives its buffer back before it waits, with how
@@ -13,7 +15,9 @@
 // _other files).
 //
 // The calls made per request allocate nothing: each type binds its
-// callback for the raw socket once, when it is made.
+// callback for the raw socket once, when it is made. Those made per
+// large frame (PeekAll, PeekFrom and its PeekOffset, Splicer.Move), each
+// moving at least 32 KiB, allocate a few small objects.
 package sockio
 
 import (

@@ -1,0 +1,7 @@
+package sockio
+
+import "errors"
+
+// ErrNoRoom is PeekAll's refusal of more bytes than the socket can be
+// counted on to hold at once.
+var ErrNoRoom = errors.New("more than the socket holds at once")
