@@ -113,10 +113,10 @@ type conn struct {
 	cutAt  uint64
 	splice bool // large produce bodies move socket to socket
 	// singleSplice: in the single topology, a large Produce's frame is
-	// peeked at whole, its records then moved socket to socket
-	// (single_unread.go); peekedReq is that request while its socket
-	// still holds peekedLeft bytes of it. The client reader sets them,
-	// under mu.
+	// peeked at, its records then moved socket to socket
+	// (single_unread.go); peekedReq is that request until the client
+	// reader is done with it, its socket still holding peekedLeft bytes
+	// of it. The client reader sets them, under mu.
 	singleSplice bool
 	peekedReq    *request
 	peekedLeft   int

@@ -88,7 +88,7 @@ func newSingleConn(c *conn) *single.Conn {
 func (c *conn) flushSingle(byReader bool) {
 	for {
 		c.mu.Lock()
-		if c.dead.Load() || len(c.outq) == 0 || !byReader && c.outq[0] == c.peekedReq && c.peekedLeft > 0 {
+		if c.dead.Load() || len(c.outq) == 0 || !byReader && c.outq[0] == c.peekedReq {
 			c.flushing = false
 			c.cond.Broadcast()
 			c.mu.Unlock()

@@ -111,12 +111,18 @@ func (c *conn) peekFrame(h wire.RequestHeader, total int) (_ *wire.Buf, _ charge
 	if byStall {
 		c.client.SetReadDeadline(stall)
 	}
-	var err error
-	if po, perr := c.sparsePeek(total); perr == nil {
-		err = wire.PeekProduce(b.B, h.Body, h.Version, single.SpliceFrom, po)
-		po.Close()
-		sparse = err == nil
-	} else {
+	// Where nothing reads the records (no audit trail), the large
+	// record sets are passed uncopied.
+	err := sockio.ErrNoOffset
+	if c.aud.a == nil {
+		var po *sockio.PeekOffset
+		if po, err = c.peek.PeekFrom(total); err == nil {
+			err = wire.PeekProduce(b.B, h.Body, h.Version, single.SpliceFrom, po)
+			po.Close()
+			sparse = err == nil
+		}
+	}
+	if errors.Is(err, sockio.ErrNoOffset) {
 		err = c.peek.PeekAll(b.B)
 	}
 	if byStall {
@@ -127,12 +133,14 @@ func (c *conn) peekFrame(h wire.RequestHeader, total int) (_ *wire.Buf, _ charge
 	}
 	wire.Put(b)
 	ch.Release(c.p.budget)
-	if byStall && errors.Is(err, os.ErrDeadlineExceeded) {
-		// No frame this large is peeked at again on this connection.
+	if errors.Is(err, sockio.ErrNoRoom) || byStall && errors.Is(err, os.ErrDeadlineExceeded) {
+		// The socket cannot hold it, or its window did not open for
+		// it: no frame this large is peeked at again on this
+		// connection.
 		c.peekBelow = total
-		err = sockio.ErrNoRoom
+		return nil, charge{}, false, nil
 	}
-	if errors.Is(err, sockio.ErrNoRoom) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, wire.ErrCannotScan) {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, wire.ErrCannotScan) {
 		// A read takes what came, and says what is wrong with it.
 		return nil, charge{}, false, nil
 	}
@@ -143,30 +151,20 @@ func (c *conn) peekFrame(h wire.RequestHeader, total int) (_ *wire.Buf, _ charge
 // frame of 16 MiB arrives in about 10 ms, on a 1 Gb/s path in 130 ms.
 const singlePeekWait = 500 * time.Millisecond
 
-// sparsePeek starts a peek that can pass record sets uncopied, where
-// nothing reads them: no audit trail.
-func (c *conn) sparsePeek(total int) (*sockio.PeekOffset, error) {
-	if c.aud.a != nil {
-		return nil, sockio.ErrNoRoom
-	}
-	return c.peek.PeekFrom(total)
-}
-
 // forwardPeeked forwards r, the request peeked at, once the sequencer
-// releases it, when the client reader's flush in submit did not (a split
-// that sends nothing, or ends the connection, leaves the socket's bytes
-// to takePeeked): in None
+// releases it, when the client reader's flush in submit did not: in None
 // mode a write waits for the writes before it that share a partition to
 // be answered, with its frame in the socket meanwhile, as a streamed one
 // waits (awaitOpen); whatever the client sends after it would wait
 // behind it anyway. What it waits for is the upstream's to answer, so
 // the wait ends; the frame's read timeout restarts after it. It returns
-// once the frame is out of the socket, or the connection stops
-// forwarding (takePeeked then drops what is left). Client reader only.
+// once the reader's flush took r (its split consumed the socket's bytes,
+// or sent nothing and left them to takePeeked), or the connection stops
+// forwarding. Client reader only.
 func (c *conn) forwardPeeked(r *request) {
 	c.mu.Lock()
 	waited := false
-	for !c.dead.Load() && c.poisoned == nil && c.writeErr == nil && c.peekedReq == r && c.peekedLeft > 0 && !c.peekedTaken {
+	for !c.dead.Load() && c.poisoned == nil && c.writeErr == nil && !c.peekedTaken {
 		if !c.flushing && len(c.outq) > 0 && c.outq[0] == r {
 			c.flushing = true
 			c.mu.Unlock()

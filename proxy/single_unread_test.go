@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"bytes"
-	"crypto/tls"
 	"testing"
 	"time"
 
@@ -31,15 +30,7 @@ func TestSingleProduceSpliced(t *testing.T) {
 				k := newPKI(t)
 				kopts := []kfake.Opt{kfake.SeedTopics(partitions, topic)}
 				if side == "upstream-tls" {
-					brokerCert, err := k.ca.Issue("broker", "127.0.0.1")
-					if err != nil {
-						t.Fatal(err)
-					}
-					pair, err := tls.X509KeyPair(brokerCert.CertPEM, brokerCert.KeyPEM)
-					if err != nil {
-						t.Fatal(err)
-					}
-					kopts = append(kopts, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{pair}}))
+					kopts = append(kopts, kfake.TLS(k.tlsConfig(t, "broker")))
 				}
 				kc := newCluster(t, kopts...)
 				spreadLeaders(t, kc, topic, partitions)

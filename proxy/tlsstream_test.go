@@ -3,7 +3,6 @@ package proxy_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/binary"
 	"testing"
 	"time"
@@ -29,15 +28,7 @@ func TestStreamedOverTLS(t *testing.T) {
 				k := newPKI(t)
 				var kopts []kfake.Opt
 				if side != "client" {
-					brokerCert, err := k.ca.Issue("broker", "127.0.0.1")
-					if err != nil {
-						t.Fatal(err)
-					}
-					pair, err := tls.X509KeyPair(brokerCert.CertPEM, brokerCert.KeyPEM)
-					if err != nil {
-						t.Fatal(err)
-					}
-					kopts = append(kopts, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{pair}}))
+					kopts = append(kopts, kfake.TLS(k.tlsConfig(t, "broker")))
 				}
 				kc := newCluster(t, append(kopts, kfake.SeedTopics(3, "tls"))...)
 				m := metrics.New()

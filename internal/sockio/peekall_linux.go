@@ -21,66 +21,37 @@ import (
 // first.
 //
 // Where the kernel keeps a peek offset for TCP (SO_PEEK_OFF, Linux 6.10),
-// the bytes are copied as they arrive, each peek going on where the last
-// ended, as reads would take them; elsewhere the socket is asked to wake
-// the peek only once they are all in (SO_RCVLOWAT), and one peek copies
-// them.
+// the bytes are copied as they arrive (PeekOffset.Fill); elsewhere the
+// socket is asked to wake the peek only once they are all in
+// (SO_RCVLOWAT), and one peek copies them.
 func (p *Peeker) PeekAll(buf []byte) error {
-	st := peekState{buf: buf, n: len(buf)}
-	waited := func(fd uintptr) bool {
-		st.err = st.step(int(fd))
-		return st.err != errWait
+	o, err := p.start(len(buf))
+	if err != nil {
+		return err
 	}
-	rerr := p.rc.Read(waited)
-	if st.lowat || st.offset {
-		p.rc.Control(func(fd uintptr) { st.reset(int(fd)) })
+	defer o.Close()
+	if o.st.offset {
+		return o.Fill(buf)
 	}
-	if rerr != nil {
-		return rerr
+	var werr error
+	whole := func(fd uintptr) bool {
+		werr = peekWhole(int(fd), buf)
+		return werr != errWait
 	}
-	return st.err
+	if err := p.rc.Read(whole); err != nil {
+		return err
+	}
+	return werr
 }
 
 // errWait: the socket does not hold the bytes yet.
 var errWait = syscall.EAGAIN
 
-// peekState is one PeekAll's progress: buf[:got] copied, and what it set
-// on the socket that reset undoes.
+// peekState is what a peek set on the socket, which reset undoes.
 type peekState struct {
-	buf    []byte // PeekAll's; n is its length
-	n      int
-	got    int
-	begun  bool // the buffer's room is checked
-	offset bool // SO_PEEK_OFF is on: peeks go on from got
-	lowat  bool // SO_RCVLOWAT is len(buf)
-	err    error
-}
-
-func (st *peekState) step(fd int) error {
-	if !st.begun {
-		st.begun = true
-		if err := st.begin(fd); err != nil {
-			return err
-		}
-	}
-	if !st.offset {
-		return st.peekWhole(fd)
-	}
-	for st.got < len(st.buf) {
-		n, _, err := syscall.Recvfrom(fd, st.buf[st.got:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return errWait
-		case err != nil:
-			return os.NewSyscallError("recvfrom", err)
-		case n == 0:
-			return io.ErrUnexpectedEOF
-		}
-		st.got += n
-	}
-	return nil
+	n      int  // the bytes peeked at
+	offset bool // SO_PEEK_OFF is on: each peek goes on where the last ended
+	lowat  bool // SO_RCVLOWAT is n
 }
 
 // begin makes sure the receive buffer is at least twice n, so that the
@@ -128,12 +99,12 @@ func (st *peekState) begin(fd int) error {
 }
 
 // peekWhole copies buf at once when the socket holds all of it.
-func (st *peekState) peekWhole(fd int) error {
+func peekWhole(fd int, buf []byte) error {
 	queued, err := unix.IoctlGetInt(fd, unix.SIOCINQ)
 	if err != nil {
 		return os.NewSyscallError("ioctl", err)
 	}
-	if queued < len(st.buf) {
+	if queued < len(buf) {
 		info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
 		if err == nil && (info.State == tcpClose || info.State == tcpCloseWait) {
 			return io.ErrUnexpectedEOF
@@ -141,16 +112,15 @@ func (st *peekState) peekWhole(fd int) error {
 		return errWait
 	}
 	for {
-		n, _, err := syscall.Recvfrom(fd, st.buf, syscall.MSG_PEEK)
+		n, _, err := syscall.Recvfrom(fd, buf, syscall.MSG_PEEK)
 		switch {
 		case err == syscall.EINTR:
 			continue
 		case err != nil:
 			return os.NewSyscallError("recvfrom", err)
-		case n < len(st.buf):
+		case n < len(buf):
 			return io.ErrUnexpectedEOF
 		}
-		st.got = n
 		return nil
 	}
 }
@@ -183,22 +153,33 @@ type PeekOffset struct {
 
 // PeekFrom starts a PeekOffset over the socket's next n bytes, which the
 // receive buffer is made to hold at once, as PeekAll's. It fails with
-// ErrNoRoom where it cannot hold them or the kernel keeps no peek offset
-// for TCP (before Linux 6.10); the caller then reads them.
+// ErrNoRoom where it cannot hold them, and with ErrNoOffset where the
+// kernel keeps no peek offset for TCP (before Linux 6.10); the caller
+// then reads them, or peeks at all of them (PeekAll).
 func (p *Peeker) PeekFrom(n int) (*PeekOffset, error) {
+	o, err := p.start(n)
+	if err == nil && !o.st.offset {
+		o.Close()
+		err = ErrNoOffset
+	}
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// start begins a peek at the socket's next n bytes.
+func (p *Peeker) start(n int) (*PeekOffset, error) {
 	o := &PeekOffset{p: p, st: peekState{n: n}}
+	o.cb = o.once
 	var err error
 	if cerr := p.rc.Control(func(fd uintptr) { err = o.st.begin(int(fd)) }); cerr != nil {
 		return nil, cerr
-	}
-	if err == nil && !o.st.offset {
-		err = ErrNoRoom
 	}
 	if err != nil {
 		o.Close()
 		return nil, err
 	}
-	o.cb = o.once
 	return o, nil
 }
 
