@@ -151,6 +151,9 @@ type conn struct {
 	ready   []*request
 	outBufs net.Buffers
 	outW    net.Buffers // what WriteTo consumes, so outBufs keeps its array
+	// outFrom: the pipe each piece of outW is spliced from (nil: from
+	// memory), or nil when none is; fromBuf keeps its array.
+	outFrom, fromBuf []*sockio.Pipe
 
 	// undelivered: the upstream reader has completed responses it has not
 	// delivered yet, because the next one was already in its buffer

@@ -160,6 +160,12 @@ func (p *Proxy) FetchCuts() int64 { return p.fetchCuts.Load() }
 
 func (p *Proxy) ProduceSplices() int64 { return p.produceSplices.Load() }
 
+// FetchParks counts the Fetch answers read with record sets parked in
+// pipes, FetchPiped the merged answers written with pieces spliced from
+// them.
+func (p *Proxy) FetchParks() int64 { return p.fetchParks.Load() }
+func (p *Proxy) FetchPiped() int64 { return p.fetchPiped.Load() }
+
 func (p *Proxy) ProducePeeks() int64 { return p.producePeeks.Load() }
 
 // RequestTime is the proxy's time counted against the request_percentage

@@ -124,6 +124,11 @@ type Proxy struct {
 	// fetchVectors counts the merged Fetch answers written as vectors
 	// (single/fetchmerge.go); tests read it.
 	fetchVectors atomic.Int64
+	// fetchParks and fetchPiped count the single topology's Fetch
+	// answers read with record sets parked in pipes, and the merged
+	// answers written with pieces spliced from them
+	// (single/fetchpark.go); tests read them.
+	fetchParks, fetchPiped atomic.Int64
 	// produceSplices counts the single topology's Produce requests whose
 	// records went from the client socket to the brokers' in the kernel
 	// (single/producesplice.go); tests read it.

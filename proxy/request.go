@@ -3,7 +3,6 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"github.com/inorder-proxy/inorder/authz"
 	"hash/maphash"
 	"net"
 	"sync"
@@ -14,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/audit/capture"
+	"github.com/inorder-proxy/inorder/authz"
 	"github.com/inorder-proxy/inorder/internal/budget"
+	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/quota"
 	"github.com/inorder-proxy/inorder/single"
@@ -86,8 +87,10 @@ type request struct {
 	aud *capture.Req
 
 	// vec: the response frame in pieces (respvec.go), of vecLen bytes;
-	// vecDone gives back what they alias but resp.
+	// vecFrom, when set, the pipe each piece is spliced from instead
+	// (nil: from memory); vecDone gives back what they alias but resp.
 	vec     net.Buffers
+	vecFrom []*sockio.Pipe
 	vecLen  int
 	vecDone func()
 

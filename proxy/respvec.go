@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"errors"
 	"net"
 
+	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -21,12 +23,33 @@ func (r *request) respLen() int {
 	return len(r.resp.B)
 }
 
-// appendResp appends r's response frame to bufs, as pieces.
-func (r *request) appendResp(bufs net.Buffers) net.Buffers {
+// appendResp appends r's response frame to bufs, as pieces, and the pipe
+// each is spliced from to from, when from is kept (see piped).
+func (r *request) appendResp(bufs net.Buffers, from []*sockio.Pipe, piped bool) (net.Buffers, []*sockio.Pipe) {
 	if r.vec != nil {
-		return append(bufs, r.vec...)
+		if piped {
+			if r.vecFrom != nil {
+				from = append(from, r.vecFrom...)
+			} else {
+				from = append(from, make([]*sockio.Pipe, len(r.vec))...)
+			}
+		}
+		return append(bufs, r.vec...), from
 	}
-	return append(bufs, r.resp.B)
+	if piped {
+		from = append(from, nil)
+	}
+	return append(bufs, r.resp.B), from
+}
+
+// piped reports whether one of rs's answers has a piece in a pipe.
+func piped(rs []*request) bool {
+	for _, r := range rs {
+		if r.vecFrom != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // vecChunk is how much of a vector a connection that takes no vector
@@ -36,8 +59,16 @@ func (r *request) appendResp(bufs net.Buffers) net.Buffers {
 const vecChunk = 64 << 10
 
 // writeOut writes c.outW to the client: at once where the socket takes a
-// vector or no response is in pieces, else in chunks of vecChunk.
+// vector or no response is in pieces, else in chunks of vecChunk; with
+// c.outFrom, its pieces in pipes spliced.
 func (c *conn) writeOut(pieces bool) error {
+	if c.outFrom != nil {
+		tc, ok := c.client.(*net.TCPConn)
+		if !ok {
+			return errNoSplice
+		}
+		return sockio.WritePiped(tc, c.outW, c.outFrom)
+	}
 	if !pieces || c.clientTakesVector() {
 		_, err := c.outW.WriteTo(c.client)
 		return err
@@ -66,6 +97,10 @@ func (c *conn) writeOut(pieces bool) error {
 	}
 	return nil
 }
+
+// errNoSplice: pieces in pipes for a client socket that takes no splice,
+// which the single topology never makes (singleClient.Splices).
+var errNoSplice = errors.New("an answer in pipes for a socket that takes no splice")
 
 // clientTakesVector reports whether the client's socket writes a vector
 // as it is (plaintext TCP), with no chunk joined for it.

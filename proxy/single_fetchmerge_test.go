@@ -50,7 +50,14 @@ func TestSingleFetchMergedAsVector(t *testing.T) {
 				if n := p.FetchVectors(); n < 1 {
 					t.Fatal("no merged Fetch answer was written as a vector")
 				} else {
-					t.Logf("%d merged Fetch answers written as vectors", n)
+					t.Logf("%d merged Fetch answers written as vectors, %d parts' answers parked, %d merged answers spliced", n, p.FetchParks(), p.FetchPiped())
+				}
+				// Record sets are parked in pipes and spliced to a
+				// plaintext client alone.
+				if parks, piped := p.FetchParks(), p.FetchPiped(); side == "plaintext" && (parks < 1 || piped < 1) {
+					t.Fatalf("%d answers parked, %d spliced to a plaintext client", parks, piped)
+				} else if side == "tls" && parks+piped != 0 {
+					t.Fatalf("%d answers parked, %d spliced to a TLS client", parks, piped)
 				}
 				waitMemoryFree(t, p)
 			})

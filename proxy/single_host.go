@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/internal/budget"
+	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/ordering"
 	"github.com/inorder-proxy/inorder/rewrite"
@@ -57,6 +58,8 @@ func newSingleView(p *Proxy) (*single.View, error) {
 		NotKafka:       strangerFromUpstream,
 		FetchVectors:   &p.fetchVectors,
 		FetchCuts:      &p.fetchCuts,
+		FetchParks:     &p.fetchParks,
+		FetchPiped:     &p.fetchPiped,
 		ProduceSplices: &p.produceSplices,
 	}
 	port := p.boot.Addr().(*net.TCPAddr).Port
@@ -143,8 +146,8 @@ func (r *request) Merging() {
 	}
 }
 
-func (r *request) SetPieces(pieces [][]byte, n int, done func()) {
-	r.vec, r.vecLen, r.vecDone = pieces, n, done
+func (r *request) SetPieces(pieces [][]byte, from []*sockio.Pipe, n int, done func()) {
+	r.vec, r.vecFrom, r.vecLen, r.vecDone = pieces, from, n, done
 }
 
 // singleClient is a client connection as its single.Conn sees it
@@ -230,6 +233,8 @@ func (s singleClient) Versions(av *kmsg.ApiVersionsResponse) {
 func (s singleClient) Quota(r single.Request, resp kmsg.Response) (kmsg.Response, int) {
 	return s.c.quotaAnswer(r.(*request), resp)
 }
+
+func (s singleClient) Splices() bool { return s.c.clientTakesVector() }
 
 func (s singleClient) PiecesHold() int {
 	if s.c.clientTakesVector() {

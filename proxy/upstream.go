@@ -378,16 +378,23 @@ func (c *conn) deliver() error {
 		c.outBufs = c.outBufs[:0]
 		held := 0
 		pieces := false
+		inPipes := piped(c.ready)
+		from := c.fromBuf[:0]
 		for _, r := range c.ready {
-			c.outBufs = r.appendResp(c.outBufs)
+			c.outBufs, from = r.appendResp(c.outBufs, from, inPipes)
 			held += r.respLen()
 			pieces = pieces || r.vec != nil
 		}
-		c.outW = c.outBufs
+		c.outW, c.outFrom = c.outBufs, nil
+		if inPipes {
+			c.outFrom, c.fromBuf = from, from
+		}
 		c.beginWrite()
 		err := c.writeOut(pieces)
 		c.endWrite()
+		c.outFrom = nil
 		clear(c.outBufs)
+		clear(c.fromBuf)
 		if err == nil {
 			c.delivered(c.ready)
 			c.auditDelivered(c.ready)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/internal/ratelog"
+	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -65,6 +66,10 @@ type Client interface {
 	// them: none on a socket that takes a vector, a chunk they are
 	// joined into on one that does not (TLS).
 	PiecesHold() int
+	// Splices reports whether the client's socket takes bytes spliced
+	// into it (plaintext TCP): a Fetch answer's record sets may then go
+	// from the brokers' sockets to it in the kernel (fetchpark.go).
+	Splices() bool
 }
 
 // Request is a client request a Conn splits, as the proxy holds it: its
@@ -86,8 +91,11 @@ type Request interface {
 	Pieces() bool
 	// SetPieces makes its answer the n bytes of pieces, in order: the
 	// frame Complete is given, then slices of buffers it does not own,
-	// which done gives back once the answer is written or dropped.
-	SetPieces(pieces [][]byte, n int, done func())
+	// which done gives back once the answer is written or dropped. A
+	// piece whose from entry is set (from may be nil) is not in memory:
+	// its bytes are that pipe's next ones, spliced to the client's socket
+	// (sockio.WritePiped), which then Splices.
+	SetPieces(pieces [][]byte, from []*sockio.Pipe, n int, done func())
 	// Merging is told that its parts' answers are all in and their merge
 	// begins: the proxy's own time on its answer starts here (a client's
 	// request_percentage counts it).
@@ -157,6 +165,10 @@ type Env struct {
 	// FetchVectors, if set, counts the merged Fetch answers written in
 	// pieces (fetchmerge.go).
 	FetchVectors *atomic.Int64
+	// FetchParks, if set, counts the Fetch parts' answers read with
+	// record sets parked in pipes, FetchPiped the merged answers that
+	// went to the client with pieces spliced from them (fetchpark.go).
+	FetchParks, FetchPiped *atomic.Int64
 	// FetchCuts, if set, counts the Fetch parts' answers cut short
 	// (fetchcut.go).
 	FetchCuts *atomic.Int64

@@ -650,6 +650,15 @@ func (u *upstream) readLoop() error {
 			if errors.Is(err, errCutMalformed) {
 				return fmt.Errorf("%w: node %d: %v", proxyerr.UpstreamProtocol, u.key.node, err)
 			}
+		} else if nc := s.parkable(u, ref, total); nc != nil {
+			// Its record sets parked, not read (fetchpark.go).
+			buf, err = readParked(rd, nc, head[:], total, ref.version, into, fetchParkFrom)
+			if errors.Is(err, errParkMalformed) {
+				return fmt.Errorf("%w: node %d: %v", proxyerr.UpstreamProtocol, u.key.node, err)
+			}
+			if err == nil && buf.Out != nil && s.env.FetchParks != nil {
+				s.env.FetchParks.Add(1)
+			}
 		} else {
 			buf, err = readAnswer(rd, head[:], total, into, ref.key == keyFetch)
 		}

@@ -1,7 +1,9 @@
 package single
 
 import (
+	"bufio"
 	"io"
+	"net"
 
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -15,3 +17,21 @@ func CutFetchAnswer(rd io.Reader, head []byte, total int, version int16, most in
 	buf, cut, err := cutFetchAnswer(rd, head, total, version, most, room)
 	return buf, cut.dropped, err
 }
+
+// ReadParked is readParked with record sets of from bytes or more
+// parked, and the frame then filled: the frame as it went to the client
+// had its pieces been written from memory; parked is how many spans were
+// parked.
+func ReadParked(rd *bufio.Reader, nc *net.TCPConn, head []byte, total int, version int16, acct wire.Account, from int) (buf *wire.Buf, parkedSpans int, err error) {
+	buf, err = readParked(rd, nc, head, total, version, acct, from)
+	if err != nil {
+		return nil, 0, err
+	}
+	if h, ok := buf.Out.(*parked); ok {
+		parkedSpans = len(h.spans)
+	}
+	return buf, parkedSpans, fill(buf)
+}
+
+// ErrParkMalformed is errParkMalformed.
+var ErrParkMalformed = errParkMalformed

@@ -64,16 +64,28 @@ func (s *Conn) encodeMerged(st *Split, resp kmsg.Response, size int) (*wire.Buf,
 	out := exactBuf(head)
 	var pieces [][]byte
 	out.B, pieces = AppendFetchVector(out.B[:0], nil, fr, hdr.Correlation, flexible, fetchPassFrom)
+	pieces, from, ok := pipedPieces(st.frames, pieces)
+	if !ok {
+		if err := fillAll(st.frames); err != nil {
+			wire.Put(out)
+			ch := acct.Charge(held)
+			ch.Release(b)
+			return nil, charge{}, err
+		}
+	}
 	frames, charges := slices.Clone(st.frames), slices.Clone(st.charges)
 	clear(st.frames)
 	clear(st.charges)
-	r.SetPieces(pieces, size, func() {
+	r.SetPieces(pieces, from, size, func() {
 		for i, f := range frames {
 			wire.Put(f)
 			charges[i].Release(b)
 		}
 	})
 	if n := s.env.FetchVectors; n != nil {
+		n.Add(1)
+	}
+	if n := s.env.FetchPiped; n != nil && from != nil {
 		n.Add(1)
 	}
 	return s.charged(acct, out, held)

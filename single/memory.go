@@ -74,6 +74,11 @@ func (s *Conn) encode(st *Split, resp kmsg.Response, size int) (*wire.Buf, charg
 	acct := c.UpAccount(0)
 	b := s.env.Budget
 	if fr, ok := resp.(*kmsg.FetchResponse); ok {
+		// Encoded whole: the record sets parked in pipes are read
+		// back into their frames first (fetchpark.go).
+		if err := fillAll(st.frames); err != nil {
+			return nil, charge{}, err
+		}
 		if size == 0 {
 			size = EncodedSize(fr, hdr.Correlation, flexible)
 		}
@@ -153,7 +158,7 @@ func exactBuf(n int) *wire.Buf {
 func (s *Conn) compact(st *Split, fr *kmsg.FetchResponse) {
 	b := s.env.Budget
 	for i, f := range st.frames {
-		if f == nil || len(f.B) <= exactBufFrom || cap(f.B)-len(f.B) < len(f.B)/8 {
+		if f == nil || f.Out != nil || len(f.B) <= exactBufFrom || cap(f.B)-len(f.B) < len(f.B)/8 {
 			continue
 		}
 		if !b.TryReserveResponse(int64(len(f.B))) {
@@ -349,14 +354,21 @@ func readAnswer(rd io.Reader, head []byte, total int, acct wire.Account, fetch b
 	b := wire.GetFine(total)
 	n := copy(b.B, head)
 	if _, err := io.ReadFull(rd, b.B[n:]); err != nil {
-		wire.Put(b)
-		acct.Release(wire.FineCap(total))
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, wire.ErrTruncated
-		}
-		return nil, err
+		return nil, readFailed(b, acct, total, err)
 	}
 	return b, nil
+}
+
+// readFailed gives back b, the frame of an answer of total bytes reserved
+// in acct whose read failed with err, and names the failure: an answer
+// cut short is wire.ErrTruncated.
+func readFailed(b *wire.Buf, acct wire.Account, total int, err error) error {
+	wire.Put(b)
+	acct.Release(wire.FineCap(total))
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return wire.ErrTruncated
+	}
+	return err
 }
 
 // bigAnswer reports whether an answer is read into a frame of its fine

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/splitmerge"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -111,15 +112,15 @@ type testRequest struct {
 	frame *wire.Buf
 }
 
-func (r *testRequest) Header() *wire.RequestHeader     { return &r.hdr }
-func (r *testRequest) Frame() *wire.Buf                { return r.frame }
-func (r *testRequest) FixResponse(kmsg.Response)       {}
-func (r *testRequest) Unread() Unread                  { return nil }
-func (r *testRequest) ForcedAck() bool                 { return false }
-func (r *testRequest) SetFailed(error)                 {}
-func (r *testRequest) Pieces() bool                    { return false }
-func (r *testRequest) SetPieces([][]byte, int, func()) {}
-func (r *testRequest) Merging()                        {}
+func (r *testRequest) Header() *wire.RequestHeader                     { return &r.hdr }
+func (r *testRequest) Frame() *wire.Buf                                { return r.frame }
+func (r *testRequest) FixResponse(kmsg.Response)                       {}
+func (r *testRequest) Unread() Unread                                  { return nil }
+func (r *testRequest) ForcedAck() bool                                 { return false }
+func (r *testRequest) SetFailed(error)                                 {}
+func (r *testRequest) Pieces() bool                                    { return false }
+func (r *testRequest) SetPieces([][]byte, []*sockio.Pipe, int, func()) {}
+func (r *testRequest) Merging()                                        {}
 
 // splitForTest parses and decodes frame as the single topology does
 // and splits it over hashView.

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"io"
 	"math/bits"
 	"sync"
 )
@@ -8,6 +9,11 @@ import (
 // Buf is a pooled byte buffer. B is the bytes in use; Put returns it.
 type Buf struct {
 	B []byte
+	// Out, when set, holds bytes of B that a reader left outside it
+	// (single's Fetch answers, their record sets parked in pipes): B
+	// lacks them until Out gives them, and Put closes it. Nil for a
+	// buffer whose bytes are all in B.
+	Out io.Closer
 }
 
 const (
@@ -117,6 +123,10 @@ func GetFine(n int) *Buf {
 func Put(b *Buf) {
 	if b == nil {
 		return
+	}
+	if b.Out != nil {
+		b.Out.Close()
+		b.Out = nil
 	}
 	c := cap(b.B)
 	if c > FineFrom && c&(c-1) != 0 {

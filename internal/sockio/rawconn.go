@@ -1,7 +1,8 @@
 // Package sockio is what the proxy does to TCP sockets beyond package net:
 // a peek at the bytes queued on a socket without taking them (a whole
 // frame, or one walked with a peek offset that passes bytes uncopied),
-// bytes dropped unread, a splice that says which socket failed, the
+// bytes dropped unread, a splice that says which socket failed, a pipe
+// that holds a socket's bytes until they are spliced on or read back, the
 // kernel's TCP state of a socket (reset, half-closed, bytes acknowledged),
 // writes with MSG_MORE, a write of what a socket takes at once without
 // waiting, and a read that gives its buffer back before it waits, with how
@@ -16,8 +17,9 @@
 //
 // The calls made per request allocate nothing: each type binds its
 // callback for the raw socket once, when it is made. Those made per
-// large frame (PeekAll, PeekFrom and its PeekOffset, Splicer.Move), each
-// moving at least 32 KiB, allocate a few small objects.
+// large frame (PeekAll, PeekFrom and its PeekOffset, Splicer.Move,
+// Pipe.From and To), each moving at least 16 KiB, allocate a few small
+// objects.
 package sockio
 
 import (

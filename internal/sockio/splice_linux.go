@@ -98,8 +98,13 @@ func (s *Splicer) Move(dst, src *net.TCPConn, n int) (taken int, readErr, writeE
 
 // splice moves up to n bytes from fd in to fd out without waiting.
 func splice(in, out, n int) (int, error) {
+	return spliceFlags(in, out, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+}
+
+// spliceFlags is splice with flags of the caller's.
+func spliceFlags(in, out, n, flags int) (int, error) {
 	for {
-		k, err := unix.Splice(in, nil, out, nil, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		k, err := unix.Splice(in, nil, out, nil, n, flags)
 		if err == syscall.EINTR {
 			continue
 		}

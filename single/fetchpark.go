@@ -1,0 +1,332 @@
+package single
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/inorder-proxy/inorder/internal/proxyerr"
+	"github.com/inorder-proxy/inorder/internal/sockio"
+	"github.com/inorder-proxy/inorder/wire"
+)
+
+// A large Fetch answer from a plaintext broker, owed to a plaintext client
+// whose answer may go in pieces, is read with its large record sets
+// parked: spliced from the broker's socket into pipes (sockio.Pipe), the
+// socket's own pages referenced there, not copied into the proxy. The
+// answer's frame holds every other byte (the header, every partition's
+// fields, the tail) and a hole of each parked record set's size, so it
+// decodes and merges as a frame read whole does (kmsg never looks into
+// record sets). When the merged answer is written as a vector
+// (fetchmerge.go), a piece that is a parked record set is spliced from
+// its pipe into the client's socket (sockio.WritePiped): its bytes never
+// enter the proxy's memory. Whatever else needs the bytes (an answer
+// encoded whole, a frame compacted) fills the holes from the pipes first
+// (fill), which is the copy a read would have made.
+//
+// The frame still reserves and holds the answer's whole size, as before:
+// the pipes hold its record bytes in the kernel meanwhile, no more than
+// the socket did, and the budget counts them where the frame is.
+const (
+	// fetchParkFrom: a smaller record set is read; a splice in and out
+	// costs two system calls where a copy of that much costs less.
+	fetchParkFrom = SpliceFrom
+	// parkPipesMost bounds the pipes one answer holds; past them the
+	// rest is read.
+	parkPipesMost = 16
+	// parkRead is how much of the bytes between record sets is read at
+	// a time: a partition's fields are some 50 bytes, so a read past
+	// them takes a little of the next record set into memory, which is
+	// then not parked.
+	parkRead = 512
+)
+
+// parked is the Out of a frame read with record sets parked: the spans of
+// its B that are in pipes, in the order they were spliced.
+type parked struct {
+	spans []parkedSpan
+	next  int // spans moved out already
+	pipes []*sockio.Pipe
+}
+
+// parkedSpan is a span of the frame, in pipe.
+type parkedSpan struct {
+	off, n int
+	pipe   *sockio.Pipe
+}
+
+// Close gives the pipes back (closed if they still hold bytes).
+func (h *parked) Close() error {
+	for _, pipe := range h.pipes {
+		pipe.Put()
+	}
+	h.spans, h.next, h.pipes = nil, 0, nil
+	return nil
+}
+
+// fill reads the bytes b lacks back from their pipes, so that b holds its
+// frame whole.
+func fill(b *wire.Buf) error {
+	if b == nil || b.Out == nil {
+		return nil
+	}
+	h, ok := b.Out.(*parked)
+	if !ok {
+		return nil
+	}
+	var err error
+	for _, sp := range h.spans[h.next:] {
+		if err = sp.pipe.Read(b.B[sp.off : sp.off+sp.n]); err != nil {
+			break
+		}
+		h.next++
+	}
+	h.Close()
+	b.Out = nil
+	if err != nil {
+		return fmt.Errorf("%w: a record set parked in a pipe: %v", proxyerr.UpstreamFailed, err)
+	}
+	return nil
+}
+
+// fillAll fills every frame of frames.
+func fillAll(frames []*wire.Buf) error {
+	for _, f := range frames {
+		if err := fill(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errParkMalformed wraps what does not parse in an answer being parked.
+var errParkMalformed = errors.New("malformed Fetch answer")
+
+// parkable returns the broker socket an answer of total bytes to ref may
+// be read from with its record sets parked, or nil.
+func (s *Conn) parkable(u *upstream, ref *partRef, total int) *net.TCPConn {
+	if ref.key != keyFetch || total < fetchVecFrom || !s.c.Splices() {
+		return nil
+	}
+	nc, ok := u.nc.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	st := ref.st
+	s.mu.Unlock()
+	if st == nil || !st.r.Pieces() {
+		return nil
+	}
+	return nc
+}
+
+// readParked reads a Fetch answer at version of total bytes, whose first
+// bytes (head) are read, from rd over nc, its record sets of from bytes
+// or more (fetchParkFrom) parked. The frame is reserved in acct as
+// readAnswer's is, and given back on an error, which wraps
+// errParkMalformed where the answer does not parse (rd then out of step).
+func readParked(rd *bufio.Reader, nc *net.TCPConn, head []byte, total int, version int16, acct wire.Account, from int) (*wire.Buf, error) {
+	b := wire.GetFine(total)
+	p := parker{rd: rd, nc: nc, b: b.B, filled: copy(b.B, head), from: int64(from)}
+	err := p.walk(version)
+	if len(p.h.pipes) > 0 {
+		b.Out = &p.h
+	}
+	if err != nil {
+		return nil, readFailed(b, acct, total, err)
+	}
+	return b, nil
+}
+
+// parker is one answer's read.
+type parker struct {
+	rd     *bufio.Reader
+	nc     *net.TCPConn
+	b      []byte
+	filled int // b[:filled] is read
+	from   int64
+	h      parked
+	pipe   *sockio.Pipe // the last pipe, which may have room
+}
+
+// walk reads the answer's body, following its fields with a
+// wire.FetchStream that stops where each partition's records begin.
+func (p *parker) walk(version int16) error {
+	var fs wire.FetchStream
+	fs.Start(version, int64(len(p.b)-p.filled), true)
+	fs.Report()
+	scan := p.filled
+	for {
+		step, err := fs.Next(p.b[scan:p.filled])
+		if errors.Is(err, wire.ErrNeedMore) {
+			if p.filled == len(p.b) {
+				return fmt.Errorf("%w: it ends inside a field", errParkMalformed)
+			}
+			if err := p.read(min(len(p.b), p.filled+parkRead)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %v", errParkMalformed, err)
+		}
+		scan += step.Used
+		if step.End {
+			return p.readTo(len(p.b))
+		}
+		if step.Pass == 0 {
+			continue
+		}
+		end := scan + int(step.Pass)
+		if end > len(p.b) {
+			return fmt.Errorf("%w: a field runs past the frame", errParkMalformed)
+		}
+		if step.Found == wire.FoundPartition && step.Pass >= p.from && p.filled < end {
+			if err := p.park(end); err != nil {
+				return err
+			}
+		}
+		if err := p.readTo(end); err != nil {
+			return err
+		}
+		scan = end
+	}
+}
+
+// read reads at least one more byte, and up to b[:to]: what rd holds
+// already, else from the socket itself, so that rd never reads ahead of
+// a record set to be parked.
+func (p *parker) read(to int) error {
+	var n int
+	var err error
+	if p.rd.Buffered() > 0 {
+		n, err = p.rd.Read(p.b[p.filled:to])
+	} else {
+		n, err = p.nc.Read(p.b[p.filled:to])
+	}
+	p.filled += n
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// readTo reads b up to end.
+func (p *parker) readTo(end int) error {
+	if p.filled >= end {
+		return nil
+	}
+	_, err := io.ReadFull(p.rd, p.b[p.filled:end])
+	if err == nil {
+		p.filled = end
+	}
+	return err
+}
+
+// park takes the record set ending at end: what rd holds of it into b,
+// the rest spliced into pipes, as far as they take it (readTo reads what
+// they did not).
+func (p *parker) park(end int) error {
+	if k := min(p.rd.Buffered(), end-p.filled); k > 0 {
+		if _, err := io.ReadFull(p.rd, p.b[p.filled:p.filled+k]); err != nil {
+			return err
+		}
+		p.filled += k
+	}
+	for p.filled < end {
+		if p.pipe == nil {
+			if len(p.h.pipes) == parkPipesMost {
+				return nil
+			}
+			pipe, err := sockio.GetPipe()
+			if err != nil {
+				return nil
+			}
+			p.pipe = pipe
+			p.h.pipes = append(p.h.pipes, pipe)
+		}
+		got, err := p.pipe.From(p.nc, end-p.filled)
+		if got > 0 {
+			if n := len(p.h.spans); n > 0 && p.h.spans[n-1].pipe == p.pipe && p.h.spans[n-1].off+p.h.spans[n-1].n == p.filled {
+				p.h.spans[n-1].n += got
+			} else {
+				p.h.spans = append(p.h.spans, parkedSpan{off: p.filled, n: got, pipe: p.pipe})
+			}
+			p.filled += got
+		}
+		if err != nil {
+			return err
+		}
+		if p.filled < end {
+			p.pipe = nil // full: the next one
+		}
+	}
+	return nil
+}
+
+// pipedPieces splits pieces, slices of frames among others, where they
+// hold parked spans, and says the pipe each piece is spliced from (nil:
+// written from memory; from is nil when no frame has a parked span). It
+// reports false when the pieces do not take each frame's spans once
+// each, whole, in the order they were parked (a merge that left a record
+// set out or reordered them), which a pipe cannot give: the caller
+// fills the frames and writes pieces as they are.
+func pipedPieces(frames []*wire.Buf, pieces [][]byte) ([][]byte, []*sockio.Pipe, bool) {
+	holed := 0
+	for _, f := range frames {
+		if f != nil && f.Out != nil {
+			holed++
+		}
+	}
+	if holed == 0 {
+		return pieces, nil, true
+	}
+	next := make([]int, len(frames))
+	out := make([][]byte, 0, len(pieces)+2*holed)
+	from := make([]*sockio.Pipe, 0, cap(out))
+	for _, pc := range pieces {
+		fi, off := -1, 0
+		for i, f := range frames {
+			if f == nil || f.Out == nil {
+				continue
+			}
+			if o, ok := within(f.B, pc); ok {
+				fi, off = i, o
+				break
+			}
+		}
+		if fi < 0 {
+			out, from = append(out, pc), append(from, nil)
+			continue
+		}
+		h := frames[fi].Out.(*parked)
+		end := off + len(pc)
+		for ; next[fi] < len(h.spans) && h.spans[next[fi]].off < end; next[fi]++ {
+			sp := h.spans[next[fi]]
+			if sp.off < off || sp.off+sp.n > end {
+				return pieces, nil, false
+			}
+			if sp.off > off {
+				out, from = append(out, pc[:sp.off-off]), append(from, nil)
+				pc, off = pc[sp.off-off:], sp.off
+			}
+			out, from = append(out, pc[:sp.n]), append(from, sp.pipe)
+			pc, off = pc[sp.n:], off+sp.n
+		}
+		if len(pc) > 0 {
+			out, from = append(out, pc), append(from, nil)
+		}
+	}
+	for i, f := range frames {
+		if f != nil && f.Out != nil && next[i] != len(f.Out.(*parked).spans) {
+			return pieces, nil, false
+		}
+	}
+	return out, from, true
+}
