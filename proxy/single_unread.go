@@ -133,14 +133,17 @@ func (c *conn) peekFrame(h wire.RequestHeader, total int) (_ *wire.Buf, _ charge
 	}
 	wire.Put(b)
 	ch.Release(c.p.budget)
-	if errors.Is(err, sockio.ErrNoRoom) || byStall && errors.Is(err, os.ErrDeadlineExceeded) {
-		// The socket cannot hold it, or its window did not open for
-		// it: no frame this large is peeked at again on this
-		// connection.
+	if byStall && errors.Is(err, os.ErrDeadlineExceeded) {
+		// Its window did not open for it: no frame this large is
+		// peeked at again on this connection.
 		c.peekBelow = total
 		return nil, charge{}, false, nil
 	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, wire.ErrCannotScan) {
+	// The socket cannot hold it yet (its buffer grows as TCP tunes it
+	// to the connection's rate, so a later frame of the same size may
+	// fit), or it does not lay out as a Produce: a read takes what
+	// came, and says what is wrong with it.
+	if errors.Is(err, sockio.ErrNoRoom) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, wire.ErrCannotScan) {
 		// A read takes what came, and says what is wrong with it.
 		return nil, charge{}, false, nil
 	}

@@ -105,9 +105,11 @@ func fillAll(frames []*wire.Buf) error {
 var errParkMalformed = errors.New("malformed Fetch answer")
 
 // parkable returns the broker socket an answer of total bytes to ref may
-// be read from with its record sets parked, or nil.
+// be read from with its record sets parked, or nil: a Fetch answer read
+// into a frame reserved whole (bigAnswer), over plaintext TCP on both
+// sides, to a request whose answer may go in pieces (not audited).
 func (s *Conn) parkable(u *upstream, ref *partRef, total int) *net.TCPConn {
-	if ref.key != keyFetch || total < fetchVecFrom || !s.c.Splices() {
+	if !bigAnswer(ref.key == keyFetch, total) || !s.c.Splices() {
 		return nil
 	}
 	nc, ok := u.nc.(*net.TCPConn)

@@ -66,15 +66,13 @@ func (st *peekState) begin(fd int) error {
 	}
 	if 2*n > rcv {
 		// Setting the low mark grows the buffer to hold that much
-		// (never shrinks it), up to the kernel's cap, which the mark
-		// read back shows.
+		// (never shrinks it), up to the kernel's cap. The mark itself
+		// is capped lower (half tcp_rmem's maximum) than the buffer
+		// it grows, which the buffer's size read back shows: that,
+		// not the mark, says whether the bytes fit.
 		st.lowat = true
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, 2*n); err != nil {
 			return os.NewSyscallError("setsockopt", err)
-		}
-		set, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT)
-		if err != nil || set < 2*n {
-			return ErrNoRoom
 		}
 		if rcv, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF); err != nil || 2*n > rcv {
 			return ErrNoRoom
