@@ -144,7 +144,6 @@ func (c *conn) peekFrame(h wire.RequestHeader, total int) (_ *wire.Buf, _ charge
 	// fit), or it does not lay out as a Produce: a read takes what
 	// came, and says what is wrong with it.
 	if errors.Is(err, sockio.ErrNoRoom) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, wire.ErrCannotScan) {
-		// A read takes what came, and says what is wrong with it.
 		return nil, charge{}, false, nil
 	}
 	return nil, charge{}, false, c.bodyReadError(err)
