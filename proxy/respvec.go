@@ -31,7 +31,9 @@ func (r *request) appendResp(bufs net.Buffers, from []*sockio.Pipe, piped bool) 
 			if r.vecFrom != nil {
 				from = append(from, r.vecFrom...)
 			} else {
-				from = append(from, make([]*sockio.Pipe, len(r.vec))...)
+				for range r.vec {
+					from = append(from, nil)
+				}
 			}
 		}
 		return append(bufs, r.vec...), from

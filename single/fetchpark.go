@@ -47,7 +47,6 @@ const (
 // its B that are in pipes, in the order they were spliced.
 type parked struct {
 	spans []parkedSpan
-	next  int // spans moved out already
 	pipes []*sockio.Pipe
 }
 
@@ -62,26 +61,22 @@ func (h *parked) Close() error {
 	for _, pipe := range h.pipes {
 		pipe.Put()
 	}
-	h.spans, h.next, h.pipes = nil, 0, nil
+	h.spans, h.pipes = nil, nil
 	return nil
 }
 
 // fill reads the bytes b lacks back from their pipes, so that b holds its
 // frame whole.
 func fill(b *wire.Buf) error {
-	if b == nil || b.Out == nil {
-		return nil
-	}
-	h, ok := b.Out.(*parked)
-	if !ok {
+	h := parkedIn(b)
+	if h == nil {
 		return nil
 	}
 	var err error
-	for _, sp := range h.spans[h.next:] {
+	for _, sp := range h.spans {
 		if err = sp.pipe.Read(b.B[sp.off : sp.off+sp.n]); err != nil {
 			break
 		}
-		h.next++
 	}
 	h.Close()
 	b.Out = nil
@@ -89,6 +84,15 @@ func fill(b *wire.Buf) error {
 		return fmt.Errorf("%w: a record set parked in a pipe: %v", proxyerr.UpstreamFailed, err)
 	}
 	return nil
+}
+
+// parkedIn returns b's parked spans, or nil when b holds its frame whole.
+func parkedIn(b *wire.Buf) *parked {
+	if b == nil {
+		return nil
+	}
+	h, _ := b.Out.(*parked)
+	return h
 }
 
 // fillAll fills every frame of frames.
@@ -282,7 +286,7 @@ func (p *parker) park(end int) error {
 func pipedPieces(frames []*wire.Buf, pieces [][]byte) ([][]byte, []*sockio.Pipe, bool) {
 	holed := 0
 	for _, f := range frames {
-		if f != nil && f.Out != nil {
+		if parkedIn(f) != nil {
 			holed++
 		}
 	}
@@ -295,7 +299,7 @@ func pipedPieces(frames []*wire.Buf, pieces [][]byte) ([][]byte, []*sockio.Pipe,
 	for _, pc := range pieces {
 		fi, off := -1, 0
 		for i, f := range frames {
-			if f == nil || f.Out == nil {
+			if parkedIn(f) == nil {
 				continue
 			}
 			if o, ok := within(f.B, pc); ok {
@@ -307,7 +311,7 @@ func pipedPieces(frames []*wire.Buf, pieces [][]byte) ([][]byte, []*sockio.Pipe,
 			out, from = append(out, pc), append(from, nil)
 			continue
 		}
-		h := frames[fi].Out.(*parked)
+		h := parkedIn(frames[fi])
 		end := off + len(pc)
 		for ; next[fi] < len(h.spans) && h.spans[next[fi]].off < end; next[fi]++ {
 			sp := h.spans[next[fi]]
@@ -326,7 +330,7 @@ func pipedPieces(frames []*wire.Buf, pieces [][]byte) ([][]byte, []*sockio.Pipe,
 		}
 	}
 	for i, f := range frames {
-		if f != nil && f.Out != nil && next[i] != len(f.Out.(*parked).spans) {
+		if h := parkedIn(f); h != nil && next[i] != len(h.spans) {
 			return pieces, nil, false
 		}
 	}

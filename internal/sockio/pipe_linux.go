@@ -25,7 +25,7 @@ type Pipe struct {
 
 // pipeSize is what a Pipe is grown to: the most the kernel lets an
 // unprivileged process set (fs.pipe-max-size, 1 MiB by default), read
-// once. A pipe that cannot grow (the user's pipe pages spent) keeps the
+// once, and no more than 1 MiB. A pipe that cannot grow (the user's pipe pages spent) keeps the
 // kernel's default; it just fills sooner.
 var pipeSize = sync.OnceValue(func() int {
 	b, err := os.ReadFile("/proc/sys/fs/pipe-max-size")
