@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/inorder-proxy/inorder/internal/yamlout"
 )
 
 // The ACL file is YAML: a list under `acls:`, each entry with the field
@@ -185,37 +187,27 @@ func allOperations() string {
 	return strings.Join(s, ", ")
 }
 
-// fileBinding is a binding as the file writes it.
-type fileBinding struct {
-	Principal      string `yaml:"principal"`
-	Host           string `yaml:"host"`
-	ResourceType   string `yaml:"resourceType"`
-	ResourceName   string `yaml:"resourceName"`
-	PatternType    string `yaml:"patternType"`
-	Operation      string `yaml:"operation"`
-	PermissionType string `yaml:"permissionType"`
-}
-
 // Format writes a set as an ACL file that Parse reads back to the same
-// bindings, every field given.
+// bindings, every field given. The nodes are built with yamlout.Str: a
+// group or transactional id may hold characters the emitter alone writes
+// so that they do not read back.
 func Format(s *Set) []byte {
-	out := struct {
-		ACLs []fileBinding `yaml:"acls"`
-	}{ACLs: []fileBinding{}}
+	str := yamlout.Str
+	list := &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{}}
 	for _, b := range s.Bindings() {
-		out.ACLs = append(out.ACLs, fileBinding{
-			Principal:      b.Principal,
-			Host:           b.Host,
-			ResourceType:   resourceNames[b.ResourceType],
-			ResourceName:   b.ResourceName,
-			PatternType:    patternNames[b.PatternType],
-			Operation:      operationNames[b.Operation],
-			PermissionType: permissionNames[b.Permission],
-		})
+		list.Content = append(list.Content, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+			str("principal"), str(b.Principal),
+			str("host"), str(b.Host),
+			str("resourceType"), str(resourceNames[b.ResourceType]),
+			str("resourceName"), str(b.ResourceName),
+			str("patternType"), str(patternNames[b.PatternType]),
+			str("operation"), str(operationNames[b.Operation]),
+			str("permissionType"), str(permissionNames[b.Permission]),
+		}})
 	}
-	data, err := yaml.Marshal(out)
+	data, err := yaml.Marshal(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{str("acls"), list}})
 	if err != nil {
-		// Strings and a slice of structs always marshal.
+		// A tree of string scalars always marshals.
 		panic(err)
 	}
 	return data

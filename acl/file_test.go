@@ -56,6 +56,26 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestFormatOddNames: group and transactional ids of line breaks alone,
+// or with a tab before one, are written so that they read back.
+func TestFormatOddNames(t *testing.T) {
+	var want []Binding
+	for _, name := range []string{"\n", "\n\n", "\t\n", "a\tb", "\u2028"} {
+		want = append(want, Binding{Group, name, Literal, "User:alice", "*", Read, Allow})
+	}
+	s, err := NewSet(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Parse("formatted", Format(s))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, Format(s))
+	}
+	if !reflect.DeepEqual(again.Bindings(), s.Bindings()) {
+		t.Fatalf("formatted and parsed again: %q", again.Bindings())
+	}
+}
+
 func TestParseNames(t *testing.T) {
 	for s, want := range map[string]Operation{
 		"ALL": All, "all": All, "IdempotentWrite": IdempotentWrite, "IDEMPOTENT_WRITE": IdempotentWrite,

@@ -23,6 +23,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("acls:\n- {principal: 'User:a', resourceType: CLUSTER, operation: IDEMPOTENT_WRITE}\n- {principal: 'User:b', resourceType: GROUP, resourceName: 'g-', patternType: PREFIXED, operation: Read}\n"))
 	f.Add([]byte("acls: &x [*x]"))
 	f.Add([]byte("acls:\n- principal: User:a\n  resourceType: TOPIC\n  resourceName: \"caf\\u00e9\"\n  operation: READ\n"))
+	f.Add([]byte("acls:\n- {principal: 'User:a', resourceType: GROUP, resourceName: \"\\n\", operation: READ}\n- {principal: 'User:a', resourceType: GROUP, resourceName: \"\\t\\n\", operation: READ}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse("fuzz.yaml", data)
 		if err != nil {

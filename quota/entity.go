@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/inorder-proxy/inorder/internal/yamlout"
 )
 
 // DefaultName names a default entity, as Kafka writes it
@@ -317,9 +319,7 @@ func (c *Config) MarshalYAML() (any, error) {
 	if c == nil {
 		return seq, nil
 	}
-	str := func(s string) *yaml.Node {
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
-	}
+	str := yamlout.Str
 	for _, e := range c.Entries {
 		m := &yaml.Node{Kind: yaml.MappingNode}
 		add := func(k string, v *yaml.Node) { m.Content = append(m.Content, str(k), v) }

@@ -47,6 +47,18 @@ func TestParse(t *testing.T) {
 	assertRoundTrip(t, c)
 }
 
+// TestRoundTripOddNames: names made only of line breaks, or with a tab
+// before one, are written back so that they read back as themselves.
+func TestRoundTripOddNames(t *testing.T) {
+	for _, name := range []string{"\n", "\n\n", "\t\n", " \n", "a\tb", "\u0085", "\x00"} {
+		c := &Config{Entries: []Entry{
+			{Entity: Entity{User: name}, Limits: Limits{MaxConnections: 1}},
+			{Entity: Entity{User: name, ClientID: name}, Limits: Limits{ProducerByteRate: 1}},
+		}}
+		assertRoundTrip(t, c)
+	}
+}
+
 func TestParseEmpty(t *testing.T) {
 	for _, doc := range []string{"", "~\n", "[]\n"} {
 		c, err := Parse([]byte(doc))

@@ -16,6 +16,7 @@ func FuzzQuotaConfig(f *testing.F) {
 	f.Add([]byte("- {user: '<default>', request_percentage: 1e-300}\n"))
 	f.Add([]byte("- &a {user: x, producer_byte_rate: 1}\n- *a\n"))
 	f.Add([]byte("[{user: \"\\u0000\", max_connections: 2147483647}]"))
+	f.Add([]byte("- {user: \"\\n\", client-id: \"\\t\\n\", producer_byte_rate: 1}\n"))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		c, err := Parse(doc)
 		if err != nil {
