@@ -162,9 +162,11 @@ func (p *Proxy) ProduceSplices() int64 { return p.produceSplices.Load() }
 
 // FetchParks counts the Fetch answers read with record sets parked in
 // pipes, FetchPiped the merged answers written with pieces spliced from
-// them.
-func (p *Proxy) FetchParks() int64 { return p.fetchParks.Load() }
-func (p *Proxy) FetchPiped() int64 { return p.fetchPiped.Load() }
+// them, FetchParkCuts the answers whose read failed with record sets
+// parked.
+func (p *Proxy) FetchParks() int64    { return p.fetchParks.Load() }
+func (p *Proxy) FetchPiped() int64    { return p.fetchPiped.Load() }
+func (p *Proxy) FetchParkCuts() int64 { return p.fetchParkCuts.Load() }
 
 func (p *Proxy) ProducePeeks() int64 { return p.producePeeks.Load() }
 

@@ -126,9 +126,10 @@ type Proxy struct {
 	fetchVectors atomic.Int64
 	// fetchParks and fetchPiped count the single topology's Fetch
 	// answers read with record sets parked in pipes, and the merged
-	// answers written with pieces spliced from them
+	// answers written with pieces spliced from them, fetchParkCuts the
+	// answers whose read failed with record sets parked
 	// (single/fetchpark.go); tests read them.
-	fetchParks, fetchPiped atomic.Int64
+	fetchParks, fetchPiped, fetchParkCuts atomic.Int64
 	// produceSplices counts the single topology's Produce requests whose
 	// records went from the client socket to the brokers' in the kernel
 	// (single/producesplice.go); tests read it.

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/sockio"
 )
 
 // parkValue is record i of partition part: its size one of a few, from a
@@ -111,4 +112,100 @@ func consumeParked(ctx context.Context, topic string, partitions int32, perPart 
 		})
 	}
 	return bad
+}
+
+// TestSingleFetchParkedFaults: while consumers read large record sets
+// through the single endpoint, slowed so that each answer is a while in
+// passing, the brokers' connections are reset again and again, and other
+// consumers go away in the middle of their fetches. Every record still
+// arrives whole and in order to the consumers that stay, and once they
+// are gone no memory is held and no pipe is out: an answer cut in the
+// middle of a parked record set gives back what it held.
+func TestSingleFetchParkedFaults(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			const topic, partitions, perPart = "parked-faults", 6, 30
+			kc, relays := relayedCluster(t, kfake.SeedTopics(partitions, topic))
+			spreadLeaders(t, kc, topic, partitions)
+			ctx := testContext(t, 90*time.Second)
+			prod, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.DefaultProduceTopic(topic),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer prod.Close()
+			for i := range perPart {
+				for part := range int32(partitions) {
+					if err := prod.ProduceSync(ctx, &kgo.Record{Partition: part, Value: parkValue(part, i)}).FirstErr(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			pipes0 := sockio.PipesOut()
+			p := startSingle(t, mode, kc.ListenAddrs(), nil)
+			for _, r := range relays {
+				r.SetDelay(2 * time.Millisecond) // each 32 KiB chunk
+			}
+			only := &onlyProxy{addr: p.Addr()}
+
+			var wg sync.WaitGroup
+			errs := make(chan error, 2)
+			for range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs <- consumeParked(ctx, topic, partitions, perPart, kgo.SeedBrokers(p.Addr()), only.opt(),
+						kgo.FetchMaxBytes(50<<20), kgo.FetchMaxPartitionBytes(1<<20), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+				}()
+			}
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+
+			// Consumers that leave mid-fetch, and resets, until the
+			// others are done or the faults run out.
+			cuts, left := 0, 0
+		faults:
+			for i := 0; i < 80; i++ {
+				select {
+				case <-done:
+					break faults
+				case <-time.After(25 * time.Millisecond):
+				}
+				cuts += relays[i%len(relays)].Cut()
+				if i%8 == 0 {
+					cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), only.opt(), kgo.ConsumeTopics(topic),
+						kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(50<<20))
+					if err != nil {
+						t.Fatal(err)
+					}
+					pctx, cancel := context.WithTimeout(ctx, time.Duration(20+5*i)*time.Millisecond)
+					cl.PollFetches(pctx)
+					cancel()
+					cl.Close()
+					left++
+				}
+			}
+			<-done
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			only.check(t)
+			t.Logf("%d broker connections reset, %d consumers gone mid-fetch, %d parts' answers parked, %d reset while parking",
+				cuts, left, p.FetchParks(), p.FetchParkCuts())
+			if p.FetchParks() == 0 || p.FetchParkCuts() == 0 {
+				t.Fatalf("%d answers parked, %d reset while parking: the premise fails", p.FetchParks(), p.FetchParkCuts())
+			}
+			waitMemoryFree(t, p)
+			deadline := time.Now().Add(10 * time.Second)
+			for sockio.PipesOut() != pipes0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d pipes out, %d before the proxy started", sockio.PipesOut(), pipes0)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
 }

@@ -60,6 +60,7 @@ func newSingleView(p *Proxy) (*single.View, error) {
 		FetchCuts:      &p.fetchCuts,
 		FetchParks:     &p.fetchParks,
 		FetchPiped:     &p.fetchPiped,
+		FetchParkCuts:  &p.fetchParkCuts,
 		ProduceSplices: &p.produceSplices,
 	}
 	port := p.boot.Addr().(*net.TCPAddr).Port

@@ -167,8 +167,10 @@ type Env struct {
 	FetchVectors *atomic.Int64
 	// FetchParks, if set, counts the Fetch parts' answers read with
 	// record sets parked in pipes, FetchPiped the merged answers that
-	// went to the client with pieces spliced from them (fetchpark.go).
-	FetchParks, FetchPiped *atomic.Int64
+	// went to the client with pieces spliced from them, FetchParkCuts
+	// the answers whose read failed with record sets parked
+	// (fetchpark.go).
+	FetchParks, FetchPiped, FetchParkCuts *atomic.Int64
 	// FetchCuts, if set, counts the Fetch parts' answers cut short
 	// (fetchcut.go).
 	FetchCuts *atomic.Int64

@@ -659,6 +659,9 @@ func (u *upstream) readLoop() error {
 			if err == nil && buf.Out != nil && s.env.FetchParks != nil {
 				s.env.FetchParks.Add(1)
 			}
+			if errors.Is(err, errParkCut) && s.env.FetchParkCuts != nil {
+				s.env.FetchParkCuts.Add(1)
+			}
 		} else {
 			buf, err = readAnswer(rd, head[:], total, into, ref.key == keyFetch)
 		}

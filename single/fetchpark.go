@@ -108,6 +108,10 @@ func fillAll(frames []*wire.Buf) error {
 // errParkMalformed wraps what does not parse in an answer being parked.
 var errParkMalformed = errors.New("malformed Fetch answer")
 
+// errParkCut wraps a read that failed with record sets already parked:
+// what the pipes held is dropped with them.
+var errParkCut = errors.New("the answer failed with record sets parked")
+
 // parkable returns the broker socket an answer of total bytes to ref may
 // be read from with its record sets parked, or nil: a Fetch answer read
 // into a frame reserved whole (bigAnswer), over plaintext TCP on both
@@ -142,7 +146,12 @@ func readParked(rd *bufio.Reader, nc *net.TCPConn, head []byte, total int, versi
 		b.Out = &p.h
 	}
 	if err != nil {
-		return nil, readFailed(b, acct, total, err)
+		cut := b.Out != nil
+		err = readFailed(b, acct, total, err)
+		if cut {
+			err = fmt.Errorf("%w: %w", errParkCut, err)
+		}
+		return nil, err
 	}
 	return b, nil
 }

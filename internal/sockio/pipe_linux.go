@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -49,6 +50,13 @@ var idlePipes struct {
 
 const maxIdlePipes = 64
 
+// pipesOut counts the pipes GetPipe gave and Put has not had back.
+var pipesOut atomic.Int64
+
+// PipesOut is how many pipes are given out and not yet put back: what
+// answers in flight hold, and what a leak would leave.
+func PipesOut() int64 { return pipesOut.Load() }
+
 // GetPipe returns an empty Pipe, or fails where no pipe can be made (the
 // descriptors spent).
 func GetPipe() (*Pipe, error) {
@@ -58,6 +66,7 @@ func GetPipe() (*Pipe, error) {
 		idlePipes.p[n-1] = nil
 		idlePipes.p = idlePipes.p[:n-1]
 		idlePipes.Unlock()
+		pipesOut.Add(1)
 		return p, nil
 	}
 	idlePipes.Unlock()
@@ -66,6 +75,7 @@ func GetPipe() (*Pipe, error) {
 		return nil, os.NewSyscallError("pipe2", err)
 	}
 	unix.FcntlInt(uintptr(fds[1]), unix.F_SETPIPE_SZ, pipeSize())
+	pipesOut.Add(1)
 	return &Pipe{r: fds[0], w: fds[1]}, nil
 }
 
@@ -75,6 +85,7 @@ func (p *Pipe) Put() {
 	if p == nil || p.r < 0 {
 		return
 	}
+	pipesOut.Add(-1)
 	if p.held == 0 {
 		idlePipes.Lock()
 		if len(idlePipes.p) < maxIdlePipes {

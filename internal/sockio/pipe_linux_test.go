@@ -23,9 +23,13 @@ func TestPipe(t *testing.T) {
 	go srcPeer.Write(want)
 	src.SetReadDeadline(time.Now().Add(10 * time.Second))
 
+	out0 := PipesOut()
 	p, err := GetPipe()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if PipesOut() != out0+1 {
+		t.Fatalf("%d pipes out after one was given, from %d", PipesOut(), out0)
 	}
 	// A pipe of two slots, which fills at once.
 	if _, err := unix.FcntlInt(uintptr(p.w), unix.F_SETPIPE_SZ, 8192); err != nil {
@@ -75,6 +79,9 @@ func TestPipe(t *testing.T) {
 	q.Put()
 	if q.r >= 0 {
 		t.Fatal("a pipe put back holding bytes is kept")
+	}
+	if PipesOut() != out0 {
+		t.Fatalf("%d pipes out after every one was put back, from %d", PipesOut(), out0)
 	}
 
 	// The source ended: io.EOF with what came before it.
