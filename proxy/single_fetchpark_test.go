@@ -13,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/quotaprobe"
 	"github.com/inorder-proxy/inorder/internal/sockio"
+	"github.com/inorder-proxy/inorder/proxy"
 )
 
 // parkValue is record i of partition part: its size one of a few, from a
@@ -199,13 +201,60 @@ func TestSingleFetchParkedFaults(t *testing.T) {
 				t.Fatalf("%d answers parked, %d reset while parking: the premise fails", p.FetchParks(), p.FetchParkCuts())
 			}
 			waitMemoryFree(t, p)
-			deadline := time.Now().Add(10 * time.Second)
-			for sockio.PipesOut() != pipes0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d pipes out, %d before the proxy started", sockio.PipesOut(), pipes0)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitPipesBack(t, pipes0)
 		})
+	}
+}
+
+// TestSingleFetchParkedThrottled: a consumer over its consumer_byte_rate
+// through the single endpoint is answered empty while throttled, its
+// parts' answers parked and then dropped unread; it still reads every
+// record in order, and no memory is held and no pipe out afterwards.
+func TestSingleFetchParkedThrottled(t *testing.T) {
+	const topic, partitions, perPart = "parked-throttled", 6, 8
+	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
+	spreadLeaders(t, kc, topic, partitions)
+	ctx := testContext(t, 60*time.Second)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for i := range perPart {
+		for part := range int32(partitions) {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Partition: part, Value: parkValue(part, i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pipes0 := sockio.PipesOut()
+	q := parseQuotas(t, "- client-id: slow\n  consumer_byte_rate: 1048576\n")
+	p := startSingle(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow))
+	only := &onlyProxy{addr: p.Addr()}
+	hook := &quotaprobe.Hook{}
+	if err := consumeParked(ctx, topic, partitions, perPart, kgo.SeedBrokers(p.Addr()), only.opt(), kgo.ClientID("slow"), kgo.WithHooks(hook),
+		kgo.FetchMaxBytes(50<<20), kgo.FetchMaxPartitionBytes(1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	only.check(t)
+	t.Logf("%d throttled answers, %d parts' answers parked", hook.Throttled(), p.FetchParks())
+	if hook.Throttled() == 0 || p.FetchParks() == 0 {
+		t.Fatalf("%d throttled answers, %d parked: the premise fails", hook.Throttled(), p.FetchParks())
+	}
+	waitMemoryFree(t, p)
+	waitPipesBack(t, pipes0)
+}
+
+// waitPipesBack waits up to 10 s for the pipes given out to be as many as
+// before the test's proxy started.
+func waitPipesBack(t *testing.T, before int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for sockio.PipesOut() != before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pipes out, %d before the proxy started", sockio.PipesOut(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -75,9 +75,13 @@ func (s *Conn) encode(st *Split, resp kmsg.Response, size int) (*wire.Buf, charg
 	b := s.env.Budget
 	if fr, ok := resp.(*kmsg.FetchResponse); ok {
 		// Encoded whole: the record sets parked in pipes are read
-		// back into their frames first (fetchpark.go).
-		if err := fillAll(st.frames); err != nil {
-			return nil, charge{}, err
+		// back into their frames first (fetchpark.go), unless the
+		// answer names no partition (a throttled fetch's, emptied):
+		// then nothing refers to them, and Put drops them unread.
+		if len(fr.Topics) > 0 {
+			if err := fillAll(st.frames); err != nil {
+				return nil, charge{}, err
+			}
 		}
 		if size == 0 {
 			size = EncodedSize(fr, hdr.Correlation, flexible)
