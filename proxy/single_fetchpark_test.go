@@ -130,19 +130,7 @@ func TestSingleFetchParkedFaults(t *testing.T) {
 			kc, relays := relayedCluster(t, kfake.SeedTopics(partitions, topic))
 			spreadLeaders(t, kc, topic, partitions)
 			ctx := testContext(t, 90*time.Second)
-			prod, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.DefaultProduceTopic(topic),
-				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer prod.Close()
-			for i := range perPart {
-				for part := range int32(partitions) {
-					if err := prod.ProduceSync(ctx, &kgo.Record{Partition: part, Value: parkValue(part, i)}).FirstErr(); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			produceParked(ctx, t, kc.ListenAddrs(), topic, partitions, perPart)
 			pipes0 := sockio.PipesOut()
 			p := startSingle(t, mode, kc.ListenAddrs(), nil)
 			for _, r := range relays {
@@ -215,19 +203,7 @@ func TestSingleFetchParkedThrottled(t *testing.T) {
 	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
 	spreadLeaders(t, kc, topic, partitions)
 	ctx := testContext(t, 60*time.Second)
-	prod, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	for i := range perPart {
-		for part := range int32(partitions) {
-			if err := prod.ProduceSync(ctx, &kgo.Record{Partition: part, Value: parkValue(part, i)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	produceParked(ctx, t, kc.ListenAddrs(), topic, partitions, perPart)
 	pipes0 := sockio.PipesOut()
 	q := parseQuotas(t, "- client-id: slow\n  consumer_byte_rate: 1048576\n")
 	p := startSingle(t, config.OrderingConnection, kc.ListenAddrs(), func(c *config.Config) { c.Quotas = q }, proxy.WithQuotaWindow(quotaWindow))
@@ -256,5 +232,24 @@ func waitPipesBack(t *testing.T, before int64) {
 			t.Fatalf("%d pipes out, %d before the proxy started", sockio.PipesOut(), before)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// produceParked writes perPart records of parkValue to each partition of
+// topic, one at a time.
+func produceParked(ctx context.Context, t *testing.T, brokers []string, topic string, partitions int32, perPart int) {
+	t.Helper()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for i := range perPart {
+		for part := range partitions {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Partition: part, Value: parkValue(part, i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
