@@ -159,6 +159,7 @@ TWIN=$((PORT_BASE + 25))        # a second inorder in connection mode, the same 
 CAPPED=$((PORT_BASE + 30))      # inorder, connection mode, --api-version-cap Fetch=15; node 0 on +1
 KPROXY=$((PORT_BASE + 35))      # grepplabs/kafka-proxy, if KAFKA_PROXY_BIN is set; its HTTP endpoint on +1
 CLUSTER3=$((PORT_BASE + 3))     # three brokers on +3, +4, +5
+CLUSTER1=$((PORT_BASE + 6))     # one broker leading every partition of CLUSTER3's topics
 PORTS3=$((PORT_BASE + 12))      # inorder, connection mode, port per broker; nodes 0-2 on +13..+15
 SINGLE3=$((PORT_BASE + 16))     # inorder, connection mode, --topology single
 SINGLE3NONE=$((PORT_BASE + 17)) # inorder, none mode, --topology single
@@ -549,13 +550,20 @@ TOPIC3=inorder-bench-3x12
 # clients' default settings (50 MiB, 1 MiB per partition) to reach 50 MiB.
 TOPIC3DEFAULT=inorder-bench-3x50
 # start_cluster3 KIND starts the three brokers and the three proxies, the
-# proxies with SERVE_ARGS.
+# proxies with SERVE_ARGS, and beside them one broker of the same kind
+# holding the same topics: what one client connection carries with no
+# proxy at all, the single endpoint's ceiling (its client has one
+# connection, where through ports it has one per broker).
 start_cluster3() {
 	"$BIN" bench broker --kind "$1" --brokers 3 --port "$CLUSTER3" --topic "$TOPIC3=12" --topic "$TOPIC3DEFAULT=50" \
 		--timeout "$LIFETIME" >"$WORK/cluster3.log" 2>&1 &
 	PIDS+=($!)
+	"$BIN" bench broker --kind "$1" --brokers 1 --port "$CLUSTER1" --topic "$TOPIC3=12" --topic "$TOPIC3DEFAULT=50" \
+		--timeout "$LIFETIME" >"$WORK/cluster1.log" 2>&1 &
+	PIDS+=($!)
 	wait_port "$CLUSTER3"
 	wait_port $((CLUSTER3 + 2))
+	wait_port "$CLUSTER1"
 	local up="127.0.0.1:$CLUSTER3"
 	timeout "$LIFETIME" "$BIN" serve --listen "127.0.0.1:$PORTS3" --node-port-base $((PORTS3 + 1)) --upstream "$up" \
 		--upstream-ordering connection --log-level warn --shutdown-grace 1s "${SERVE_ARGS[@]}" >"$WORK/inorder-ports3.log" 2>&1 &
@@ -579,9 +587,10 @@ measure3() {
 	local name=$1
 	shift
 	local rounds=${ROUNDS3:-$ROUNDS}
-	log "workload $name: ${rounds} rounds x 4 paths x ${DURATION}"
+	log "workload $name: ${rounds} rounds x 5 paths x ${DURATION}"
 	run "$BIN" bench -b "single=127.0.0.1:$SINGLE3" --compare "single-none=127.0.0.1:$SINGLE3NONE" \
 		--compare "ports=127.0.0.1:$PORTS3" --compare "direct=127.0.0.1:$CLUSTER3,127.0.0.1:$((CLUSTER3 + 1)),127.0.0.1:$((CLUSTER3 + 2))" \
+		--compare "one-broker=127.0.0.1:$CLUSTER1" \
 		--ratio-to ports,direct --cpu-pid "single=$PROXY_SINGLE3_PID" --cpu-pid "single-none=$PROXY_SINGLE3NONE_PID" \
 		--cpu-pid "ports=$PROXY_PORTS3_PID" --rounds "$rounds" --duration "$DURATION" --warmup "$WARMUP" \
 		--topic "$TOPIC3" --create-topic=false --format markdown "$@" >"$WORK/$name.md" 2>"$WORK/$name.progress"
@@ -980,9 +989,15 @@ Three brokers in one kfake process, a topic of 12 partitions, 4 led by
 each; **single** and **single-none** are \`inorder serve --topology single\`
 in connection and none mode, **ports** is \`inorder serve\` in connection mode
 with a listener per broker, **direct** the brokers themselves, all in front
-of the same cluster with the same client load. Through the single endpoint
-every request is decoded, split over the three brokers and the answers
-merged and encoded again; through ports it is forwarded as read. Ratios are
+of the same cluster with the same client load. **one-broker** is the same
+client load sent straight to one more broker, of the same kind, that leads
+every partition itself: what a client's one connection carries with no
+proxy at all. A client of the single endpoint has one connection, where
+through ports (and direct) it has one per broker; one-broker is the
+ceiling that leaves it. Through the single endpoint
+every request is split over the three brokers and the answers merged (a
+large one's record sets passed between the sockets, not read); through
+ports it is forwarded as read. Ratios are
 to ports and to direct; path CPU is the proxy process's.
 
 Produce, 1 KiB random records over the 12 partitions, blackhole brokers:
