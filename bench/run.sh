@@ -30,7 +30,8 @@
 #                                         produce        produce, none mode over 12 partitions (sticky, round-robin,
 #                                                        half rate), latency at half rate, 100,000-partition requests
 #                                         consume        consume, and at half the relay's rate
-#                                         single         the single endpoint against port per broker (SINGLE_BENCH)
+#                                         single         the single endpoint against port per broker and one
+#                                                        connection to one broker (SINGLE_BENCH)
 #                                         consumedefault the clients' default fetch settings through sidecar-sized proxies
 #                                         security       authorization, audit and quotas (SECURITY_BENCH)
 #                                         scale          idle connections and churn, and the in-process Go benchmark (SCALE_BENCH)

@@ -142,13 +142,13 @@ func readParked(rd *bufio.Reader, nc *net.TCPConn, head []byte, total int, versi
 	b := wire.GetFine(total)
 	p := parker{rd: rd, nc: nc, b: b.B, filled: copy(b.B, head), from: int64(from)}
 	err := p.walk(version)
-	if len(p.h.pipes) > 0 {
+	held := len(p.h.pipes) > 0
+	if held {
 		b.Out = &p.h
 	}
 	if err != nil {
-		cut := b.Out != nil
 		err = readFailed(b, acct, total, err)
-		if cut {
+		if held {
 			err = fmt.Errorf("%w: %w", errParkCut, err)
 		}
 		return nil, err
