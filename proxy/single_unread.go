@@ -294,6 +294,20 @@ func (p peekedFrame) SpliceTo(nc net.Conn, n int) error {
 	return nil
 }
 
+func (p peekedFrame) ParkTo(pipe *sockio.Pipe, n int) (int, error) {
+	c := p.c
+	src := tcpConn(c.client)
+	if src == nil {
+		return 0, single.ErrNoPark
+	}
+	got, err := pipe.From(src, n)
+	p.took(got)
+	if err != nil {
+		return got, c.bodyReadError(err)
+	}
+	return got, nil
+}
+
 // spliceError names what a copy from the client socket, which cannot
 // say which socket failed, failed on.
 func (p peekedFrame) spliceError(err error) error {

@@ -110,6 +110,10 @@ type Request interface {
 // ErrPartWrite is Unread.SpliceTo's failure of the part's socket alone.
 var ErrPartWrite = errors.New("a part's write failed")
 
+// ErrNoPark is Unread.ParkTo's refusal, having taken nothing: the client
+// socket cannot be spliced from (it is not TCP).
+var ErrNoPark = errors.New("the client socket cannot be spliced from")
+
 // Unread is the rest of a request's frame in the client socket, which
 // Frame holds a copy of, but for record sets of SpliceFrom bytes or more,
 // which it may lack: its parts' record sets are moved from there to the
@@ -131,6 +135,11 @@ type Unread interface {
 	// any other error, and any from Discard or Take, leaves the client
 	// stream at an unknown place: the client connection must end.
 	SpliceTo(nc net.Conn, n int) error
+	// ParkTo moves its next n bytes into p, in the kernel, as far as p
+	// takes them (sockio.Pipe.From): got < n and a nil error when p
+	// filled. ErrNoPark: nothing taken, the bytes cannot be spliced; any
+	// other error leaves the client stream at an unknown place.
+	ParkTo(p *sockio.Pipe, n int) (got int, err error)
 }
 
 // Account is a class of the memory budget as a client connection

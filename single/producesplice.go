@@ -5,6 +5,9 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"sync"
+
+	"github.com/inorder-proxy/inorder/internal/sockio"
 )
 
 // A Produce whose frame the client reader peeked at instead of reading
@@ -14,11 +17,11 @@ import (
 // moves from the client socket to the part's upstream socket in the
 // kernel, as a plain TCP relay moves bytes, instead of being written
 // from the copy the peek made. The client socket gives its bytes in
-// their order only, so the parts are written together, in the order
-// their pieces lie in the client's frame: each part's own bytes (its
-// head, the small pieces) go out from memory just before its next
-// spliced piece, and what no part splices is dropped from the socket
-// unread.
+// their order only, so the pieces are taken in the order they lie in
+// the client's frame, each into a pipe of its part's, and what no part
+// splices is dropped from the socket unread; then every part is written
+// at once, its own bytes (its head, the small pieces) from memory
+// between its pieces spliced out of its pipes.
 //
 // The copy may lack the record sets of SpliceFrom bytes or more, which
 // only a spliced piece carries. The splice is done only when every part
@@ -122,12 +125,28 @@ func (u *upstream) open() bool {
 	return !u.dialing && u.gone == nil && tcp
 }
 
+// parkWindow bounds the pipes a Produce's pieces are parked in before
+// its parts are written from them: with pipes of 1 MiB, 16 MiB of a
+// frame and 32 descriptors per client connection at most. A larger frame
+// goes in windows, one after another. Tests make it smaller.
+var parkWindow = 16
+
+// getPipe is sockio.GetPipe; tests make it fail.
+var getPipe = sockio.GetPipe
+
 // spliceVectors writes each part i's vector vecs[i] to ups[i] but where
 // skip[i], taking the client frame's bytes from un in order: pieces of
-// SpliceFrom bytes or more are spliced from it, the rest dropped from it
-// and written from memory. werr[i] is why part i's connection failed (its
-// later pieces are then dropped); err ends everything: the client
-// stream is lost.
+// SpliceFrom bytes or more are moved from it into pipes, each part's
+// into pipes of its own, the rest dropped from it. Once the frame is
+// taken, or parkWindow pipes are full, the parts are written at once,
+// each on its own goroutine: its own bytes from memory, its pieces
+// spliced out of its pipes (sockio.WritePiped). So a part waits for its
+// own broker's socket alone, where a frame's pieces written in their
+// order, each as it is taken, made every part wait for every broker in
+// turn. Where no pipe can be had, a piece is spliced straight to its
+// part's socket (Unread.SpliceTo), after what its part had waiting.
+// werr[i] is why part i's connection failed (its later pieces are then
+// dropped); err ends everything: the client stream is lost.
 func spliceVectors(vecs []vecFrame, ups []*upstream, skip []bool, un Unread) (werr []error, err error) {
 	werr = make([]error, len(vecs))
 	total := un.Len()
@@ -143,38 +162,164 @@ func spliceVectors(vecs []vecFrame, ups []*upstream, skip []bool, un Unread) (we
 		}
 	}
 	slices.SortFunc(pieces, func(a, b splicePiece) int { return cmp.Compare(a.off, b.off) })
-	next := make([]int, len(vecs)) // each vector's first piece not yet written
-	flush := func(i, upto int) {
-		if werr[i] == nil && upto > next[i] {
-			werr[i] = writeVector(ups[i].nc, vecs[i].vec[next[i]:upto], true)
+	w := &parkedParts{ups: ups, werr: werr, win: make([]partWindow, len(vecs))}
+	defer w.putPipes()
+	next := make([]int, len(vecs)) // each vector's first piece not yet queued
+	queue := func(i, upto int) {
+		if werr[i] == nil {
+			for _, b := range vecs[i].vec[next[i]:max(upto, next[i])] {
+				w.win[i].add(b, nil)
+			}
 		}
-		next[i] = upto
+		next[i] = max(upto, next[i])
 	}
 	for _, p := range pieces {
-		flush(p.part, p.j)
+		queue(p.part, p.j)
+		next[p.part] = p.j + 1
 		if at := total - un.Len(); p.off > at {
 			if err := un.Discard(p.off - at); err != nil {
 				return werr, err
 			}
 		}
-		n := len(vecs[p.part].vec[p.j])
-		if werr[p.part] != nil {
-			err = un.Discard(n)
-		} else if err = un.SpliceTo(ups[p.part].nc, n); errors.Is(err, ErrPartWrite) {
-			werr[p.part], err = err, nil
-		}
-		if err != nil {
+		if err := w.park(p.part, vecs[p.part].vec[p.j], un); err != nil {
 			return werr, err
 		}
-		next[p.part] = p.j + 1
 	}
 	if err := un.Discard(un.Len()); err != nil {
 		return werr, err
 	}
 	for i, v := range vecs {
 		if !skip[i] {
-			flush(i, len(v.vec))
+			queue(i, len(v.vec))
 		}
 	}
+	w.write()
 	return werr, nil
+}
+
+// parkedParts is what spliceVectors has taken of a frame and not yet
+// written: each part's window, and the pipes they hold.
+type parkedParts struct {
+	ups   []*upstream
+	werr  []error
+	win   []partWindow
+	pipes []*sockio.Pipe
+}
+
+// partWindow is one part's bytes taken and not yet written, in order:
+// each buffer with the pipe it is moved out of (nil: written from
+// memory), and the pipe being filled.
+type partWindow struct {
+	bufs [][]byte
+	from []*sockio.Pipe
+	pipe *sockio.Pipe
+}
+
+func (w *partWindow) add(b []byte, from *sockio.Pipe) {
+	w.bufs = append(w.bufs, b)
+	w.from = append(w.from, from)
+}
+
+// park takes piece b of part i from un: into the part's pipes, dropped
+// when the part's connection failed, or spliced straight to it where no
+// pipe can be had. An error is the client stream's.
+func (w *parkedParts) park(i int, b []byte, un Unread) error {
+	win := &w.win[i]
+	for len(b) > 0 {
+		if w.werr[i] != nil {
+			return un.Discard(len(b))
+		}
+		if win.pipe == nil {
+			if len(w.pipes) == parkWindow {
+				w.write()
+				continue
+			}
+			pipe, err := getPipe()
+			if err != nil {
+				if len(w.pipes) > 0 {
+					w.write()
+					continue
+				}
+				return w.spliceTo(i, b, un)
+			}
+			w.pipes = append(w.pipes, pipe)
+			win.pipe = pipe
+		}
+		got, err := un.ParkTo(win.pipe, len(b))
+		if got > 0 {
+			win.add(b[:got], win.pipe)
+			b = b[got:]
+		}
+		switch {
+		case errors.Is(err, ErrNoPark):
+			return w.spliceTo(i, b, un)
+		case err != nil:
+			return err
+		case len(b) > 0:
+			win.pipe = nil // full: the next one
+		}
+	}
+	return nil
+}
+
+// spliceTo moves piece b of part i from un to the part's socket, once
+// every part's window is written.
+func (w *parkedParts) spliceTo(i int, b []byte, un Unread) error {
+	w.write()
+	if w.werr[i] != nil {
+		return un.Discard(len(b))
+	}
+	err := un.SpliceTo(w.ups[i].nc, len(b))
+	if errors.Is(err, ErrPartWrite) {
+		w.werr[i], err = err, nil
+	}
+	return err
+}
+
+// write writes every part's window to its socket, each part on its own
+// goroutine, waits for them, and empties the windows.
+func (w *parkedParts) write() {
+	var wg sync.WaitGroup
+	inline := -1
+	for i := range w.win {
+		if len(w.win[i].bufs) == 0 || w.werr[i] != nil {
+			continue
+		}
+		if inline < 0 {
+			inline = i
+			continue
+		}
+		wg.Go(func() { w.werr[i] = w.win[i].write(w.ups[i].nc) })
+	}
+	if inline >= 0 {
+		w.werr[inline] = w.win[inline].write(w.ups[inline].nc)
+	}
+	wg.Wait()
+	w.putPipes()
+	for i := range w.win {
+		win := &w.win[i]
+		clear(win.bufs)
+		clear(win.from)
+		win.bufs, win.from, win.pipe = win.bufs[:0], win.from[:0], nil
+	}
+}
+
+// write writes w's bytes to nc, a TCP socket (spliceParts sends on no
+// other), spliced where they are parked.
+func (w *partWindow) write(nc net.Conn) error {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return sockio.ErrSpliceClosed
+	}
+	return sockio.WritePiped(tc, w.bufs, w.from)
+}
+
+// putPipes gives the pipes back; one a failed write left bytes in is
+// closed with them.
+func (w *parkedParts) putPipes() {
+	for _, p := range w.pipes {
+		p.Put()
+	}
+	clear(w.pipes)
+	w.pipes = w.pipes[:0]
 }
