@@ -163,10 +163,12 @@ func (p *Proxy) ProduceSplices() int64 { return p.produceSplices.Load() }
 // FetchParks counts the Fetch answers read with record sets parked in
 // pipes, FetchPiped the merged answers written with pieces spliced from
 // them, FetchParkCuts the answers whose read failed with record sets
-// parked.
-func (p *Proxy) FetchParks() int64    { return p.fetchParks.Load() }
-func (p *Proxy) FetchPiped() int64    { return p.fetchPiped.Load() }
-func (p *Proxy) FetchParkCuts() int64 { return p.fetchParkCuts.Load() }
+// parked, FetchParkDrops the answers whose parked record sets were
+// dropped unread.
+func (p *Proxy) FetchParks() int64     { return p.fetchParks.Load() }
+func (p *Proxy) FetchPiped() int64     { return p.fetchPiped.Load() }
+func (p *Proxy) FetchParkCuts() int64  { return p.fetchParkCuts.Load() }
+func (p *Proxy) FetchParkDrops() int64 { return p.fetchParkDrops.Load() }
 
 func (p *Proxy) ProducePeeks() int64 { return p.producePeeks.Load() }
 

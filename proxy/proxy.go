@@ -128,8 +128,10 @@ type Proxy struct {
 	// answers read with record sets parked in pipes, and the merged
 	// answers written with pieces spliced from them, fetchParkCuts the
 	// answers whose read failed with record sets parked
-	// (single/fetchpark.go); tests read them.
-	fetchParks, fetchPiped, fetchParkCuts atomic.Int64
+	// (single/fetchpark.go), fetchParkDrops the answers whose parked
+	// record sets were dropped unread (single/memory.go); tests read
+	// them.
+	fetchParks, fetchPiped, fetchParkCuts, fetchParkDrops atomic.Int64
 	// produceSplices counts the single topology's Produce requests whose
 	// records went from the client socket to the brokers' in the kernel
 	// (single/producesplice.go); tests read it.

@@ -214,9 +214,12 @@ func TestSingleFetchParkedThrottled(t *testing.T) {
 		t.Fatal(err)
 	}
 	only.check(t)
-	t.Logf("%d throttled answers, %d parts' answers parked", hook.Throttled(), p.FetchParks())
+	t.Logf("%d throttled answers, %d parts' answers parked, %d of them dropped unread", hook.Throttled(), p.FetchParks(), p.FetchParkDrops())
 	if hook.Throttled() == 0 || p.FetchParks() == 0 {
 		t.Fatalf("%d throttled answers, %d parked: the premise fails", hook.Throttled(), p.FetchParks())
+	}
+	if p.FetchParkDrops() == 0 {
+		t.Fatal("no throttled answer dropped its parked record sets unread")
 	}
 	waitMemoryFree(t, p)
 	waitPipesBack(t, pipes0)

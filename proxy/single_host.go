@@ -61,6 +61,7 @@ func newSingleView(p *Proxy) (*single.View, error) {
 		FetchParks:     &p.fetchParks,
 		FetchPiped:     &p.fetchPiped,
 		FetchParkCuts:  &p.fetchParkCuts,
+		FetchParkDrops: &p.fetchParkDrops,
 		ProduceSplices: &p.produceSplices,
 	}
 	port := p.boot.Addr().(*net.TCPAddr).Port

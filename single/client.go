@@ -178,8 +178,10 @@ type Env struct {
 	// record sets parked in pipes, FetchPiped the merged answers that
 	// went to the client with pieces spliced from them, FetchParkCuts
 	// the answers whose read failed with record sets parked
-	// (fetchpark.go).
-	FetchParks, FetchPiped, FetchParkCuts *atomic.Int64
+	// (fetchpark.go), FetchParkDrops the parts' answers whose parked
+	// record sets were dropped unread, the merged answer emptied
+	// (memory.go).
+	FetchParks, FetchPiped, FetchParkCuts, FetchParkDrops *atomic.Int64
 	// FetchCuts, if set, counts the Fetch parts' answers cut short
 	// (fetchcut.go).
 	FetchCuts *atomic.Int64

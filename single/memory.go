@@ -82,6 +82,12 @@ func (s *Conn) encode(st *Split, resp kmsg.Response, size int) (*wire.Buf, charg
 			if err := fillAll(st.frames); err != nil {
 				return nil, charge{}, err
 			}
+		} else if n := s.env.FetchParkDrops; n != nil {
+			for _, f := range st.frames {
+				if parkedIn(f) != nil {
+					n.Add(1)
+				}
+			}
 		}
 		if size == 0 {
 			size = EncodedSize(fr, hdr.Correlation, flexible)
