@@ -31,8 +31,9 @@ const (
 	// DropUnflushed: the event was queued, but Close's deadline passed
 	// before every sink had written it.
 	DropUnflushed DropReason = "unflushed"
-	// DropCancelled: the recording connection, or the stop's deadline,
-	// ended while the event waited for room (block mode).
+	// DropCancelled: the recording connection (for a request it
+	// answered, a linger after it), or the stop's deadline, ended while
+	// the event waited for room (block mode).
 	DropCancelled DropReason = "cancelled"
 )
 

@@ -36,6 +36,7 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -89,6 +90,9 @@ func (p *Proxy) auditLearn(resp kmsg.Response) {
 type connAudit struct {
 	a   *audit.Conn     // nil: not audited
 	ctx context.Context // auditContext's, made by auditOpen
+	// answered is the context an answered request's event is recorded
+	// in, made by auditOpen (answeredContext).
+	answered *answeredContext
 	// countWrites: the data path's Produce events are recorded, so over
 	// TLS a Produce of up to auditWholeMax bytes is read whole rather
 	// than streamed (readsWhole); set when the audit opens.
@@ -115,6 +119,46 @@ func (c *conn) auditContext() context.Context {
 		c.aud.ctx = capture.Context(c.halt)
 	}
 	return c.aud.ctx
+}
+
+// answeredContext is what the event of a request the client got its
+// answer to waits for room in (block mode): until lingerTimeout after the
+// connection ends, as the events recorded at its close (auditClose), not
+// only until it ends. A client that leaves as soon as its last answer
+// came would otherwise lose that answer's event whenever the queue was
+// full then, a write acknowledged and never recorded. The timer starts
+// the first time an event waits, on a goroutine the proxy tracks, which
+// ends once the connection has and the linger passed.
+type answeredContext struct {
+	context.Context
+	c    *conn
+	once sync.Once
+	done chan struct{}
+}
+
+func (a *answeredContext) Done() <-chan struct{} {
+	a.once.Do(func() {
+		p := a.c.p
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			<-a.c.halt
+			t := time.NewTimer(lingerTimeout)
+			defer t.Stop()
+			<-t.C
+			close(a.done)
+		}()
+	})
+	return a.done
+}
+
+func (a *answeredContext) Err() error {
+	select {
+	case <-a.Done():
+		return context.Canceled
+	default:
+		return nil
+	}
 }
 
 // auditOpen starts the connection's audit once its TLS handshake is done;
@@ -147,6 +191,7 @@ func (c *conn) auditOpen() {
 	c.aud.ev.IDs = &c.p.aud.topics
 	c.aud.countWrites = rec.Wants(keyProduce, audit.Allow)
 	c.auditContext() // before any other goroutine records
+	c.aud.answered = &answeredContext{Context: context.Background(), c: c, done: make(chan struct{})}
 	if info.Principal != "" {
 		_ = rec.Authentication(c.auditContext(), c.aud.a, &audit.Authentication{Mechanism: "TLS", APIKey: audit.NoAPIKey, Principal: info.Principal})
 	}
@@ -304,7 +349,11 @@ func (c *conn) auditAnswered(r *request, resp []byte, now time.Time) {
 		c.aud.ev.Queue(ar)
 		return
 	}
-	_ = c.p.aud.rec.Request(c.auditContext(), c.aud.a, ar.Request())
+	ctx := c.auditContext()
+	if resp != nil && c.aud.answered != nil {
+		ctx = c.aud.answered
+	}
+	_ = c.p.aud.rec.Request(ctx, c.aud.a, ar.Request())
 	capture.Put(ar)
 }
 

@@ -324,6 +324,20 @@ func (s *heldSink) Write(ctx context.Context, recs []audit.Record) (int, error) 
 
 func (s *heldSink) Close() error { return nil }
 
+// countAnswered returns how many events of the API from clientID the
+// sink wrote that say the request was answered without an error.
+func (s *heldSink) countAnswered(api, clientID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.recs {
+		if e.APIKey == api && e.ClientID == clientID && e.ErrorCode == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // count returns how many events of the API the sink wrote.
 func (s *heldSink) count(api string) int {
 	s.mu.Lock()
@@ -431,6 +445,71 @@ func TestAuditBlockHoldsClient(t *testing.T) {
 			}
 			if n := sink.count("Produce"); n != total {
 				t.Fatalf("%d Produce events written, want %d", n, total)
+			}
+		})
+	}
+}
+
+// TestAuditAnsweredOutlivesClient: with the sink stalled and the queue
+// full of another client's events, a client sends one produce, is
+// answered, and leaves at once, its event still waiting for room; once
+// the sink writes again, within the linger the connection's end allows,
+// that produce is recorded as answered, not lost with the client.
+func TestAuditAnsweredOutlivesClient(t *testing.T) {
+	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
+		t.Run(string(mode), func(t *testing.T) {
+			const topic = "answered"
+			kc := newCluster(t, kfake.SeedTopics(1, topic))
+			sink := &heldSink{gate: make(chan struct{})}
+			p, trail := heldProxy(t, kc, mode, sink, 4<<10)
+			ctx := testContext(t, 30*time.Second)
+			filler, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0), kgo.ClientID("filler"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer filler.Close()
+			var acked atomic.Int64
+			go func() {
+				for i := 0; ; i++ {
+					if filler.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr() != nil {
+						return
+					}
+					acked.Add(1)
+				}
+			}()
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				before := acked.Load()
+				time.Sleep(300 * time.Millisecond)
+				if after := acked.Load(); after == before && after > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the queue never filled: %d produces answered", acked.Load())
+				}
+			}
+			cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0), kgo.ClientID("leaver"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("last")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			cl.Close()
+			// The proxy sees the client gone at once on loopback; the
+			// sink writes again well within the linger after that.
+			time.Sleep(300 * time.Millisecond)
+			close(sink.gate)
+			filler.Close()
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := p.Shutdown(sctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := trail.Shutdown(sctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := sink.countAnswered("Produce", "leaver"); n != 1 {
+				t.Fatalf("%d Produce events of the client that left recorded as answered, want 1", n)
 			}
 		})
 	}
