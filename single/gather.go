@@ -254,21 +254,31 @@ func (s *Conn) partFailed(ref *partRef, err error) {
 	s.act(st, act)
 }
 
-// resend sends ref's part, which failed, to another broker once, when
-// any broker answers it and sending it again changes nothing the first
-// did not: it was never written (its broker is down, its dial failed),
-// or it is a read. It reports whether it did.
+// resend sends ref's part, which failed, again once: to another broker
+// when any broker answers it and sending it again changes nothing the
+// first did not (it was never written: its broker is down, its dial
+// failed; or it is a read), and to its own broker, on a new connection,
+// when it is an ApiVersions part (every broker is asked for its own
+// versions, and a client connection whose every part failed is closed:
+// a connection reset in passing must not close it). It reports whether it
+// did.
 func (s *Conn) resend(ref *partRef) bool {
 	st := ref.st
 	if ref.fence || ref.tries > 0 || ref.round != 0 || st.plan == nil {
 		return false
 	}
 	part := &st.plan.Parts[ref.i]
-	if !part.Any || ref.wrote && !splitmerge.Read(ref.key) {
-		return false
-	}
-	node, ok := s.otherNode(ref.node, ref.key)
-	if !ok {
+	var node int32
+	switch {
+	case part.Any && (!ref.wrote || splitmerge.Read(ref.key)):
+		other, ok := s.otherNode(ref.node, ref.key)
+		if !ok {
+			return false
+		}
+		node = other
+	case ref.key == keyApiVersions:
+		node = ref.node
+	default:
 		return false
 	}
 	s.mu.Lock()
