@@ -253,6 +253,8 @@ func (u *upstream) connect() {
 		u.queued = nil
 		if len(q) == 0 {
 			u.dialing = false
+			// A Fetch may wait for the parts sent (writingLocked).
+			s.cond.Broadcast()
 			s.mu.Unlock()
 			return
 		}

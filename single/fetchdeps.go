@@ -148,6 +148,13 @@ func (s *Conn) writingLocked(table *splitmerge.Table, reads map[markKey]bool, of
 		if u.key.fetch {
 			continue
 		}
+		if u.dialing && u.nc != nil {
+			// Its dial is done and the parts that waited for it are
+			// being sent (connect): taken from queued and not yet
+			// pending, they are in neither; the sending ends with a
+			// broadcast.
+			return true
+		}
 		refs := maps.Values(u.pending)
 		if len(u.queued) > 0 {
 			// Parts waiting for the dial count as sent: they go
