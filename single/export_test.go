@@ -14,7 +14,14 @@ type CutRoom = cutRoom
 // CutFetchAnswer is cutFetchAnswer, for the tests: it returns the cut
 // frame, how many partitions' records were dropped, and the error.
 func CutFetchAnswer(rd io.Reader, head []byte, total int, version int16, most int, room CutRoom) (*wire.Buf, int, error) {
-	buf, cut, err := cutFetchAnswer(rd, head, total, version, most, room)
+	buf, cut, err := cutFetchAnswer(rd, nil, head, total, version, most, room)
+	return buf, cut.dropped, err
+}
+
+// CutFetchAnswerFrom is cutFetchAnswer of an answer rd reads from nc,
+// the bytes it drops dropped as a broker's are.
+func CutFetchAnswerFrom(rd *bufio.Reader, nc net.Conn, head []byte, total int, version int16, most int, room CutRoom) (*wire.Buf, int, error) {
+	buf, cut, err := cutFetchAnswer(rd, answerDropper(rd, nc), head, total, version, most, room)
 	return buf, cut.dropped, err
 }
 

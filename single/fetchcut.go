@@ -1,14 +1,17 @@
 package single
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -52,9 +55,11 @@ var errCutMalformed = errors.New("malformed Fetch answer")
 // comment above says: records are kept while the frame stays within most
 // bytes. Its frame's capacity is reserved from room, which the caller
 // charges; nothing is reserved when it fails. A frame that does not parse
-// fails with errCutMalformed, rd then out of step.
-func cutFetchAnswer(rd io.Reader, head []byte, total int, version int16, most int, room cutRoom) (*wire.Buf, fetchCut, error) {
-	c := cutter{rd: rd, left: total - len(head), total: total, most: most, room: room}
+// fails with errCutMalformed, rd then out of step. Bytes dropped are
+// taken with drop when it is not nil, and otherwise read through a small
+// buffer.
+func cutFetchAnswer(rd io.Reader, drop dropper, head []byte, total int, version int16, most int, room cutRoom) (*wire.Buf, fetchCut, error) {
+	c := cutter{rd: rd, drop: drop, left: total - len(head), total: total, most: most, room: room}
 	if c.left < 0 || !c.grow(len(head)) {
 		return nil, fetchCut{}, errCutRoom
 	}
@@ -66,21 +71,24 @@ func cutFetchAnswer(rd io.Reader, head []byte, total int, version int16, most in
 		c.discard(c.left)
 	}
 	if c.err != nil {
-		c.room.Release(cap(c.out))
+		c.putOut()
 		return nil, fetchCut{}, c.err
 	}
 	binary.BigEndian.PutUint32(c.out, uint32(len(c.out)-4))
-	return &wire.Buf{B: c.out}, c.cut, nil
+	c.buf.B = c.out
+	return c.buf, c.cut, nil
 }
 
 // cutter is the state of one answer being cut: the frame made so far,
 // whose capacity is reserved, and the bytes of the answer left to read.
 type cutter struct {
 	rd      io.Reader
+	drop    dropper
 	left    int
 	total   int
 	most    int
 	room    cutRoom
+	buf     *wire.Buf // out's pooled buffer, its capacity reserved in room
 	out     []byte
 	cutting bool // a partition's records were dropped: every later one's are
 	cut     fetchCut
@@ -140,7 +148,12 @@ func (c *cutter) body(v int16) {
 
 // grow makes room in out for n more bytes, reserving it without waiting,
 // and reports whether it could. out never outgrows the answer: a cut
-// answer is no longer than the answer.
+// answer is no longer than the answer. The first size tried is the
+// frame's last: an answer is cut only when it holds more than most, and
+// the frame then keeps partitions up to most, short of one record set,
+// so growing to it by doubling would make and zero twice its bytes for
+// nothing. Frames come from wire's fine pools, so that a steady stream of
+// cut answers reuses them.
 func (c *cutter) grow(n int) bool {
 	need := len(c.out) + n
 	if need <= cap(c.out) {
@@ -149,17 +162,28 @@ func (c *cutter) grow(n int) bool {
 	if need > c.total {
 		return false
 	}
-	for _, size := range []int{min(max(2*cap(c.out), need, 4<<10), c.total, max(c.most, need)), need} {
-		if size < need || !c.room.TryReserve(size) {
+	last := min(max(c.most, need), c.total)
+	for _, size := range []int{last, min(max(2*cap(c.out), need, 4<<10), last), need} {
+		if size < need || size <= cap(c.out) || !c.room.TryReserve(wire.FineCap(size)) {
 			continue
 		}
-		out := make([]byte, len(c.out), size)
-		copy(out, c.out)
-		c.room.Release(cap(c.out))
-		c.out = out
+		b := wire.GetFine(size)
+		out := append(b.B[:0], c.out...)
+		c.putOut()
+		c.buf, c.out = b, out
 		return true
 	}
 	return false
+}
+
+// putOut gives out's memory back, to the room and to the pool.
+func (c *cutter) putOut() {
+	if c.buf == nil {
+		return
+	}
+	c.room.Release(cap(c.buf.B))
+	wire.Put(c.buf)
+	c.buf, c.out = nil, nil
 }
 
 func (c *cutter) fail(format string, args ...any) {
@@ -362,8 +386,8 @@ func (c *cutter) putLength(flex bool, n int) {
 	}
 }
 
-// discard reads n bytes of the answer and drops them, in bounded chunks
-// (io.Discard reads through a small pooled buffer).
+// discard takes n bytes of the answer and drops them: with drop, or read
+// in bounded chunks (io.Discard reads through a small pooled buffer).
 func (c *cutter) discard(n int) {
 	if c.err != nil {
 		return
@@ -372,22 +396,68 @@ func (c *cutter) discard(n int) {
 		c.fail("a field of %d bytes runs past the frame's end", n)
 		return
 	}
-	got, err := io.CopyN(io.Discard, c.rd, int64(n))
-	c.left -= int(got)
+	var got int
+	var err error
+	if c.drop != nil {
+		got, err = c.drop.Discard(n)
+	} else {
+		var k int64
+		k, err = io.CopyN(io.Discard, c.rd, int64(n))
+		got = int(k)
+	}
+	c.left -= got
 	if err != nil {
-		if errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			err = wire.ErrTruncated
 		}
 		c.err = err
 	}
 }
 
+// dropper takes a stream's next n bytes and drops them, returning how
+// many it took; io.EOF: the stream ended first.
+type dropper interface {
+	Discard(n int) (int, error)
+}
+
+// socketDropper drops what br holds first and the rest in the kernel,
+// never copied out of it: the record sets of a cut answer, most of its
+// bytes when a broker answers far beyond max_bytes.
+type socketDropper struct {
+	br *bufio.Reader // reads the socket p drops from
+	p  *sockio.Peeker
+}
+
+func (d socketDropper) Discard(n int) (int, error) {
+	got, err := d.br.Discard(min(n, d.br.Buffered()))
+	if err != nil || got == n {
+		return got, err
+	}
+	more, err := d.p.Discard(n - got)
+	return got + more, err
+}
+
+// answerDropper returns the dropper for an answer read by rd from nc: the
+// kernel's where nc is a plaintext TCP socket on a system that can, nil
+// otherwise.
+func answerDropper(rd *bufio.Reader, nc net.Conn) dropper {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	p := sockio.NewPeeker(tc)
+	if p == nil || !sockio.CanDiscard {
+		return nil
+	}
+	return socketDropper{br: rd, p: p}
+}
+
 // cutAnswer reads ref's answer from u, of total bytes, cut to most
 // bytes and reserved in rm, logs it (once every ratelog.Every) and counts
 // it. The Fetch it answers ends its wait: its broker has more than the
 // proxy holds, and asking again is answered the same.
-func (s *Conn) cutAnswer(u *upstream, ref *partRef, rd io.Reader, head []byte, total int, rm cutRoom, most int) (*wire.Buf, error) {
-	buf, cut, err := cutFetchAnswer(rd, head, total, ref.version, most, rm)
+func (s *Conn) cutAnswer(u *upstream, ref *partRef, rd *bufio.Reader, head []byte, total int, rm cutRoom, most int) (*wire.Buf, error) {
+	buf, cut, err := cutFetchAnswer(rd, answerDropper(rd, u.nc), head, total, ref.version, most, rm)
 	if err != nil {
 		return nil, err
 	}

@@ -1,15 +1,19 @@
 package single_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/inorder-proxy/inorder/internal/sockio"
+	"github.com/inorder-proxy/inorder/internal/sockio/sockiotest"
 	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/wire"
 )
@@ -225,4 +229,97 @@ func FuzzCutFetchAnswer(f *testing.F) {
 		}
 		checkCut(t, orig, resp.(*kmsg.FetchResponse), dropped)
 	})
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// TestCutFetchAnswerDropsInKernel: an answer cut as it comes from a
+// broker's socket is the answer cut from memory, byte for byte, the
+// stream is left just past it, and the record sets it drops are never
+// read into the proxy: what is read through the socket's reader is what
+// the cut keeps, and at most a buffer more for each partition emptied
+// (the reader fills its buffer when it reads the fields that follow
+// one). A socket closed
+// mid-answer fails the cut with nothing held.
+func TestCutFetchAnswerDropsInKernel(t *testing.T) {
+	const v = 16
+	fr := kmsg.NewPtrFetchResponse()
+	fr.Version = v
+	rng := rand.New(rand.NewPCG(9, 10))
+	for ti := range 2 {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.TopicID[0] = byte(ti + 1)
+		for p := range int32(6) {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.HighWatermark = p, int64(p)*100
+			rp.RecordBatches = make([]byte, 1<<20+int(p)*4099)
+			for i := range rp.RecordBatches {
+				rp.RecordBatches[i] = byte(rng.Uint32())
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		fr.Topics = append(fr.Topics, rt)
+	}
+	frame := wire.AppendResponse(nil, 11, true, fr.AppendTo)
+	const most = 3 << 20
+	want, wantDropped, err := cutFrame(frame, v, most, &testRoom{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantDropped == 0 {
+		t.Fatal("the answer is not cut")
+	}
+
+	peer, sock := sockiotest.Pair(t)
+	go func() {
+		peer.Write(frame)
+		peer.Write([]byte("next"))
+	}()
+	counted := &countingReader{r: sock}
+	const bufSize = 64 << 10
+	rd := bufio.NewReaderSize(counted, bufSize)
+	var head [8]byte
+	if _, err := io.ReadFull(rd, head[:]); err != nil {
+		t.Fatal(err)
+	}
+	room := &testRoom{}
+	got, dropped, err := single.CutFetchAnswerFrom(rd, sock, head[:], len(frame), v, most, room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.B, want.B) || dropped != wantDropped || room.held != cap(got.B) {
+		t.Fatalf("cut from the socket: %d bytes, %d partitions emptied, the room holding %d; from memory: %d bytes, %d emptied",
+			len(got.B), dropped, room.held, len(want.B), wantDropped)
+	}
+	var next [4]byte
+	if _, err := io.ReadFull(rd, next[:]); err != nil || string(next[:]) != "next" {
+		t.Fatalf("after the answer the stream reads %q, %v", next, err)
+	}
+	if sockio.CanDiscard && counted.n > len(got.B)+len(next)+(dropped+1)*bufSize {
+		t.Fatalf("%d bytes read into the proxy for a cut answer of %d (of %d): the dropped record sets were copied", counted.n, len(got.B), len(frame))
+	}
+
+	peer, sock = sockiotest.Pair(t)
+	go func() {
+		peer.Write(frame[:len(frame)-(1<<20)])
+		peer.Close()
+	}()
+	rd = bufio.NewReaderSize(sock, bufSize)
+	if _, err := io.ReadFull(rd, head[:]); err != nil {
+		t.Fatal(err)
+	}
+	room = &testRoom{}
+	if _, _, err := single.CutFetchAnswerFrom(rd, sock, head[:], len(frame), v, most, room); !errors.Is(err, wire.ErrTruncated) || room.held != 0 {
+		t.Fatalf("a socket closed mid-answer: %v, holding %d", err, room.held)
+	}
 }

@@ -244,6 +244,9 @@ func (o *PeekOffset) once(fd uintptr) bool {
 	return true
 }
 
+// CanDiscard says whether Discard drops bytes here.
+const CanDiscard = true
+
 // Discard takes the socket's next n bytes and drops them, in the kernel
 // (recv with MSG_TRUNC, which TCP reads as "drop"), waiting for them as
 // a read does. It returns how many it dropped; io.EOF: the peer closed

@@ -8,6 +8,9 @@ import "io"
 // once: it fails with ErrNoRoom, and the caller reads instead.
 func (p *Peeker) PeekAll(buf []byte) error { return ErrNoRoom }
 
+// CanDiscard says whether Discard drops bytes here.
+const CanDiscard = false
+
 // Discard cannot drop bytes unread here; no peek ever leaves any to drop.
 func (p *Peeker) Discard(n int) (int, error) { return 0, io.ErrUnexpectedEOF }
 
