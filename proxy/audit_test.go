@@ -376,6 +376,38 @@ func heldProxy(t *testing.T, kc *kfake.Cluster, mode config.Ordering, s *heldSin
 	return p, trail
 }
 
+// waitStalled waits, for up to 10 s, until a client's count of answered
+// produces stands still for 300 ms at a count ok accepts (the proxy
+// holds it back), and returns that count; it fails the test with what
+// otherwise.
+func waitStalled(t *testing.T, acked *atomic.Int64, ok func(int64) bool, what string) int64 {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		before := acked.Load()
+		time.Sleep(300 * time.Millisecond)
+		if after := acked.Load(); after == before && ok(after) {
+			return after
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d produces answered", what, acked.Load())
+		}
+	}
+}
+
+// stopHeld stops p and then trail, within 10 s, so that every event
+// recorded is written or counted dropped before the test counts them.
+func stopHeld(t *testing.T, p *testProxy, trail *audit.Trail) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := trail.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestAuditBlockHoldsClient: with the sink stalled and the queue full, a
 // client whose requests are audited is held back (its produces stop being
 // answered) while another client's unaudited requests go on; once the sink
@@ -407,18 +439,7 @@ func TestAuditBlockHoldsClient(t *testing.T) {
 			}()
 			// The queue holds a few events; then the client stops being
 			// answered.
-			var held int64
-			for deadline := time.Now().Add(10 * time.Second); ; {
-				before := acked.Load()
-				time.Sleep(300 * time.Millisecond)
-				if after := acked.Load(); after == before && after < total {
-					held = after
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the client was never held back: %d of %d produces answered", acked.Load(), total)
-				}
-			}
+			held := waitStalled(t, &acked, func(n int64) bool { return n < total }, "the client was never held back")
 			other, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()))
 			if err != nil {
 				t.Fatal(err)
@@ -435,14 +456,7 @@ func TestAuditBlockHoldsClient(t *testing.T) {
 				t.Fatal(err)
 			}
 			cl.Close()
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := p.Shutdown(sctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := trail.Shutdown(sctx); err != nil {
-				t.Fatal(err)
-			}
+			stopHeld(t, p, trail)
 			if n := sink.count("Produce"); n != total {
 				t.Fatalf("%d Produce events written, want %d", n, total)
 			}
@@ -477,16 +491,7 @@ func TestAuditAnsweredOutlivesClient(t *testing.T) {
 					acked.Add(1)
 				}
 			}()
-			for deadline := time.Now().Add(10 * time.Second); ; {
-				before := acked.Load()
-				time.Sleep(300 * time.Millisecond)
-				if after := acked.Load(); after == before && after > 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the queue never filled: %d produces answered", acked.Load())
-				}
-			}
+			waitStalled(t, &acked, func(n int64) bool { return n > 0 }, "the queue never filled")
 			cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0), kgo.ClientID("leaver"))
 			if err != nil {
 				t.Fatal(err)
@@ -500,14 +505,7 @@ func TestAuditAnsweredOutlivesClient(t *testing.T) {
 			time.Sleep(300 * time.Millisecond)
 			close(sink.gate)
 			filler.Close()
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := p.Shutdown(sctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := trail.Shutdown(sctx); err != nil {
-				t.Fatal(err)
-			}
+			stopHeld(t, p, trail)
 			if n := sink.countAnswered("Produce", "leaver"); n != 1 {
 				t.Fatalf("%d Produce events of the client that left recorded as answered, want 1", n)
 			}
