@@ -19,14 +19,15 @@ import (
 )
 
 // testRoom is memory of at most limit bytes (0: unbounded) that counts
-// what is reserved.
-type testRoom struct{ held, limit int }
+// what is reserved, and how many reservations it granted.
+type testRoom struct{ held, limit, reserved int }
 
 func (r *testRoom) TryReserve(n int) bool {
 	if r.limit > 0 && r.held+n > r.limit {
 		return false
 	}
 	r.held += n
+	r.reserved++
 	return true
 }
 
@@ -321,5 +322,42 @@ func TestCutFetchAnswerDropsInKernel(t *testing.T) {
 	room = &testRoom{}
 	if _, _, err := single.CutFetchAnswerFrom(rd, sock, head[:], len(frame), v, most, room); !errors.Is(err, wire.ErrTruncated) || room.held != 0 {
 		t.Fatalf("a socket closed mid-answer: %v, holding %d", err, room.held)
+	}
+}
+
+// TestCutFetchAnswerMakesItsFrameOnce: a cut answer's frame is made once,
+// at the size it will reach, not grown a piece at a time, which made and
+// zeroed twice its bytes and copied them at each step: each frame the
+// cut makes is reserved in its room first, so the room counts them.
+func TestCutFetchAnswerMakesItsFrameOnce(t *testing.T) {
+	const v, most = 12, 1 << 20
+	fr := kmsg.NewPtrFetchResponse()
+	fr.Version = v
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = "t"
+	for p := range int32(12) {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = p
+		rp.RecordBatches = bytes.Repeat([]byte{byte(p)}, 100<<10)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	fr.Topics = append(fr.Topics, rt)
+	frame := wire.AppendResponse(nil, 3, true, fr.AppendTo)
+	for _, limit := range []int{0, 2 << 20} {
+		room := &testRoom{limit: limit}
+		buf, dropped, err := cutFrame(frame, v, most, room)
+		if err != nil || dropped == 0 || len(buf.B) > most {
+			t.Fatalf("cut: %v, %d partitions emptied, a frame of %d", err, dropped, len(buf.B))
+		}
+		if room.reserved != 1 {
+			t.Fatalf("a room of %d: a cut answer made %d frames", limit, room.reserved)
+		}
+	}
+	// A room that cannot hold the frame's full size at once: grown as
+	// the room allows, every record set that fits kept.
+	room := &testRoom{limit: most}
+	buf, dropped, err := cutFrame(frame, v, most, room)
+	if err != nil || dropped == 0 || len(buf.B) < most/2 {
+		t.Fatalf("cut in a room of %d: %v, %d partitions emptied, a frame of %d", most, err, dropped, len(buf.B))
 	}
 }
