@@ -75,8 +75,30 @@ func cutFetchAnswer(rd io.Reader, drop dropper, head []byte, total int, version 
 		return nil, fetchCut{}, c.err
 	}
 	binary.BigEndian.PutUint32(c.out, uint32(len(c.out)-4))
+	c.shrink()
 	c.buf.B = c.out
 	return c.buf, c.cut, nil
+}
+
+// shrink moves a frame that kept much less than it was made for (its
+// record sets larger than what it could keep) to a buffer of its own
+// size, so that the answer holds no more memory than it has bytes while
+// it waits to be merged and written.
+func (c *cutter) shrink() {
+	n := len(c.out)
+	if wire.FineCap(n) > cap(c.out)/2 || !c.room.TryReserve(wire.FineCap(n)) {
+		return
+	}
+	c.moveTo(n)
+}
+
+// moveTo moves out to a pooled buffer of size bytes, whose capacity the
+// caller reserved in room, and gives the old one back.
+func (c *cutter) moveTo(size int) {
+	b := wire.GetFine(size)
+	out := append(b.B[:0], c.out...)
+	c.putOut()
+	c.buf, c.out = b, out
 }
 
 // cutter is the state of one answer being cut: the frame made so far,
@@ -152,8 +174,10 @@ func (c *cutter) body(v int16) {
 // frame's last: an answer is cut only when it holds more than most, and
 // the frame then keeps partitions up to most, short of one record set,
 // so growing to it by doubling would make and zero twice its bytes for
-// nothing. Frames come from wire's fine pools, so that a steady stream of
-// cut answers reuses them.
+// nothing; one that kept much less (record sets larger than it could
+// keep) is moved to a frame of its size at the end (shrink). Frames come
+// from wire's fine pools, so that a steady stream of cut answers reuses
+// them.
 func (c *cutter) grow(n int) bool {
 	need := len(c.out) + n
 	if need <= cap(c.out) {
@@ -167,10 +191,7 @@ func (c *cutter) grow(n int) bool {
 		if size < need || size <= cap(c.out) || !c.room.TryReserve(wire.FineCap(size)) {
 			continue
 		}
-		b := wire.GetFine(size)
-		out := append(b.B[:0], c.out...)
-		c.putOut()
-		c.buf, c.out = b, out
+		c.moveTo(size)
 		return true
 	}
 	return false

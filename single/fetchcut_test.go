@@ -361,3 +361,30 @@ func TestCutFetchAnswerMakesItsFrameOnce(t *testing.T) {
 		t.Fatalf("cut in a room of %d: %v, %d partitions emptied, a frame of %d", most, err, dropped, len(buf.B))
 	}
 }
+
+// TestCutFetchAnswerHoldsWhatItKept: a cut that could keep no record set
+// (each larger than what it may keep) holds a frame of the fields it
+// kept, not of what it was made for.
+func TestCutFetchAnswerHoldsWhatItKept(t *testing.T) {
+	const v, most = 12, 1 << 20
+	fr := kmsg.NewPtrFetchResponse()
+	fr.Version = v
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = "t"
+	for p := range int32(4) {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = p
+		rp.RecordBatches = bytes.Repeat([]byte{byte(p)}, 2<<20)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	fr.Topics = append(fr.Topics, rt)
+	frame := wire.AppendResponse(nil, 3, true, fr.AppendTo)
+	room := &testRoom{}
+	buf, dropped, err := cutFrame(frame, v, most, room)
+	if err != nil || dropped != 4 {
+		t.Fatalf("cut: %v, %d partitions emptied, want 4", err, dropped)
+	}
+	if room.held != cap(buf.B) || room.held > 4<<10 {
+		t.Fatalf("a cut answer of %d bytes holds %d (the room %d)", len(buf.B), cap(buf.B), room.held)
+	}
+}
