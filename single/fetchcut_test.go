@@ -38,6 +38,23 @@ func (r *testRoom) Release(n int) {
 	}
 }
 
+// fetchOf returns a flexible Fetch answer of version v with one topic of
+// n partitions, each a record set of size bytes, and its frame.
+func fetchOf(v int16, n int32, size int) (*kmsg.FetchResponse, []byte) {
+	fr := kmsg.NewPtrFetchResponse()
+	fr.Version = v
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = "t"
+	for p := range n {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = p
+		rp.RecordBatches = bytes.Repeat([]byte{byte(p)}, size)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	fr.Topics = append(fr.Topics, rt)
+	return fr, wire.AppendResponse(nil, 3, true, fr.AppendTo)
+}
+
 // cutFrame cuts frame, a Fetch answer of version v, to most bytes in room.
 func cutFrame(frame []byte, v int16, most int, room *testRoom) (*wire.Buf, int, error) {
 	return single.CutFetchAnswer(bytes.NewReader(frame[8:]), frame[:8], len(frame), v, most, room)
@@ -147,18 +164,7 @@ func TestCutFetchAnswer(t *testing.T) {
 // fails on a frame that ends early or does not parse.
 func TestCutFetchAnswerRoom(t *testing.T) {
 	const v = 12
-	fr := kmsg.NewPtrFetchResponse()
-	fr.Version = v
-	rt := kmsg.NewFetchResponseTopic()
-	rt.Topic = "t"
-	for p := range int32(4) {
-		rp := kmsg.NewFetchResponseTopicPartition()
-		rp.Partition = p
-		rp.RecordBatches = bytes.Repeat([]byte{byte(p)}, 100<<10)
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	fr.Topics = append(fr.Topics, rt)
-	frame := wire.AppendResponse(nil, 3, true, fr.AppendTo)
+	fr, frame := fetchOf(v, 4, 100<<10)
 
 	room := &testRoom{limit: 250 << 10}
 	buf, dropped, err := cutFrame(frame, v, 1<<30, room)
@@ -331,18 +337,7 @@ func TestCutFetchAnswerDropsInKernel(t *testing.T) {
 // cut makes is reserved in its room first, so the room counts them.
 func TestCutFetchAnswerMakesItsFrameOnce(t *testing.T) {
 	const v, most = 12, 1 << 20
-	fr := kmsg.NewPtrFetchResponse()
-	fr.Version = v
-	rt := kmsg.NewFetchResponseTopic()
-	rt.Topic = "t"
-	for p := range int32(12) {
-		rp := kmsg.NewFetchResponseTopicPartition()
-		rp.Partition = p
-		rp.RecordBatches = bytes.Repeat([]byte{byte(p)}, 100<<10)
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	fr.Topics = append(fr.Topics, rt)
-	frame := wire.AppendResponse(nil, 3, true, fr.AppendTo)
+	_, frame := fetchOf(v, 12, 100<<10)
 	for _, limit := range []int{0, 2 << 20} {
 		room := &testRoom{limit: limit}
 		buf, dropped, err := cutFrame(frame, v, most, room)
@@ -367,18 +362,7 @@ func TestCutFetchAnswerMakesItsFrameOnce(t *testing.T) {
 // kept, not of what it was made for.
 func TestCutFetchAnswerHoldsWhatItKept(t *testing.T) {
 	const v, most = 12, 1 << 20
-	fr := kmsg.NewPtrFetchResponse()
-	fr.Version = v
-	rt := kmsg.NewFetchResponseTopic()
-	rt.Topic = "t"
-	for p := range int32(4) {
-		rp := kmsg.NewFetchResponseTopicPartition()
-		rp.Partition = p
-		rp.RecordBatches = bytes.Repeat([]byte{byte(p)}, 2<<20)
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	fr.Topics = append(fr.Topics, rt)
-	frame := wire.AppendResponse(nil, 3, true, fr.AppendTo)
+	_, frame := fetchOf(v, 4, 2<<20)
 	room := &testRoom{}
 	buf, dropped, err := cutFrame(frame, v, most, room)
 	if err != nil || dropped != 4 {
