@@ -428,7 +428,7 @@ func (c *cutter) discard(n int) {
 	}
 	c.left -= got
 	if err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if errors.Is(err, io.EOF) {
 			err = wire.ErrTruncated
 		}
 		c.err = err
@@ -463,11 +463,11 @@ func (d socketDropper) Discard(n int) (int, error) {
 // otherwise.
 func answerDropper(rd *bufio.Reader, nc net.Conn) dropper {
 	tc, ok := nc.(*net.TCPConn)
-	if !ok {
+	if !ok || !sockio.CanDiscard {
 		return nil
 	}
 	p := sockio.NewPeeker(tc)
-	if p == nil || !sockio.CanDiscard {
+	if p == nil {
 		return nil
 	}
 	return socketDropper{br: rd, p: p}

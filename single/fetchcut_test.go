@@ -349,11 +349,14 @@ func TestCutFetchAnswerMakesItsFrameOnce(t *testing.T) {
 		}
 	}
 	// A room that cannot hold the frame's full size at once: grown as
-	// the room allows, every record set that fits kept.
-	room := &testRoom{limit: most}
+	// the room allows (by doubling, each step reserved), keeping record
+	// sets while it can.
+	limit := most * 3 / 4
+	room := &testRoom{limit: limit}
 	buf, dropped, err := cutFrame(frame, v, most, room)
-	if err != nil || dropped == 0 || len(buf.B) < most/2 {
-		t.Fatalf("cut in a room of %d: %v, %d partitions emptied, a frame of %d", most, err, dropped, len(buf.B))
+	if err != nil || dropped == 0 || len(buf.B) < most/4 || room.reserved < 2 || room.held != cap(buf.B) {
+		t.Fatalf("cut in a room of %d: %v, %d partitions emptied, a frame of %d, %d frames made, %d held",
+			limit, err, dropped, len(buf.B), room.reserved, room.held)
 	}
 }
 
