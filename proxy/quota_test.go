@@ -463,8 +463,8 @@ func testQuotaThrottledFetchAnsweredByProxy(t *testing.T, topo config.Topology) 
 	if err := p.Reload(cfg); err != nil {
 		t.Fatal(err)
 	}
+	asked := time.Now()
 	second := quotaRoundTrip(t, nc, sessionlessFetch("c"), 2).(*kmsg.FetchResponse)
-	answered := time.Now()
 	if second.ThrottleMillis <= 0 || len(second.Topics) != 0 || second.SessionID != 0 || second.ErrorCode != 0 {
 		t.Fatalf("the throttled fetch: throttle %dms, %d topics, session %d, error %d; want a throttle, no topics, no session, no error",
 			second.ThrottleMillis, len(second.Topics), second.SessionID, second.ErrorCode)
@@ -476,16 +476,19 @@ func testQuotaThrottledFetchAnsweredByProxy(t *testing.T, topo config.Topology) 
 		t.Errorf("%s{kind=fetch,entity=clients/slow} = %v; want the %dms handed out", metrics.NameQuotaThrottle, s, second.ThrottleMillis)
 	}
 	// The mute: the next request is read only once the throttle has
-	// passed, counted from before the answer was written (100ms of slack
-	// for that and the rounding to milliseconds).
+	// passed. As a broker does, the proxy counts it from when it
+	// throttles, before the answer is written, which a loaded machine
+	// can delay by hundreds of milliseconds: it is measured here from
+	// before the throttled fetch was sent, which comes before that (a
+	// millisecond of slack for the rounding to milliseconds).
 	throttle := time.Duration(second.ThrottleMillis) * time.Millisecond
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "t", "1"
 	quotaRoundTrip(t, nc, req, 3)
-	if took := time.Since(answered); took < throttle-100*time.Millisecond {
-		t.Errorf("the next request was answered %v after the throttled fetch; want about its %v throttle", took, throttle)
+	if took := time.Since(asked); took < throttle-time.Millisecond {
+		t.Errorf("the next request was answered %v after the throttled fetch was sent; want at least its %v throttle", took, throttle)
 	}
-	t.Logf("throttled for %v; the next request answered %v later", throttle, time.Since(answered))
+	t.Logf("throttled for %v; the next request answered %v after the throttled fetch was sent", throttle, time.Since(asked))
 }
 
 // TestQuotaConnectionsPerUser: with max_connections 1 for alice, her

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/config"
+	"github.com/inorder-proxy/inorder/internal/pages"
+	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/metrics"
 	"github.com/inorder-proxy/inorder/proxy"
 )
@@ -20,7 +22,8 @@ import (
 // consumer through the single endpoint still reads records at once (not
 // after the response wait, 30 s, nor never), each partition's in order
 // and whole; the answers were cut, and another client is served beside
-// it; no memory is held once both are gone.
+// it; the records the cuts kept were parked in pipes, and no memory is
+// held or mapped once both are gone.
 //
 // The consumer's first Fetch may name only some of the partitions:
 // franz-go makes each partition usable as its offset is set, and the
@@ -42,6 +45,7 @@ func TestSingleFetchCutsAnAnswerBeyondMaxBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	mapped := pages.Live()
 	start := time.Now()
 	next := map[int32]int64{}
 	got, afterCut := 0, 0
@@ -76,6 +80,9 @@ func TestSingleFetchCutsAnAnswerBeyondMaxBytes(t *testing.T) {
 		t.Fatalf("%s = %v (exported: %v), %d cut", metrics.NameFetchAnswersCut, v, ok, p.FetchCuts())
 	}
 	only.check(t)
+	if sockio.CanDiscard && p.FetchParks() == 0 {
+		t.Fatalf("%d answers cut, none with the records it kept parked in pipes", p.FetchCuts())
+	}
 
 	other, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), only.opt())
 	if err != nil {
@@ -92,4 +99,5 @@ func TestSingleFetchCutsAnAnswerBeyondMaxBytes(t *testing.T) {
 	other.Close()
 	cl.Close()
 	waitMemoryFree(t, p)
+	waitUnmapped(t, mapped)
 }

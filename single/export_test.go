@@ -14,14 +14,14 @@ type CutRoom = cutRoom
 // CutFetchAnswer is cutFetchAnswer, for the tests: it returns the cut
 // frame, how many partitions' records were dropped, and the error.
 func CutFetchAnswer(rd io.Reader, head []byte, total int, version int16, most int, room CutRoom) (*wire.Buf, int, error) {
-	buf, cut, err := cutFetchAnswer(rd, nil, head, total, version, most, room)
+	buf, cut, err := cutFetchAnswer(rd, nil, nil, head, total, version, most, room)
 	return buf, cut.dropped, err
 }
 
 // CutFetchAnswerFrom is cutFetchAnswer of an answer rd reads from nc,
 // the bytes it drops dropped as a broker's are.
 func CutFetchAnswerFrom(rd *bufio.Reader, nc net.Conn, head []byte, total int, version int16, most int, room CutRoom) (*wire.Buf, int, error) {
-	buf, cut, err := cutFetchAnswer(rd, answerDropper(rd, nc), head, total, version, most, room)
+	buf, cut, err := cutFetchAnswer(rd, answerDropper(rd, nc), nil, head, total, version, most, room)
 	return buf, cut.dropped, err
 }
 
@@ -42,3 +42,20 @@ func ReadParked(rd *bufio.Reader, nc *net.TCPConn, head []byte, total int, versi
 
 // ErrParkMalformed is errParkMalformed.
 var ErrParkMalformed = errParkMalformed
+
+// ReadParkedHoled is readParked, the frame left as read: the record sets
+// parked are holes in it until it is filled or put.
+func ReadParkedHoled(rd *bufio.Reader, nc *net.TCPConn, head []byte, total int, version int16, acct wire.Account, from int) (*wire.Buf, error) {
+	return readParked(rd, nc, head, total, version, acct, from)
+}
+
+// Fill is fill.
+var Fill = fill
+
+// CutFetchAnswerParked is cutFetchAnswer of an answer rd reads from nc,
+// the bytes it drops dropped and the record sets of from bytes or more
+// it keeps parked, as a broker's are.
+func CutFetchAnswerParked(rd *bufio.Reader, nc *net.TCPConn, head []byte, total int, version int16, most, from int, room CutRoom) (*wire.Buf, int, error) {
+	buf, cut, err := cutFetchAnswer(rd, answerDropper(rd, nc), &cutPark{br: rd, nc: nc, from: from}, head, total, version, most, room)
+	return buf, cut.dropped, err
+}

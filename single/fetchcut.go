@@ -58,9 +58,14 @@ var errCutMalformed = errors.New("malformed Fetch answer")
 // fails with errCutMalformed, rd then out of step. Bytes dropped are
 // taken with drop when it is not nil, and otherwise read through a small
 // buffer.
-func cutFetchAnswer(rd io.Reader, drop dropper, head []byte, total int, version int16, most int, room cutRoom) (*wire.Buf, fetchCut, error) {
+func cutFetchAnswer(rd io.Reader, drop dropper, park *cutPark, head []byte, total int, version int16, most int, room cutRoom) (*wire.Buf, fetchCut, error) {
 	c := cutter{rd: rd, drop: drop, left: total - len(head), total: total, most: most, room: room}
-	if c.left < 0 || !c.grow(len(head)) {
+	if c.left < 0 {
+		return nil, fetchCut{}, errCutRoom
+	}
+	c.mapFrame(park)
+	if !c.grow(len(head)) {
+		c.putOut()
 		return nil, fetchCut{}, errCutRoom
 	}
 	c.out = append(c.out, head...)
@@ -76,7 +81,10 @@ func cutFetchAnswer(rd io.Reader, drop dropper, head []byte, total int, version 
 	}
 	binary.BigEndian.PutUint32(c.out, uint32(len(c.out)-4))
 	c.shrink()
-	c.buf.B = c.out
+	c.buf.B = c.out[:len(c.out):c.held]
+	if len(c.parked.pipes) > 0 {
+		c.buf.Out = &c.parked
+	}
 	return c.buf, c.cut, nil
 }
 
@@ -86,7 +94,17 @@ func cutFetchAnswer(rd io.Reader, drop dropper, head []byte, total int, version 
 // it waits to be merged and written.
 func (c *cutter) shrink() {
 	n := len(c.out)
-	if wire.FineCap(n) > cap(c.out)/2 || !c.room.TryReserve(wire.FineCap(n)) {
+	if wire.FineCap(n) > c.held/2 {
+		return
+	}
+	if c.park != nil {
+		// A mapped frame: the pages past n were never written, and
+		// what is reserved for them is given back where they lie.
+		c.room.Release(c.held - wire.FineCap(n))
+		c.held = wire.FineCap(n)
+		return
+	}
+	if !c.room.TryReserve(wire.FineCap(n)) {
 		return
 	}
 	c.moveTo(n)
@@ -98,7 +116,7 @@ func (c *cutter) moveTo(size int) {
 	b := wire.GetFine(size)
 	out := append(b.B[:0], c.out...)
 	c.putOut()
-	c.buf, c.out = b, out
+	c.buf, c.out, c.held = b, out, cap(b.B)
 }
 
 // cutter is the state of one answer being cut: the frame made so far,
@@ -110,9 +128,12 @@ type cutter struct {
 	total   int
 	most    int
 	room    cutRoom
-	buf     *wire.Buf // out's pooled buffer, its capacity reserved in room
+	buf     *wire.Buf // out's buffer, pooled or mapped
 	out     []byte
-	cutting bool // a partition's records were dropped: every later one's are
+	held    int      // what is reserved in room for buf: its capacity, or a mapped one's part written to
+	park    *cutPark // record sets kept are parked, out mapped (fetchcutpark.go)
+	parked  parked   // the spans of out in pipes
+	cutting bool     // a partition's records were dropped: every later one's are
 	cut     fetchCut
 	err     error
 	scratch [5]byte
@@ -180,15 +201,27 @@ func (c *cutter) body(v int16) {
 // them.
 func (c *cutter) grow(n int) bool {
 	need := len(c.out) + n
-	if need <= cap(c.out) {
+	if need <= c.held {
 		return true
 	}
 	if need > c.total {
 		return false
 	}
 	last := min(max(c.most, need), c.total)
-	for _, size := range []int{last, min(max(2*cap(c.out), need, 4<<10), last), need} {
-		if size < need || size <= cap(c.out) || !c.room.TryReserve(wire.FineCap(size)) {
+	for _, size := range []int{last, min(max(2*c.held, need, 4<<10), last), need} {
+		if size < need || size <= c.held {
+			continue
+		}
+		if c.park != nil {
+			// Mapped at the answer's size: only the reservation
+			// grows, the frame never moves (its holes would).
+			if more := wire.FineCap(size) - c.held; c.room.TryReserve(more) {
+				c.held += more
+				return true
+			}
+			continue
+		}
+		if !c.room.TryReserve(wire.FineCap(size)) {
 			continue
 		}
 		c.moveTo(size)
@@ -202,9 +235,12 @@ func (c *cutter) putOut() {
 	if c.buf == nil {
 		return
 	}
-	c.room.Release(cap(c.buf.B))
+	c.room.Release(c.held)
+	if len(c.parked.pipes) > 0 {
+		c.buf.Out = &c.parked
+	}
 	wire.Put(c.buf)
-	c.buf, c.out = nil, nil
+	c.buf, c.out, c.held = nil, nil, 0
 }
 
 func (c *cutter) fail(format string, args ...any) {
@@ -378,7 +414,11 @@ func (c *cutter) records(flex bool) {
 			return
 		}
 		c.putLength(flex, n)
-		c.copyN(n)
+		if c.park != nil && n >= c.park.from {
+			c.parkN(n)
+		} else {
+			c.copyN(n)
+		}
 		return
 	}
 	c.cutting = true
@@ -478,12 +518,19 @@ func answerDropper(rd *bufio.Reader, nc net.Conn) dropper {
 // it. The Fetch it answers ends its wait: its broker has more than the
 // proxy holds, and asking again is answered the same.
 func (s *Conn) cutAnswer(u *upstream, ref *partRef, rd *bufio.Reader, head []byte, total int, rm cutRoom, most int) (*wire.Buf, error) {
-	buf, cut, err := cutFetchAnswer(rd, answerDropper(rd, u.nc), head, total, ref.version, most, rm)
+	var park *cutPark
+	if nc := s.parkable(u, ref, total); nc != nil {
+		park = &cutPark{br: rd, nc: nc, from: fetchParkFrom}
+	}
+	buf, cut, err := cutFetchAnswer(rd, answerDropper(rd, u.nc), park, head, total, ref.version, most, rm)
 	if err != nil {
 		return nil, err
 	}
 	ref.cut = cut.dropped > 0
 	if n := s.env.FetchCuts; n != nil && cut.dropped > 0 {
+		n.Add(1)
+	}
+	if n := s.env.FetchParks; n != nil && buf.Out != nil {
 		n.Add(1)
 	}
 	if !ref.cut {

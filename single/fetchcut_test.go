@@ -260,24 +260,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // mid-answer fails the cut with nothing held.
 func TestCutFetchAnswerDropsInKernel(t *testing.T) {
 	const v = 16
-	fr := kmsg.NewPtrFetchResponse()
-	fr.Version = v
-	rng := rand.New(rand.NewPCG(9, 10))
-	for ti := range 2 {
-		rt := kmsg.NewFetchResponseTopic()
-		rt.TopicID[0] = byte(ti + 1)
-		for p := range int32(6) {
-			rp := kmsg.NewFetchResponseTopicPartition()
-			rp.Partition, rp.HighWatermark = p, int64(p)*100
-			rp.RecordBatches = make([]byte, 1<<20+int(p)*4099)
-			for i := range rp.RecordBatches {
-				rp.RecordBatches[i] = byte(rng.Uint32())
-			}
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		fr.Topics = append(fr.Topics, rt)
-	}
-	frame := wire.AppendResponse(nil, 11, true, fr.AppendTo)
+	_, frame := bigFetch(v, 9)
 	const most = 3 << 20
 	want, wantDropped, err := cutFrame(frame, v, most, &testRoom{})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 
+	"github.com/inorder-proxy/inorder/internal/pages"
 	"github.com/inorder-proxy/inorder/internal/proxyerr"
 	"github.com/inorder-proxy/inorder/internal/sockio"
 	"github.com/inorder-proxy/inorder/wire"
@@ -26,10 +27,18 @@ import (
 // encoded whole, a frame compacted) fills the holes from the pipes first
 // (fill), which is the copy a read would have made.
 //
-// The frame still reserves and holds the answer's whole size, as before:
-// the pipes hold its record bytes in the kernel meanwhile, no more than
-// the socket did, and the budget counts them where the frame is.
+// The frame reserves the answer's whole size, and the budget counts the
+// pipes' bytes there. A frame of mapFrom bytes or more is mapped from the
+// kernel (internal/pages), not made on the heap: its holes, most of its
+// bytes, are then never zeroed, never resident and never the collector's
+// work; only the pages the answer's fields are written to are given. On
+// the heap, zeroing those frames and collecting them was a third of the
+// proxy's CPU with the clients' default fetch sizes (BENCHMARKS.md).
 const (
+	// mapFrom: a smaller frame is taken from wire's pools; mapping and
+	// unmapping costs two system calls where zeroing that much costs
+	// less.
+	mapFrom = 256 << 10
 	// fetchParkFrom: a smaller record set is read; a splice in and out
 	// costs two system calls where a copy of that much costs less.
 	fetchParkFrom = SpliceFrom
@@ -48,6 +57,7 @@ const (
 type parked struct {
 	spans []parkedSpan
 	pipes []*sockio.Pipe
+	open  *sockio.Pipe // the last of pipes, while it may have room
 }
 
 // parkedSpan is a span of the frame, in pipe.
@@ -61,7 +71,7 @@ func (h *parked) Close() error {
 	for _, pipe := range h.pipes {
 		pipe.Put()
 	}
-	h.spans, h.pipes = nil, nil
+	h.spans, h.pipes, h.open = nil, nil, nil
 	return nil
 }
 
@@ -139,7 +149,7 @@ func (s *Conn) parkable(u *upstream, ref *partRef, total int) *net.TCPConn {
 // readAnswer's is, and given back on an error, which wraps
 // errParkMalformed where the answer does not parse (rd then out of step).
 func readParked(rd *bufio.Reader, nc *net.TCPConn, head []byte, total int, version int16, acct wire.Account, from int) (*wire.Buf, error) {
-	b := wire.GetFine(total)
+	b := parkFrame(total)
 	p := parker{rd: rd, nc: nc, b: b.B, filled: copy(b.B, head), from: int64(from)}
 	err := p.walk(version)
 	held := len(p.h.pipes) > 0
@@ -156,6 +166,20 @@ func readParked(rd *bufio.Reader, nc *net.TCPConn, head []byte, total int, versi
 	return b, nil
 }
 
+// parkFrame returns the frame an answer of total bytes is read into with
+// its record sets parked, of capacity wire.FineCap(total), as GetFine's:
+// mapped when it is large and the system can, else pooled.
+func parkFrame(total int) *wire.Buf {
+	if total < mapFrom {
+		return wire.GetFine(total)
+	}
+	m, err := pages.Map(wire.FineCap(total))
+	if err != nil {
+		return wire.GetFine(total)
+	}
+	return &wire.Buf{B: m.Bytes()[:total], Free: m.Unmap}
+}
+
 // parker is one answer's read.
 type parker struct {
 	rd     *bufio.Reader
@@ -164,7 +188,6 @@ type parker struct {
 	filled int // b[:filled] is read
 	from   int64
 	h      parked
-	pipe   *sockio.Pipe // the last pipe, which may have room
 }
 
 // walk reads the answer's body, following its fields with a
@@ -254,35 +277,50 @@ func (p *parker) park(end int) error {
 		}
 		p.filled += k
 	}
-	for p.filled < end {
-		if p.pipe == nil {
-			if len(p.h.pipes) == parkPipesMost {
-				return nil
+	var err error
+	p.filled, err = p.h.splice(p.nc, p.filled, end)
+	return err
+}
+
+// splice splices the bytes of the frame from filled to end from nc into
+// pipes, as far as they take them (parkPipesMost, and as many as there
+// are), records their spans, and returns how far it got.
+func (h *parked) splice(nc *net.TCPConn, filled, end int) (int, error) {
+	for filled < end {
+		if h.open == nil {
+			if len(h.pipes) == parkPipesMost {
+				return filled, nil
 			}
 			pipe, err := sockio.GetPipe()
 			if err != nil {
-				return nil
+				return filled, nil
 			}
-			p.pipe = pipe
-			p.h.pipes = append(p.h.pipes, pipe)
+			h.open = pipe
+			h.pipes = append(h.pipes, pipe)
 		}
-		got, err := p.pipe.From(p.nc, end-p.filled)
+		got, err := h.open.From(nc, end-filled)
 		if got > 0 {
-			if n := len(p.h.spans); n > 0 && p.h.spans[n-1].pipe == p.pipe && p.h.spans[n-1].off+p.h.spans[n-1].n == p.filled {
-				p.h.spans[n-1].n += got
-			} else {
-				p.h.spans = append(p.h.spans, parkedSpan{off: p.filled, n: got, pipe: p.pipe})
-			}
-			p.filled += got
+			h.add(h.open, filled, got)
+			filled += got
 		}
 		if err != nil {
-			return err
+			return filled, err
 		}
-		if p.filled < end {
-			p.pipe = nil // full: the next one
+		if filled < end {
+			h.open = nil // full: the next one
 		}
 	}
-	return nil
+	return filled, nil
+}
+
+// add records that out[off:off+n] is in pipe, joined to the span before
+// it when that one ends there in the same pipe.
+func (h *parked) add(pipe *sockio.Pipe, off, n int) {
+	if k := len(h.spans); k > 0 && h.spans[k-1].pipe == pipe && h.spans[k-1].off+h.spans[k-1].n == off {
+		h.spans[k-1].n += n
+		return
+	}
+	h.spans = append(h.spans, parkedSpan{off: off, n: n, pipe: pipe})
 }
 
 // pipedPieces splits pieces, slices of frames among others, where they

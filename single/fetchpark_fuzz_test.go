@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"net"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,14 +20,8 @@ import (
 // reads it with ReadParked, checking that the stream goes on behind it.
 func readParkedFrame(t *testing.T, frame []byte, v int16, from int) (*wire.Buf, int, *testAccount, error) {
 	t.Helper()
-	peer, sock := sockiotest.Pair(t)
 	trailer := []byte("next")
-	go peer.Write(append(append([]byte(nil), frame...), trailer...))
-	rd := bufio.NewReaderSize(sock, 64)
-	head := make([]byte, 8)
-	if _, err := io.ReadFull(rd, head); err != nil {
-		t.Fatal(err)
-	}
+	rd, sock, head := answerSocket(t, append(append([]byte(nil), frame...), trailer...), false, 64)
 	acct := &testAccount{}
 	acct.Reserve(wire.FineCap(len(frame)))
 	buf, spans, err := single.ReadParked(rd, sock, head, len(frame), v, acct, from)
@@ -37,6 +32,27 @@ func readParkedFrame(t *testing.T, frame []byte, v int16, from int) (*wire.Buf, 
 		}
 	}
 	return buf, spans, acct, err
+}
+
+// answerSocket writes data to a socket, and closes it after when
+// closing, and returns a reader of bufSize bytes over the socket's other
+// end and the first 8 bytes it read: an answer's length prefix and
+// correlation id, as a broker's reader takes them.
+func answerSocket(t *testing.T, data []byte, closing bool, bufSize int) (*bufio.Reader, *net.TCPConn, []byte) {
+	t.Helper()
+	peer, sock := sockiotest.Pair(t)
+	go func() {
+		peer.Write(data)
+		if closing {
+			peer.Close()
+		}
+	}()
+	rd := bufio.NewReaderSize(sock, bufSize)
+	head := make([]byte, 8)
+	if _, err := io.ReadFull(rd, head); err != nil {
+		t.Fatal(err)
+	}
+	return rd, sock, head
 }
 
 // At every version, an answer with record sets of many sizes, those of

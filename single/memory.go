@@ -164,11 +164,13 @@ func exactBuf(n int) *wire.Buf {
 // of its own size, so that the merged answer finds room beside them. fr's
 // records, which alias the old frames, are moved with them (copying a
 // frame costs less than the answer it makes room for). Only what fits
-// now is moved: this makes room, and never waits for it.
+// now is moved: this makes room, and never waits for it. A mapped frame
+// (fetchpark.go) stays: it is the answer's size already, and it must be
+// unmapped, not left to the collector, while a field may still alias it.
 func (s *Conn) compact(st *Split, fr *kmsg.FetchResponse) {
 	b := s.env.Budget
 	for i, f := range st.frames {
-		if f == nil || f.Out != nil || len(f.B) <= exactBufFrom || cap(f.B)-len(f.B) < len(f.B)/8 {
+		if f == nil || f.Out != nil || f.Free != nil || len(f.B) <= exactBufFrom || cap(f.B)-len(f.B) < len(f.B)/8 {
 			continue
 		}
 		if !b.TryReserveResponse(int64(len(f.B))) {

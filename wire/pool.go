@@ -14,6 +14,10 @@ type Buf struct {
 	// lacks them until Out gives them, and Put closes it. Nil for a
 	// buffer whose bytes are all in B.
 	Out io.Closer
+	// Free, when set, gives B's memory back: B was not made by Get
+	// (single's mapped frames, internal/pages), and Put calls Free
+	// instead of pooling it. Nil for a pooled buffer.
+	Free func()
 }
 
 const (
@@ -118,8 +122,9 @@ func GetFine(n int) *Buf {
 	return &Buf{B: make([]byte, n, c)}
 }
 
-// Put returns b for reuse; b must not be used afterwards. Nil is ignored,
-// and so is a buffer whose capacity is no class's.
+// Put returns b for reuse, or its memory to whoever made it (Free); b
+// must not be used afterwards. Nil is ignored, and so is a buffer whose
+// capacity is no class's.
 func Put(b *Buf) {
 	if b == nil {
 		return
@@ -127,6 +132,12 @@ func Put(b *Buf) {
 	if b.Out != nil {
 		b.Out.Close()
 		b.Out = nil
+	}
+	if b.Free != nil {
+		free := b.Free
+		b.B, b.Free = nil, nil
+		free()
+		return
 	}
 	c := cap(b.B)
 	if c > FineFrom && c&(c-1) != 0 {
