@@ -259,10 +259,7 @@ func (c *cutter) read(p []byte) bool {
 		return false
 	}
 	if _, err := io.ReadFull(c.rd, p); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			err = wire.ErrTruncated
-		}
-		c.err = err
+		c.failRead(err)
 		return false
 	}
 	c.left -= len(p)

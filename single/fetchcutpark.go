@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 
-	"github.com/inorder-proxy/inorder/internal/pages"
 	"github.com/inorder-proxy/inorder/wire"
 )
 
@@ -36,16 +35,14 @@ type cutPark struct {
 // reserved yet, when the cut parks; a cut that cannot map reads its
 // record sets instead.
 func (c *cutter) mapFrame(park *cutPark) {
-	if park == nil || c.total < mapFrom {
+	if park == nil {
 		return
 	}
-	m, err := pages.Map(wire.FineCap(c.total))
-	if err != nil {
+	b := mappedFrame(c.total)
+	if b == nil {
 		return
 	}
-	c.park = park
-	c.buf = &wire.Buf{B: m.Bytes(), Free: m.Unmap}
-	c.out = c.buf.B[:0]
+	c.park, c.buf, c.out = park, b, b.B
 }
 
 // parkN takes the next n bytes of the answer, a record set kept, into
@@ -66,15 +63,7 @@ func (c *cutter) parkN(n int) {
 	at := len(c.out)
 	end := at + n
 	c.out = c.out[:end]
-	filled := at
-	if k := min(c.park.br.Buffered(), n); k > 0 {
-		if _, err := io.ReadFull(c.park.br, c.out[filled:filled+k]); err != nil {
-			c.failRead(err)
-			return
-		}
-		filled += k
-	}
-	filled, err := c.parked.splice(c.park.nc, filled, end)
+	filled, err := c.parked.take(c.park.br, c.park.nc, c.out, at, end)
 	if err != nil {
 		c.failRead(err)
 		return

@@ -170,14 +170,24 @@ func readParked(rd *bufio.Reader, nc *net.TCPConn, head []byte, total int, versi
 // its record sets parked, of capacity wire.FineCap(total), as GetFine's:
 // mapped when it is large and the system can, else pooled.
 func parkFrame(total int) *wire.Buf {
+	if b := mappedFrame(total); b != nil {
+		b.B = b.B[:total]
+		return b
+	}
+	return wire.GetFine(total)
+}
+
+// mappedFrame returns a mapped frame of capacity wire.FineCap(total),
+// empty, or nil when total is below mapFrom or the system cannot map.
+func mappedFrame(total int) *wire.Buf {
 	if total < mapFrom {
-		return wire.GetFine(total)
+		return nil
 	}
 	m, err := pages.Map(wire.FineCap(total))
 	if err != nil {
-		return wire.GetFine(total)
+		return nil
 	}
-	return &wire.Buf{B: m.Bytes()[:total], Free: m.Unmap}
+	return &wire.Buf{B: m.Bytes()[:0], Free: m.Unmap}
 }
 
 // parker is one answer's read.
@@ -271,15 +281,22 @@ func (p *parker) readTo(end int) error {
 // the rest spliced into pipes, as far as they take it (readTo reads what
 // they did not).
 func (p *parker) park(end int) error {
-	if k := min(p.rd.Buffered(), end-p.filled); k > 0 {
-		if _, err := io.ReadFull(p.rd, p.b[p.filled:p.filled+k]); err != nil {
-			return err
-		}
-		p.filled += k
-	}
 	var err error
-	p.filled, err = p.h.splice(p.nc, p.filled, end)
+	p.filled, err = p.h.take(p.rd, p.nc, p.b, p.filled, end)
 	return err
+}
+
+// take takes b[filled:end], the bytes next read from rd over nc: what rd
+// holds of them copied, the rest spliced into pipes as far as they take
+// them, and returns how far it got.
+func (h *parked) take(rd *bufio.Reader, nc *net.TCPConn, b []byte, filled, end int) (int, error) {
+	if k := min(rd.Buffered(), end-filled); k > 0 {
+		if _, err := io.ReadFull(rd, b[filled:filled+k]); err != nil {
+			return filled, err
+		}
+		filled += k
+	}
+	return h.splice(nc, filled, end)
 }
 
 // splice splices the bytes of the frame from filled to end from nc into
