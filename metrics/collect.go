@@ -70,6 +70,7 @@ type gaugeCollector struct {
 	m                                      *Metrics
 	conns, inFlight, held, memUsed, memLim *prometheus.Desc
 	listeners, cut                         *prometheus.Desc
+	early, kept, taken                     *prometheus.Desc
 }
 
 func newGaugeCollector(m *Metrics) *gaugeCollector {
@@ -82,11 +83,14 @@ func newGaugeCollector(m *Metrics) *gaugeCollector {
 		memLim:    prometheus.NewDesc(NameMemoryLimit, "The process-wide memory bound; 0 when there is none.", nil, nil),
 		listeners: prometheus.NewDesc(NameListenersOpen, "Node and controller listeners open, by kind.", []string{"kind"}, nil),
 		cut:       prometheus.NewDesc(NameFetchAnswersCut, "Fetch answers of a broker, in the single topology, cut short at a partition boundary because the memory budget could not hold them whole (the partitions left out are asked again).", nil, nil),
+		early:     prometheus.NewDesc(NameFetchAnswersEarly, "Fetch requests, in the single topology, answered from the brokers' parts that were in, the others' partitions with no records.", nil, nil),
+		kept:      prometheus.NewDesc(NameFetchPartsKept, "Brokers' Fetch answers, in the single topology, that came after their request was answered early and were kept for the client's next Fetch.", nil, nil),
+		taken:     prometheus.NewDesc(NameFetchPartsKeptTaken, "Kept Fetch answers, in the single topology, that the client's next Fetch took instead of asking the broker again.", nil, nil),
 	}
 }
 
 func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{g.conns, g.inFlight, g.held, g.memUsed, g.memLim, g.listeners, g.cut} {
+	for _, d := range []*prometheus.Desc{g.conns, g.inFlight, g.held, g.memUsed, g.memLim, g.listeners, g.cut, g.early, g.kept, g.taken} {
 		ch <- d
 	}
 }
@@ -107,4 +111,7 @@ func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(g.listeners, s.NodeListeners, "node")
 	gauge(g.listeners, s.ControllerListeners, "controller")
 	ch <- prometheus.MustNewConstMetric(g.cut, prometheus.CounterValue, float64(s.FetchAnswersCut))
+	ch <- prometheus.MustNewConstMetric(g.early, prometheus.CounterValue, float64(s.FetchAnswersEarly))
+	ch <- prometheus.MustNewConstMetric(g.kept, prometheus.CounterValue, float64(s.FetchPartsKept))
+	ch <- prometheus.MustNewConstMetric(g.taken, prometheus.CounterValue, float64(s.FetchPartsKeptTaken))
 }

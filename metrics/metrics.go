@@ -49,6 +49,9 @@ const (
 	NameQuotaBytes             = "inorder_quota_bytes_total"
 	NameACLDenials             = "inorder_acl_denials_total"
 	NameFetchAnswersCut        = "inorder_single_fetch_answers_cut_total"
+	NameFetchAnswersEarly      = "inorder_single_fetch_answers_early_total"
+	NameFetchPartsKept         = "inorder_single_fetch_parts_kept_total"
+	NameFetchPartsKeptTaken    = "inorder_single_fetch_parts_kept_taken_total"
 )
 
 // Names returns every inorder_* family the registry exports. Histograms are
@@ -63,7 +66,7 @@ func Names() []string {
 		NameConfigReloads, NameConfigReloadTimestamp, NameTLSHandshakeFailures,
 		NameSASLAuthentications, NameClientAuthentications, NameStreamed, NameFramesRefused, NameSNIConnections, NameSNIBytes, NameSNIRefusals,
 		NameQuotaThrottle, NameQuotaBytes,
-		NameACLDenials, NameFetchAnswersCut,
+		NameACLDenials, NameFetchAnswersCut, NameFetchAnswersEarly, NameFetchPartsKept, NameFetchPartsKeptTaken,
 	}
 }
 
@@ -89,6 +92,12 @@ type Gauges struct {
 	// parts' answers cut short at a partition boundary because the memory
 	// budget could not hold them whole; a counter kept by its owner.
 	FetchAnswersCut int64
+	// FetchAnswersEarly counts the single topology's Fetch requests
+	// answered before every broker's part was in, FetchPartsKept the
+	// parts' answers that came after and were kept for the client's next
+	// Fetch, FetchPartsKeptTaken those it took; counters kept by their
+	// owner.
+	FetchAnswersEarly, FetchPartsKept, FetchPartsKeptTaken int64
 }
 
 // apiKey holds the children of one API key, resolved on first use.

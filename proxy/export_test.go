@@ -182,3 +182,10 @@ func (p *Proxy) RequestTime(entity string) time.Duration {
 	}
 	return 0
 }
+
+// FetchEarly, FetchKept and FetchKeptTaken count the single topology's
+// Fetch requests answered from the parts that were in, the parts'
+// answers kept for the next Fetch, and those it took.
+func (p *Proxy) FetchEarly() int64     { return p.fetchEarly.Load() }
+func (p *Proxy) FetchKept() int64      { return p.fetchKept.Load() }
+func (p *Proxy) FetchKeptTaken() int64 { return p.fetchKeptTaken.Load() }

@@ -64,6 +64,7 @@ func (p *Proxy) gauges(g *metrics.Gauges) {
 	nodes, controllers := p.nodes.listening()
 	g.NodeListeners, g.ControllerListeners = int64(nodes), int64(controllers)
 	g.FetchAnswersCut = p.fetchCuts.Load()
+	g.FetchAnswersEarly, g.FetchPartsKept, g.FetchPartsKeptTaken = p.fetchEarly.Load(), p.fetchKept.Load(), p.fetchKeptTaken.Load()
 }
 
 // requestRead counts r and stamps the moment it was read.

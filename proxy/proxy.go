@@ -142,6 +142,11 @@ type Proxy struct {
 	// fetchCuts counts the single topology's Fetch answers cut short
 	// (single/fetchcut.go), exported as a counter at scrape time.
 	fetchCuts atomic.Int64
+	// fetchEarly, fetchKept and fetchKeptTaken count the single
+	// topology's Fetch requests answered early, the parts' answers kept
+	// for the next Fetch and those it took (single/fetchkeep.go),
+	// exported as counters at scrape time.
+	fetchEarly, fetchKept, fetchKeptTaken atomic.Int64
 
 	mu        sync.Mutex
 	closing   bool

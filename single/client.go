@@ -185,6 +185,11 @@ type Env struct {
 	// FetchCuts, if set, counts the Fetch parts' answers cut short
 	// (fetchcut.go).
 	FetchCuts *atomic.Int64
+	// FetchEarly, if set, counts the Fetch requests answered before
+	// every part was in, FetchKept the parts' answers kept for the
+	// next Fetch, FetchKeptTaken those the next Fetch took
+	// (fetchkeep.go).
+	FetchEarly, FetchKept, FetchKeptTaken *atomic.Int64
 	// ProduceSplices, if set, counts the Produce requests whose parts
 	// took their records from the client socket (producesplice.go).
 	ProduceSplices *atomic.Int64

@@ -112,6 +112,9 @@ type upstream struct {
 	// asked to fetch (fetch.go).
 	poll  *partRef
 	marks map[markKey]fetchMark
+	// kept is a round-1 answer that came after its Fetch was answered
+	// without it, for the next Fetch that asks the same (fetchkeep.go).
+	kept *keptAnswer
 	// blind: an acks=0 write went on this connection since its last
 	// fence (fetchdeps.go).
 	blind bool
@@ -404,6 +407,7 @@ func (s *Conn) retire(u *upstream, wait bool) {
 			delete(s.ups, u.key)
 		}
 	}
+	kept := s.unkeepLocked(u)
 	for wait && len(u.pending) > 0 && !s.closed {
 		s.cond.Wait()
 	}
@@ -412,6 +416,7 @@ func (s *Conn) retire(u *upstream, wait bool) {
 		delete(s.open, u)
 	}
 	s.mu.Unlock()
+	kept.release(s)
 	if closeNow {
 		u.nc.Close()
 	}
@@ -513,10 +518,12 @@ func (s *Conn) fail(u *upstream, err error) {
 	}
 	clear(u.pending)
 	u.poll = nil
+	kept := s.unkeepLocked(u)
 	closed := s.closed
 	s.cond.Broadcast()
 	nc := u.nc
 	s.mu.Unlock()
+	kept.release(s)
 	if nc != nil {
 		nc.Close()
 	}
@@ -539,9 +546,13 @@ func (s *Conn) Close() {
 	s.mu.Lock()
 	s.closed = true
 	ups := make([]net.Conn, 0, len(s.open))
+	var kept []*keptAnswer
 	for u := range s.open {
 		if u.nc != nil {
 			ups = append(ups, u.nc)
+		}
+		if k := s.unkeepLocked(u); k != nil {
+			kept = append(kept, k)
 		}
 	}
 	for t := range s.waits {
@@ -552,6 +563,9 @@ func (s *Conn) Close() {
 	clear(s.waits)
 	s.cond.Broadcast()
 	s.mu.Unlock()
+	for _, k := range kept {
+		k.release(s)
+	}
 	for _, nc := range ups {
 		nc.Close()
 	}

@@ -2,6 +2,9 @@ package single
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -78,7 +81,7 @@ func (s *Conn) startFetch(st *Split) {
 	s.mu.Unlock()
 	for i := range st.plan.Parts {
 		part := &st.plan.Parts[i]
-		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: f.round, node: part.Node}
+		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: f.round, node: part.Node, pieces: r.Pieces()}
 		s.awaitWrites(part.Request.(*kmsg.FetchRequest))
 		u, err := s.upstream(part.Node, true)
 		if err != nil {
@@ -93,11 +96,17 @@ func (s *Conn) startFetch(st *Split) {
 		}
 		frame := encodePart(r, q)
 		if f.round == 1 {
-			f.sigs[i] = bytes.Clone(frame.B[r.Header().Body:])
+			f.sigs[i] = fetchSig(part.Request.(*kmsg.FetchRequest))
+			ref.sig, ref.maxBytes = f.sigs[i], part.Request.(*kmsg.FetchRequest).MaxBytes
 			if s.takeOver(st, u, ref, f.sigs[i]) {
 				wire.Put(frame)
 				continue
 			}
+		} else {
+			s.mu.Lock()
+			k := s.unkeepLocked(u)
+			s.mu.Unlock()
+			k.release(s)
 		}
 		if s.outlasts(u, f.deadline) {
 			// The broker answers the abandoned poll on u first, when
@@ -135,24 +144,48 @@ func (s *Conn) outlasts(u *upstream, deadline time.Time) bool {
 func (s *Conn) takeOver(st *Split, u *upstream, ref *partRef, sig []byte) bool {
 	q := st.plan.Parts[ref.i].Request.(*kmsg.FetchRequest)
 	s.mu.Lock()
-	poll := u.poll
-	if poll == nil || poll.st != nil || poll.version != ref.version || !bytes.Equal(poll.sig, sig) || u.gone != nil || !s.freshLocked(poll.sent, q) {
+	act, ok, dropped := s.takeKeptLocked(st, u, ref, sig)
+	if ok {
 		s.mu.Unlock()
+		s.act(st, act)
+		return true
+	}
+	poll := u.poll
+	if poll == nil || poll.st != nil || poll.version != ref.version || !bytes.Equal(poll.sig, sig) || poll.maxBytes > q.MaxBytes || u.gone != nil || !s.freshLocked(poll.sent, q) {
+		if poll != nil && poll.st == nil && poll.round == 1 {
+			// A part answered early that asked something else: its
+			// answer is not kept.
+			u.poll = nil
+		}
+		s.mu.Unlock()
+		dropped.release(s)
 		return false
+	}
+	if poll.round == 1 {
+		// A part answered early, its answer on its way: this part
+		// takes it, and may be answered early in turn.
+		poll.st, poll.i = st, ref.i
+		st.fetch.refs[ref.i] = poll
+		s.mu.Unlock()
+		dropped.release(s)
+		return true
 	}
 	if resp, ok := u.synthLocked(q); ok {
 		act := s.gotLocked(st, ref, splitmerge.Result{Response: resp}, nil, charge{})
 		s.mu.Unlock()
+		dropped.release(s)
 		s.act(st, act)
 		return true
 	}
 	if poll.until.After(st.fetch.deadline) {
 		s.mu.Unlock()
+		dropped.release(s)
 		return false
 	}
 	poll.st, poll.i, poll.round = st, ref.i, ref.round
 	st.fetch.refs[ref.i] = poll
 	s.mu.Unlock()
+	dropped.release(s)
 	return true
 }
 
@@ -216,7 +249,10 @@ func (s *Conn) fetchNextLocked(st *Split) int {
 		}
 	case 1:
 		if f.out > 0 {
-			return actNone
+			if !enough || total == 0 || !s.earlyLocked(st) {
+				return actNone
+			}
+			break
 		}
 		if !enough && !f.failed && !f.cut && time.Now().Before(f.deadline) {
 			f.round = 2
@@ -260,10 +296,11 @@ func (s *Conn) poll(st *Split) {
 		if u == nil || u.gone != nil || f.sigs[i] == nil || st.done {
 			continue
 		}
-		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: 2, sig: f.sigs[i], until: time.Now().Add(rest)}
+		pq := st.plan.Parts[i].Request.(*kmsg.FetchRequest)
+		ref := &partRef{st: st, i: i, key: keyFetch, version: st.plan.Version, round: 2, sig: f.sigs[i], maxBytes: pq.MaxBytes, until: time.Now().Add(rest)}
 		f.out++
-		if poll := u.poll; poll != nil && poll.st == nil && poll.version == ref.version && bytes.Equal(poll.sig, ref.sig) &&
-			s.freshLocked(poll.sent, st.plan.Parts[i].Request.(*kmsg.FetchRequest)) {
+		if poll := u.poll; poll != nil && poll.st == nil && poll.version == ref.version && bytes.Equal(poll.sig, ref.sig) && poll.maxBytes <= pq.MaxBytes &&
+			s.freshLocked(poll.sent, pq) {
 			// Its wait may end before this one's: when it answers
 			// short, the part is asked again (fetchGotLocked).
 			poll.st, poll.i, poll.round = st, i, 2
@@ -384,6 +421,30 @@ func (u *upstream) synthLocked(q *kmsg.FetchRequest) (*kmsg.FetchResponse, bool)
 		out.Topics = append(out.Topics, rt)
 	}
 	return out, true
+}
+
+// fetchSig is what a Fetch part asks, its waits and its maximum bytes
+// aside, in one order of its topics and partitions: clients turn the
+// order of what they fetch from one request to the next, so that no
+// partition always comes last, and the proxy lowers the maximum to the
+// memory free (reserveFetchRoom). An answer to a part of the same sig
+// that asked no more bytes answers this one.
+func fetchSig(q *kmsg.FetchRequest) []byte {
+	c := *q
+	c.MaxWaitMillis, c.MinBytes, c.MaxBytes = 0, 0, 0
+	c.Topics = slices.Clone(q.Topics)
+	slices.SortFunc(c.Topics, func(a, b kmsg.FetchRequestTopic) int {
+		if n := strings.Compare(a.Topic, b.Topic); n != 0 {
+			return n
+		}
+		return bytes.Compare(a.TopicID[:], b.TopicID[:])
+	})
+	for i := range c.Topics {
+		t := &c.Topics[i]
+		t.Partitions = slices.Clone(t.Partitions)
+		slices.SortFunc(t.Partitions, func(a, b kmsg.FetchRequestTopicPartition) int { return cmp.Compare(a.Partition, b.Partition) })
+	}
+	return c.AppendTo(nil)
 }
 
 // recordBytes is how many record bytes a Fetch answer carries.

@@ -50,6 +50,7 @@ func (s *Conn) encodeMerged(st *Split, resp kmsg.Response, size int) (*wire.Buf,
 	if size < fetchVecFrom || passed < size/2 {
 		return s.encode(st, resp, size)
 	}
+	parkedOrder(fr, st.frames)
 	head := size - passed
 	held := head + c.PiecesHold()
 	b := s.env.Budget

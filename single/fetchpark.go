@@ -2,10 +2,14 @@ package single
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/inorder-proxy/inorder/internal/pages"
 	"github.com/inorder-proxy/inorder/internal/proxyerr"
@@ -125,7 +129,9 @@ var errParkCut = errors.New("the answer failed with record sets parked")
 // parkable returns the broker socket an answer of total bytes to ref may
 // be read from with its record sets parked, or nil: a Fetch answer read
 // into a frame reserved whole (bigAnswer), over plaintext TCP on both
-// sides, to a request whose answer may go in pieces (not audited).
+// sides, to a request whose answer may go in pieces (not audited), or
+// one to be kept for the next (fetchkeep.go), which a request that
+// cannot take pieces does not take.
 func (s *Conn) parkable(u *upstream, ref *partRef, total int) *net.TCPConn {
 	if !bigAnswer(ref.key == keyFetch, total) || !s.c.Splices() {
 		return nil
@@ -136,8 +142,9 @@ func (s *Conn) parkable(u *upstream, ref *partRef, total int) *net.TCPConn {
 	}
 	s.mu.Lock()
 	st := ref.st
+	keep := st == nil && u.poll == ref && ref.round == 1 && ref.pieces
 	s.mu.Unlock()
-	if st == nil || !st.r.Pieces() {
+	if !keep && (st == nil || !st.r.Pieces()) {
 		return nil
 	}
 	return nc
@@ -338,6 +345,56 @@ func (h *parked) add(pipe *sockio.Pipe, off, n int) {
 		return
 	}
 	h.spans = append(h.spans, parkedSpan{off: off, n: n, pipe: pipe})
+}
+
+// parkedOrder orders a merged answer's partitions, and then its topics,
+// by where their record sets lie in frames, so that each frame's parked
+// record sets are written in the order they were parked, which their
+// pipes give them in. The merge follows the client's order, which is a
+// part's answer's own, unless the answer was kept for this request from
+// an earlier one (fetchkeep.go), whose order its client turned since: a
+// response's order is not the request's to clients, which find each
+// partition by its name. Topics whose partitions would have to interleave
+// stay out of order, and are filled (pipedPieces).
+func parkedOrder(fr *kmsg.FetchResponse, frames []*wire.Buf) {
+	if !slices.ContainsFunc(frames, func(f *wire.Buf) bool { return parkedIn(f) != nil }) {
+		return
+	}
+	at := func(p *kmsg.FetchResponseTopicPartition) int64 {
+		for i, f := range frames {
+			if parkedIn(f) == nil {
+				continue
+			}
+			if off, ok := within(f.B, p.RecordBatches); ok {
+				return int64(i)<<40 | int64(off)
+			}
+		}
+		return -1
+	}
+	type keyed[T any] struct {
+		key int64
+		v   T
+	}
+	topics := make([]keyed[kmsg.FetchResponseTopic], len(fr.Topics))
+	for i, t := range fr.Topics {
+		ps := make([]keyed[kmsg.FetchResponseTopicPartition], len(t.Partitions))
+		for j := range t.Partitions {
+			ps[j] = keyed[kmsg.FetchResponseTopicPartition]{at(&t.Partitions[j]), t.Partitions[j]}
+		}
+		slices.SortStableFunc(ps, func(a, b keyed[kmsg.FetchResponseTopicPartition]) int { return cmp.Compare(a.key, b.key) })
+		first := int64(-1)
+		for j, p := range ps {
+			t.Partitions[j] = p.v
+			if first < 0 {
+				first = p.key
+			}
+		}
+		topics[i] = keyed[kmsg.FetchResponseTopic]{first, t}
+	}
+	slices.SortStableFunc(topics, func(a, b keyed[kmsg.FetchResponseTopic]) int { return cmp.Compare(a.key, b.key) })
+	for i, t := range topics {
+		fr.Topics[i] = t.v
+	}
 }
 
 // pipedPieces splits pieces, slices of frames among others, where they

@@ -55,13 +55,14 @@ type Split struct {
 
 // partRef is one part sent and unanswered: its request's state and its
 // index there; st is nil once the answer is no longer wanted (a Fetch
-// long poll its request stopped waiting for).
+// part its request stopped waiting for, whose answer may be kept:
+// fetchkeep.go).
 type partRef struct {
 	st           *Split
 	i            int
 	key, version int16
 	round        int8   // Fetch: 0 sent as the client asked, 1 at once, 2 the long poll
-	sig          []byte // Fetch long poll: what it asks, its waits aside
+	sig          []byte // Fetch rounds 1 and 2: what it asks, its waits aside
 	sent         uint64 // Fetch: Conn.tick when it was sent
 	fence        bool   // not a part: a fence behind acks=0 writes (fetchdeps.go)
 	counted      bool   // sentLocked counted it
@@ -69,6 +70,8 @@ type partRef struct {
 	wrote        bool   // it was written, at least in part, to its broker
 	tries        int8   // how many times it was sent again after a failure
 	cut          bool   // Fetch: its answer was cut short (fetchcut.go)
+	pieces       bool   // Fetch: its request's answer may go in pieces
+	maxBytes     int32  // Fetch rounds 1 and 2: the most bytes it asked
 	// until is when a Fetch long poll's own wait ends, and its broker
 	// answers it at the latest.
 	until time.Time
@@ -117,14 +120,19 @@ func (s *Conn) answered(u *upstream, ref *partRef, buf *wire.Buf, ch charge) err
 		}
 	}
 	s.mu.Lock()
+	wasPoll := u.poll == ref
 	if fr, ok := resp.(*kmsg.FetchResponse); ok {
 		u.noteFetchLocked(ref, fr)
 	}
 	st := ref.st
 	if s.closed || st == nil || st.done {
+		kept, dropped := s.keepLocked(u, ref, wasPoll, splitmerge.Result{Response: resp}, buf, ch)
 		s.mu.Unlock()
-		wire.Put(buf)
-		ch.Release(b)
+		dropped.release(s)
+		if !kept {
+			wire.Put(buf)
+			ch.Release(b)
+		}
 		return nil
 	}
 	act := s.gotLocked(st, ref, splitmerge.Result{Response: resp}, buf, ch)

@@ -264,6 +264,9 @@ type fetchRoom struct {
 	mu    sync.Mutex
 	n     int64
 	gone  bool // released: what comes back goes to the budget
+	// short: the parts ask fewer bytes than the client did, to fit the
+	// memory free; set before they are sent.
+	short bool
 }
 
 // take draws up to n bytes and returns how many it drew.
@@ -453,11 +456,12 @@ func (s *Conn) reserveFetchRoom(st *Split) error {
 	}
 	rooms := s.env.FetchRooms
 	most := b.Limit()/fetchRoomsOf + int64(len(parts))*2*fetchRoomSlack
+	short := false
 	for {
 		n := need()
 		if rooms.Add(n) <= most {
 			if b.TryReserveResponse(n) {
-				st.room = &fetchRoom{b: b, n: n, rooms: rooms, held: n}
+				st.room = &fetchRoom{b: b, n: n, rooms: rooms, held: n, short: short}
 				return nil
 			}
 		}
@@ -466,7 +470,7 @@ func (s *Conn) reserveFetchRoom(st *Split) error {
 		for i, fr := range parts {
 			if fr.MaxBytes > floors[i] {
 				fr.MaxBytes = max(fr.MaxBytes/2, floors[i])
-				lowered = true
+				lowered, short = true, true
 			}
 		}
 		if !lowered {
@@ -482,6 +486,6 @@ func (s *Conn) reserveFetchRoom(st *Split) error {
 		return err
 	}
 	rooms.Add(n)
-	st.room = &fetchRoom{b: b, n: n, rooms: rooms, held: n}
+	st.room = &fetchRoom{b: b, n: n, rooms: rooms, held: n, short: short}
 	return nil
 }
