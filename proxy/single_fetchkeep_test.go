@@ -28,7 +28,8 @@ import (
 //   - A kept answer from before a write the connection made to its
 //     partition is not taken: the Fetch after the write asks again and
 //     reads the record written too.
-//   - Every kept answer is given back, the connection still open.
+//   - A kept answer no Fetch takes is charged, and given back after a
+//     while, the connection still open.
 func TestSingleFetchAnsweredFromPartsIn(t *testing.T) {
 	for _, mode := range []config.Ordering{config.OrderingNone, config.OrderingConnection} {
 		t.Run(string(mode), func(t *testing.T) { testSingleFetchAnsweredFromPartsIn(t, mode) })
@@ -139,8 +140,22 @@ func testSingleFetchAnsweredFromPartsIn(t *testing.T, mode config.Ordering) {
 		t.Fatal("broker 1 was not asked again after the write")
 	}
 
-	// Kept answers no Fetch takes are given back after a while, the
-	// connection open.
+	// A kept answer no Fetch takes: charged while it is kept, given back
+	// after a while, the connection open.
+	// (Broker 0's answer for its partition at offset 4 may be kept from
+	// the last Fetch, empty: this one asks it from offset 5.)
+	produce(0, 4)
+	produce(0, 5)
+	release = relays[1].Hold()
+	fr, _ = fetch(5, 4)
+	wantRecords(t, fr, topic, 0, roundValue(0, 5))
+	wantRecords(t, fr, topic, 1)
+	kept = p.FetchKept()
+	release()
+	waitFor(t, "the held broker's answer to be kept", func() bool { return p.FetchKept() > kept })
+	if used := p.Stats().MemoryUsed; used == 0 {
+		t.Fatal("a kept answer holds no memory of the budget")
+	}
 	waitMemoryFree(t, p)
 }
 

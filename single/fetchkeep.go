@@ -67,7 +67,11 @@ func (s *Conn) earlyLocked(st *Split) bool {
 	if b := s.env.Budget; b != nil && keep > (b.Limit()-b.Used())/2 {
 		return false
 	}
-	synth := make([]*kmsg.FetchResponse, len(f.refs))
+	type early struct {
+		u    *upstream
+		resp *kmsg.FetchResponse
+	}
+	out := make([]early, len(f.refs))
 	for i, ref := range f.refs {
 		if ref == nil {
 			continue
@@ -80,19 +84,19 @@ func (s *Conn) earlyLocked(st *Split) bool {
 		if !ok {
 			return false
 		}
-		synth[i] = resp
+		out[i] = early{u, resp}
 	}
-	for i, resp := range synth {
-		if resp == nil {
+	for i, e := range out {
+		if e.resp == nil {
 			continue
 		}
 		ref := f.refs[i]
 		// A part out in round 1 has no answer yet to give back.
-		st.results[i] = splitmerge.Result{Response: resp}
+		st.results[i] = splitmerge.Result{Response: e.resp}
 		f.bytes[i] = 0
 		f.out--
-		if u := s.ups[upKey{st.plan.Parts[i].Node, true}]; u.poll == nil && ref.round == 1 && ref.sig != nil {
-			u.poll = ref
+		if e.u.poll == nil && ref.round == 1 && ref.sig != nil {
+			e.u.poll = ref
 		}
 	}
 	if s.env.FetchEarly != nil {

@@ -12,7 +12,8 @@ import (
 // parkedOrder puts a merged answer's record sets in the order they were
 // parked in, partitions within their topics and topics among themselves,
 // where the client's order (the merge's) had them otherwise, so that its
-// pieces can be spliced from their pipes; it loses no partition.
+// pieces can be spliced from their pipes; it loses no partition, and
+// leaves an answer already in that order as it is.
 func TestParkedOrder(t *testing.T) {
 	pipe := newPipe(t)
 	f := parkedFrame(t, 1000, pipe, [2]int{100, 300}, [2]int{500, 900})
@@ -55,5 +56,18 @@ func TestParkedOrder(t *testing.T) {
 	}
 	if _, _, ok := pipedPieces(frames, pieces()); !ok {
 		t.Fatal("the ordered record sets cannot be spliced from their pipes")
+	}
+
+	// Each frame's record sets already in their order, the frames' not:
+	// left as the merge put them.
+	h := parkedFrame(t, 1000, newPipe(t), [2]int{100, 300})
+	defer wire.Put(h)
+	fr.Topics = []kmsg.FetchResponseTopic{
+		{Topic: "c", Partitions: []kmsg.FetchResponseTopicPartition{part(7, h.B[100:300])}},
+		{Topic: "b", Partitions: []kmsg.FetchResponseTopicPartition{part(2, f.B[100:300]), part(3, f.B[500:900])}},
+	}
+	parkedOrder(fr, []*wire.Buf{f, h})
+	if fr.Topics[0].Topic != "c" || fr.Topics[1].Partitions[0].Partition != 2 {
+		t.Fatalf("an answer in its parked order was reordered: topic %s first", fr.Topics[0].Topic)
 	}
 }

@@ -371,6 +371,9 @@ func parkedOrder(fr *kmsg.FetchResponse, frames []*wire.Buf) {
 		}
 		return -1
 	}
+	if parkedInOrder(fr, len(frames), at) {
+		return
+	}
 	type keyed[T any] struct {
 		key int64
 		v   T
@@ -395,6 +398,29 @@ func parkedOrder(fr *kmsg.FetchResponse, frames []*wire.Buf) {
 	for i, t := range topics {
 		fr.Topics[i] = t.v
 	}
+}
+
+// parkedInOrder reports whether fr's record sets come in the order they
+// lie in each of n frames, at saying where one lies (frame<<40 | offset,
+// -1 outside every parked frame): the merge's order, unless a kept answer
+// came from a request in another order.
+func parkedInOrder(fr *kmsg.FetchResponse, n int, at func(*kmsg.FetchResponseTopicPartition) int64) bool {
+	last := make([]int64, n)
+	for i := range fr.Topics {
+		ps := fr.Topics[i].Partitions
+		for j := range ps {
+			k := at(&ps[j])
+			if k < 0 {
+				continue
+			}
+			f := k >> 40
+			if k < last[f] {
+				return false
+			}
+			last[f] = k
+		}
+	}
+	return true
 }
 
 // pipedPieces splits pieces, slices of frames among others, where they
