@@ -52,6 +52,7 @@ const (
 	NameFetchAnswersEarly      = "inorder_single_fetch_answers_early_total"
 	NameFetchPartsKept         = "inorder_single_fetch_parts_kept_total"
 	NameFetchPartsKeptTaken    = "inorder_single_fetch_parts_kept_taken_total"
+	NameFetchPartsLate         = "inorder_single_fetch_parts_late_total"
 )
 
 // Names returns every inorder_* family the registry exports. Histograms are
@@ -67,6 +68,7 @@ func Names() []string {
 		NameSASLAuthentications, NameClientAuthentications, NameStreamed, NameFramesRefused, NameSNIConnections, NameSNIBytes, NameSNIRefusals,
 		NameQuotaThrottle, NameQuotaBytes,
 		NameACLDenials, NameFetchAnswersCut, NameFetchAnswersEarly, NameFetchPartsKept, NameFetchPartsKeptTaken,
+		NameFetchPartsLate,
 	}
 }
 
@@ -98,6 +100,10 @@ type Gauges struct {
 	// Fetch, FetchPartsKeptTaken those it took; counters kept by their
 	// owner.
 	FetchAnswersEarly, FetchPartsKept, FetchPartsKeptTaken int64
+	// FetchPartsLate counts the single topology's Fetch parts whose
+	// broker had not answered when the client's wait ended; a counter
+	// kept by its owner.
+	FetchPartsLate int64
 }
 
 // apiKey holds the children of one API key, resolved on first use.

@@ -189,3 +189,7 @@ func (p *Proxy) RequestTime(entity string) time.Duration {
 func (p *Proxy) FetchEarly() int64     { return p.fetchEarly.Load() }
 func (p *Proxy) FetchKept() int64      { return p.fetchKept.Load() }
 func (p *Proxy) FetchKeptTaken() int64 { return p.fetchKeptTaken.Load() }
+
+// FetchLate counts the single topology's Fetch parts still out when their
+// Fetch's wait ended.
+func (p *Proxy) FetchLate() int64 { return p.fetchLate.Load() }

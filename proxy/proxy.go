@@ -147,6 +147,9 @@ type Proxy struct {
 	// for the next Fetch and those it took (single/fetchkeep.go),
 	// exported as counters at scrape time.
 	fetchEarly, fetchKept, fetchKeptTaken atomic.Int64
+	// fetchLate counts the single topology's Fetch parts still out when
+	// their Fetch's wait ended (single/fetchlate.go).
+	fetchLate atomic.Int64
 
 	mu        sync.Mutex
 	closing   bool

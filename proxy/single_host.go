@@ -61,6 +61,7 @@ func newSingleView(p *Proxy) (*single.View, error) {
 		FetchEarly:     &p.fetchEarly,
 		FetchKept:      &p.fetchKept,
 		FetchKeptTaken: &p.fetchKeptTaken,
+		FetchLate:      &p.fetchLate,
 		FetchParks:     &p.fetchParks,
 		FetchPiped:     &p.fetchPiped,
 		FetchParkCuts:  &p.fetchParkCuts,

@@ -190,6 +190,9 @@ type Env struct {
 	// next Fetch, FetchKeptTaken those the next Fetch took
 	// (fetchkeep.go).
 	FetchEarly, FetchKept, FetchKeptTaken *atomic.Int64
+	// FetchLate, if set, counts the Fetch parts still out when their
+	// Fetch's wait ended (fetchlate.go).
+	FetchLate *atomic.Int64
 	// ProduceSplices, if set, counts the Produce requests whose parts
 	// took their records from the client socket (producesplice.go).
 	ProduceSplices *atomic.Int64

@@ -115,6 +115,9 @@ type upstream struct {
 	// kept is a round-1 answer that came after its Fetch was answered
 	// without it, for the next Fetch that asks the same (fetchkeep.go).
 	kept *keptAnswer
+	// late is a round-1 part its broker did not answer by its Fetch's
+	// deadline, maybe still out (fetchlate.go).
+	late *partRef
 	// blind: an acks=0 write went on this connection since its last
 	// fence (fetchdeps.go).
 	blind bool

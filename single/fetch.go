@@ -45,6 +45,7 @@ type fetchRounds struct {
 	timer    *time.Timer
 	failed   bool  // a part got no answer
 	cut      bool  // a part's answer was cut short: its broker has more than the proxy holds
+	graced   bool  // round 1's wait ended, and its parts still out had lateGrace more (fetchlate.go)
 	toPoll   []int // parts to ask (again) with the rest of the wait
 }
 
@@ -102,6 +103,18 @@ func (s *Conn) startFetch(st *Split) {
 				wire.Put(frame)
 				continue
 			}
+			s.mu.Lock()
+			late := u.lateOutLocked()
+			if late {
+				// Not sent behind a part its broker is late
+				// with: the deadline answers it (fetchlate.go).
+				f.refs[i] = ref
+			}
+			s.mu.Unlock()
+			if late {
+				wire.Put(frame)
+				continue
+			}
 		} else {
 			s.mu.Lock()
 			k := s.unkeepLocked(u)
@@ -123,6 +136,11 @@ func (s *Conn) startFetch(st *Split) {
 		f.refs[i] = ref
 		s.mu.Unlock()
 		u.sendPart(st, q, frame, ref)
+	}
+	if f.round == 1 {
+		s.mu.Lock()
+		s.armWaitLocked(st, time.Until(f.deadline))
+		s.mu.Unlock()
 	}
 	s.letGo(st)
 }
@@ -314,14 +332,7 @@ func (s *Conn) poll(st *Split) {
 		sends = append(sends, send{u, ref, encodePart(r, &q)})
 	}
 	f.toPoll = f.toPoll[:0]
-	if f.timer == nil && !st.done && !s.closed {
-		s.wg.Add(1)
-		f.timer = time.AfterFunc(rest, func() {
-			defer s.wg.Done()
-			s.waitEnded(st)
-		})
-		s.waits[f.timer] = true
-	}
+	s.armWaitLocked(st, rest)
 	s.mu.Unlock()
 	for _, sd := range sends {
 		if sd.u.queueIfDialing(queuedPart{st: st, ref: sd.ref, vec: vecFrame{head: sd.frame, vec: [][]byte{sd.frame.B}}}) {
@@ -333,11 +344,35 @@ func (s *Conn) poll(st *Split) {
 	s.letGo(st)
 }
 
-// waitEnded answers a Fetch whose wait ended with the answers it has.
+// armWaitLocked starts the timer that ends st's Fetch's wait in d, unless
+// one runs. The caller holds s.mu.
+func (s *Conn) armWaitLocked(st *Split, d time.Duration) {
+	f := st.fetch
+	if f.timer != nil || st.done || s.closed {
+		return
+	}
+	s.wg.Add(1)
+	f.timer = time.AfterFunc(d, func() {
+		defer s.wg.Done()
+		s.waitEnded(st)
+	})
+	s.waits[f.timer] = true
+}
+
+// waitEnded answers a Fetch whose wait ended with the answers it has; in
+// round 1, its parts still out are answered first (fetchlate.go), or
+// given a grace.
 func (s *Conn) waitEnded(st *Split) {
+	f := st.fetch
 	s.mu.Lock()
-	delete(s.waits, st.fetch.timer)
+	delete(s.waits, f.timer)
 	if st.done || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	if f.round == 1 && f.out > 0 && !s.lateLocked(st) {
+		f.timer = nil
+		s.armWaitLocked(st, lateGrace)
 		s.mu.Unlock()
 		return
 	}

@@ -53,18 +53,7 @@ type keptAnswer struct {
 // answered. The caller holds s.mu.
 func (s *Conn) earlyLocked(st *Split) bool {
 	f := st.fetch
-	if f.cut || st.room != nil && st.room.short {
-		// Memory is short: what is kept would take it from the
-		// Fetch requests to come.
-		return false
-	}
-	var keep int64
-	for _, ref := range f.refs {
-		if ref != nil {
-			keep += 2 * (int64(max(ref.maxBytes, 0)) + fetchRoomSlack)
-		}
-	}
-	if b := s.env.Budget; b != nil && keep > (b.Limit()-b.Used())/2 {
+	if !s.keepRoomLocked(st) {
 		return false
 	}
 	type early struct {
@@ -95,7 +84,7 @@ func (s *Conn) earlyLocked(st *Split) bool {
 		st.results[i] = splitmerge.Result{Response: e.resp}
 		f.bytes[i] = 0
 		f.out--
-		if e.u.poll == nil && ref.round == 1 && ref.sig != nil {
+		if e.u.poll == nil && ref.round == 1 && ref.sig != nil && e.u.holdsLocked(ref) {
 			e.u.poll = ref
 		}
 	}
@@ -103,6 +92,26 @@ func (s *Conn) earlyLocked(st *Split) bool {
 		s.env.FetchEarly.Add(1)
 	}
 	return true
+}
+
+// keepRoomLocked reports whether memory allows keeping the answers of
+// st's parts still out: no part's answer was cut, the parts ask what the
+// client did, and what the parts still out may bring takes at most half
+// the memory free. Otherwise what is kept would take the memory of the
+// Fetch requests to come. The caller holds s.mu.
+func (s *Conn) keepRoomLocked(st *Split) bool {
+	f := st.fetch
+	if f.cut || st.room != nil && st.room.short {
+		return false
+	}
+	var keep int64
+	for _, ref := range f.refs {
+		if ref != nil {
+			keep += 2 * (int64(max(ref.maxBytes, 0)) + fetchRoomSlack)
+		}
+	}
+	b := s.env.Budget
+	return b == nil || keep <= (b.Limit()-b.Used())/2
 }
 
 // keepLocked keeps ref's answer, read from u after its Fetch was answered
