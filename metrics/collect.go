@@ -85,7 +85,7 @@ func newGaugeCollector(m *Metrics) *gaugeCollector {
 		cut:       prometheus.NewDesc(NameFetchAnswersCut, "Fetch answers of a broker, in the single topology, cut short at a partition boundary because the memory budget could not hold them whole (the partitions left out are asked again).", nil, nil),
 		early:     prometheus.NewDesc(NameFetchAnswersEarly, "Fetch requests, in the single topology, answered from the brokers' parts that were in, the others' partitions with no records.", nil, nil),
 		kept:      prometheus.NewDesc(NameFetchPartsKept, "Brokers' Fetch answers, in the single topology, that came after their request was answered early and were kept for the client's next Fetch.", nil, nil),
-		late:      prometheus.NewDesc(NameFetchPartsLate, "Fetch parts, in the single topology, whose broker had not answered when the client's wait ended: answered with no records from what it last said, or NOT_LEADER_OR_FOLLOWER.", nil, nil),
+		late:      prometheus.NewDesc(NameFetchPartsLate, "Fetch parts, in the single topology, whose broker had not begun to answer when the client's wait ended: answered with no records from what it last said, or NOT_LEADER_OR_FOLLOWER.", nil, nil),
 		taken:     prometheus.NewDesc(NameFetchPartsKeptTaken, "Kept Fetch answers, in the single topology, that the client's next Fetch took instead of asking the broker again.", nil, nil),
 	}
 }

@@ -3,7 +3,6 @@ package proxy_test
 import (
 	"bytes"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,22 +46,7 @@ func testSingleFetchAnsweredFromPartsIn(t *testing.T, mode config.Ordering) {
 	if len(relays) != 3 || relays[1].Addr() != addrs[1] {
 		t.Fatalf("%d relays, broker 1 at %s", len(relays), addrs[1])
 	}
-	var (
-		mu    sync.Mutex
-		asked = map[int32]int{}
-	)
-	kc.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
-		kc.KeepControl()
-		mu.Lock()
-		asked[kc.CurrentNode()]++
-		mu.Unlock()
-		return nil, nil, false
-	})
-	askedOf := func(node int32) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return asked[node]
-	}
+	askedOf := countFetches(kc).of
 	ctx := testContext(t, 60*time.Second)
 	direct, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {

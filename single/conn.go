@@ -118,6 +118,9 @@ type upstream struct {
 	// late is a round-1 part its broker did not answer by its Fetch's
 	// deadline, maybe still out (fetchlate.go).
 	late *partRef
+	// inbound is the part whose answer's frame its reader last began to
+	// read (fetchlate.go: an answer coming in is not late).
+	inbound *partRef
 	// blind: an acks=0 write went on this connection since its last
 	// fence (fetchdeps.go).
 	blind bool
@@ -648,6 +651,7 @@ func (u *upstream) readLoop() error {
 		s.mu.Lock()
 		ref := u.pending[corr]
 		delete(u.pending, corr)
+		u.inbound = ref
 		if ref != nil {
 			s.leftLocked(ref)
 		}

@@ -11,20 +11,23 @@ import (
 
 // A Fetch's round 1 ends when its wait does, as round 2 does (DESIGN.md,
 // "Fetch"): a broker asks no wait of a part in round 1 and answers it at
-// once, so a part still out when the client's wait ends is a broker in
-// trouble (stalled, its connection held), and the client must not wait
-// on it past what it asked. Each part still out is then answered as its
-// broker last described its partitions, with no records (synthLocked),
-// and kept when it comes (fetchkeep.go) if memory allows. A part that
-// cannot be so answered (its broker said nothing yet of a partition, or
-// nothing since the client's last write to it) is given lateGrace more,
-// then its partitions are answered NOT_LEADER_OR_FOLLOWER: the client
-// asks for metadata and fetches again, as from a broker that moved.
+// once, so a part whose answer has not begun to come when the client's
+// wait ends is a broker in trouble (stalled, its connection held), and
+// the client must not wait on it past what it asked. An answer that has
+// begun to come is waited for, however long it takes to read, as the
+// client would wait for it from the broker. Each part still out is
+// answered as its broker last described its partitions, with no records
+// (synthLocked), and its answer is kept when it comes (fetchkeep.go), for
+// the next Fetch that asks the same. A part that cannot be so answered
+// (its broker said nothing yet of a partition, or nothing since the
+// client's last write to it) is given lateGrace more, then its partitions
+// are answered NOT_LEADER_OR_FOLLOWER: the client asks for metadata and
+// fetches again, as from a broker that moved.
 //
 // While a late part is still out on its connection, the next Fetch's
-// part for that broker is not sent behind it: its Fetch answers it the
-// same way at its own deadline, unless the late answer comes first and
-// the part is taken over. So a stalled broker holds one request of each
+// part for that broker is not sent behind it: it takes the late part
+// over when it asks the same, and is otherwise answered at its own
+// deadline the same way. So a stalled broker holds one request of each
 // client connection, not one per Fetch.
 
 // lateGrace is how long past the client's wait a part that cannot be
@@ -42,7 +45,6 @@ var errLate = errors.New("the broker did not answer within the fetch's wait")
 // It reports whether no part is out any more. The caller holds s.mu.
 func (s *Conn) lateLocked(st *Split) bool {
 	f := st.fetch
-	keep := s.keepRoomLocked(st)
 	for i, ref := range f.refs {
 		if ref == nil {
 			continue
@@ -52,6 +54,9 @@ func (s *Conn) lateLocked(st *Split) bool {
 			u   *upstream // the connection the part is out on, if it was sent or waits for its dial
 		)
 		if up := s.ups[upKey{st.plan.Parts[i].Node, true}]; up != nil && up.gone == nil {
+			if up.inbound == ref {
+				continue // its answer is coming in
+			}
 			if resp, ok := up.synthLocked(st.plan.Parts[i].Request.(*kmsg.FetchRequest)); ok {
 				res.Response = resp
 			}
@@ -72,7 +77,10 @@ func (s *Conn) lateLocked(st *Split) bool {
 		ref.st = nil
 		if u != nil {
 			u.late = ref
-			if keep && res.Response != nil && u.poll == nil && ref.round == 1 && ref.sig != nil {
+			if res.Response != nil && u.poll == nil && ref.round == 1 && ref.sig != nil {
+				// Kept when it comes, whatever the memory: a
+				// broker late is rare, and an answer dropped
+				// here would be asked again late.
 				u.poll = ref
 			}
 		}
