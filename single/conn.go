@@ -609,6 +609,7 @@ func (u *upstream) readLoop() error {
 	lingered := false
 	for {
 		s.mu.Lock()
+		u.inbound = nil // the last answer is handled
 		if len(u.pending) == 0 {
 			if lingered || u.gone != nil || s.closed || rd.Buffered() > 0 {
 				u.reading = false
