@@ -21,7 +21,8 @@ import (
 // rest of the wait and the client's minimum (round 2, the long polls).
 // The merged answer goes when the latest answers reach the minimum, when
 // every poll is in, or when the wait ends, each part answered by its
-// latest answer. A long poll still out when its request is answered is
+// latest answer; a wait that ends in round 1 answers the parts still out
+// as fetchlate.go says. A long poll still out when its request is answered is
 // abandoned: it stays on its connection, where the broker answers it
 // when its own wait ends. Until then a later Fetch asking that broker the
 // very same thing takes it over instead of asking again, and its round 1
@@ -157,8 +158,9 @@ func (s *Conn) outlasts(u *upstream, deadline time.Time) bool {
 // asks the very same thing, sent after the last write to its partitions
 // was answered: from what u's broker last said of the partitions when it
 // said something of each since those writes, else by the poll's own
-// answer when it comes, if that is by st's deadline, since round 1 has
-// no timer. It reports whether it did.
+// answer when it comes, if that is by st's deadline: a poll that answers
+// later would leave the part late (fetchlate.go). It reports whether it
+// did.
 func (s *Conn) takeOver(st *Split, u *upstream, ref *partRef, sig []byte) bool {
 	q := st.plan.Parts[ref.i].Request.(*kmsg.FetchRequest)
 	s.mu.Lock()
