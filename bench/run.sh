@@ -602,6 +602,10 @@ if want single && [ "$SINGLE_BENCH" = 1 ]; then
 	cleanup
 	start_cluster3 synthetic
 	measure3 single-consume --produce=false --consume
+	# The clients' default fetch settings at the proxies' default
+	# --max-memory: a merged answer of up to 50 MiB, held whole.
+	ROUNDS3=$SINGLE_DEFAULT_ROUNDS measure3 single-consumedefault-free --produce=false --consume --topic "$TOPIC3DEFAULT" \
+		--fetch-max-bytes 52428800 --fetch-partition-bytes 1048576
 	cleanup
 	# The clients' default fetch settings, through proxies sized as a
 	# sidecar: what an application pointed at the single endpoint with
@@ -1008,6 +1012,13 @@ $(show "$WORK/single-produce.md")
 Consume, 1 MiB fetches of the 12 partitions, synthetic brokers:
 
 $(show "$WORK/single-consume.md")
+
+The same with the clients' default settings (fetches of up to 50 MiB, 1
+MiB per partition) from a topic of 50 partitions, at the proxies' default
+\`--max-memory\` (1 GiB), so that a fetch through the single endpoint
+reaches 50 MiB merged from the three brokers' parts; $SINGLE_DEFAULT_ROUNDS rounds:
+
+$(show "$WORK/single-consumedefault-free.md")
 
 Consume with the clients' default settings (fetches of up to 50 MiB, 1 MiB
 per partition) from a topic of 50 partitions, so that a fetch through the

@@ -70,7 +70,7 @@ type gaugeCollector struct {
 	m                                      *Metrics
 	conns, inFlight, held, memUsed, memLim *prometheus.Desc
 	listeners, cut                         *prometheus.Desc
-	early, kept, taken, late               *prometheus.Desc
+	early, kept, taken, late, trimmed      *prometheus.Desc
 }
 
 func newGaugeCollector(m *Metrics) *gaugeCollector {
@@ -86,12 +86,13 @@ func newGaugeCollector(m *Metrics) *gaugeCollector {
 		early:     prometheus.NewDesc(NameFetchAnswersEarly, "Fetch requests, in the single topology, answered from the brokers' parts that were in, the others' partitions with no records.", nil, nil),
 		kept:      prometheus.NewDesc(NameFetchPartsKept, "Brokers' Fetch answers, in the single topology, that came after their request was answered early and were kept for the client's next Fetch.", nil, nil),
 		late:      prometheus.NewDesc(NameFetchPartsLate, "Fetch parts, in the single topology, whose broker had not begun to answer when the client's wait ended: answered with no records from what it last said, or NOT_LEADER_OR_FOLLOWER.", nil, nil),
+		trimmed:   prometheus.NewDesc(NameFetchPartsTrimmed, "Fetch parts, in the single topology, for a broker seen answering past a Fetch's max_bytes, that asked only the partitions their maximum holds, the others answered with no records from what it last said.", nil, nil),
 		taken:     prometheus.NewDesc(NameFetchPartsKeptTaken, "Kept Fetch answers, in the single topology, that the client's next Fetch took instead of asking the broker again.", nil, nil),
 	}
 }
 
 func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{g.conns, g.inFlight, g.held, g.memUsed, g.memLim, g.listeners, g.cut, g.early, g.kept, g.taken, g.late} {
+	for _, d := range []*prometheus.Desc{g.conns, g.inFlight, g.held, g.memUsed, g.memLim, g.listeners, g.cut, g.early, g.kept, g.taken, g.late, g.trimmed} {
 		ch <- d
 	}
 }
@@ -116,4 +117,5 @@ func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(g.kept, prometheus.CounterValue, float64(s.FetchPartsKept))
 	ch <- prometheus.MustNewConstMetric(g.taken, prometheus.CounterValue, float64(s.FetchPartsKeptTaken))
 	ch <- prometheus.MustNewConstMetric(g.late, prometheus.CounterValue, float64(s.FetchPartsLate))
+	ch <- prometheus.MustNewConstMetric(g.trimmed, prometheus.CounterValue, float64(s.FetchPartsTrimmed))
 }

@@ -53,6 +53,7 @@ const (
 	NameFetchPartsKept         = "inorder_single_fetch_parts_kept_total"
 	NameFetchPartsKeptTaken    = "inorder_single_fetch_parts_kept_taken_total"
 	NameFetchPartsLate         = "inorder_single_fetch_parts_late_total"
+	NameFetchPartsTrimmed      = "inorder_single_fetch_parts_trimmed_total"
 )
 
 // Names returns every inorder_* family the registry exports. Histograms are
@@ -68,7 +69,7 @@ func Names() []string {
 		NameSASLAuthentications, NameClientAuthentications, NameStreamed, NameFramesRefused, NameSNIConnections, NameSNIBytes, NameSNIRefusals,
 		NameQuotaThrottle, NameQuotaBytes,
 		NameACLDenials, NameFetchAnswersCut, NameFetchAnswersEarly, NameFetchPartsKept, NameFetchPartsKeptTaken,
-		NameFetchPartsLate,
+		NameFetchPartsLate, NameFetchPartsTrimmed,
 	}
 }
 
@@ -104,6 +105,10 @@ type Gauges struct {
 	// broker had not answered when the client's wait ended; a counter
 	// kept by its owner.
 	FetchPartsLate int64
+	// FetchPartsTrimmed counts the single topology's Fetch parts sent
+	// with only the partitions their maximum holds; a counter kept by
+	// its owner.
+	FetchPartsTrimmed int64
 }
 
 // apiKey holds the children of one API key, resolved on first use.

@@ -193,3 +193,7 @@ func (p *Proxy) FetchKeptTaken() int64 { return p.fetchKeptTaken.Load() }
 // FetchLate counts the single topology's Fetch parts still out when their
 // Fetch's wait ended.
 func (p *Proxy) FetchLate() int64 { return p.fetchLate.Load() }
+
+// FetchTrimmed counts the single topology's Fetch parts sent with only
+// the partitions their maximum holds.
+func (p *Proxy) FetchTrimmed() int64 { return p.fetchTrimmed.Load() }

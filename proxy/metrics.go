@@ -65,7 +65,7 @@ func (p *Proxy) gauges(g *metrics.Gauges) {
 	g.NodeListeners, g.ControllerListeners = int64(nodes), int64(controllers)
 	g.FetchAnswersCut = p.fetchCuts.Load()
 	g.FetchAnswersEarly, g.FetchPartsKept, g.FetchPartsKeptTaken = p.fetchEarly.Load(), p.fetchKept.Load(), p.fetchKeptTaken.Load()
-	g.FetchPartsLate = p.fetchLate.Load()
+	g.FetchPartsLate, g.FetchPartsTrimmed = p.fetchLate.Load(), p.fetchTrimmed.Load()
 }
 
 // requestRead counts r and stamps the moment it was read.

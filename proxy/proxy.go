@@ -150,6 +150,9 @@ type Proxy struct {
 	// fetchLate counts the single topology's Fetch parts still out when
 	// their Fetch's wait ended (single/fetchlate.go).
 	fetchLate atomic.Int64
+	// fetchTrimmed counts the single topology's Fetch parts sent with
+	// only the partitions their maximum holds (single/fetchtrim.go).
+	fetchTrimmed atomic.Int64
 
 	mu        sync.Mutex
 	closing   bool

@@ -89,6 +89,7 @@ type fetchCount struct {
 	mu     sync.Mutex
 	byNode map[int32]int
 	byAt   map[[3]int64]int // by broker, partition and offset asked
+	most   int              // the most partitions one request asked
 }
 
 // countFetches counts from now on the Fetch requests kc's brokers get.
@@ -100,11 +101,14 @@ func countFetches(kc *kfake.Cluster) *fetchCount {
 		fc.mu.Lock()
 		defer fc.mu.Unlock()
 		fc.byNode[node]++
+		n := 0
 		for _, rt := range req.(*kmsg.FetchRequest).Topics {
+			n += len(rt.Partitions)
 			for _, rp := range rt.Partitions {
 				fc.byAt[[3]int64{int64(node), int64(rp.Partition), rp.FetchOffset}]++
 			}
 		}
+		fc.most = max(fc.most, n)
 		return nil, nil, false
 	})
 	return fc
@@ -117,6 +121,13 @@ func (fc *fetchCount) of(node int32) int {
 	return fc.byNode[node]
 }
 
+// mostAsked is the most partitions one Fetch request asked.
+func (fc *fetchCount) mostAsked() int {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.most
+}
+
 // at is how many Fetch requests broker node got that asked partition
 // (of any topic) at offset.
 func (fc *fetchCount) at(node, partition int32, offset int64) int {
@@ -125,7 +136,7 @@ func (fc *fetchCount) at(node, partition int32, offset int64) int {
 	return fc.byAt[[3]int64{int64(node), int64(partition), offset}]
 }
 
-// fetch fails the test unless req is answered within a few waits: a
+// lateFetch fails the test unless req is answered within a few waits: a
 // Fetch that waits for the held broker gets no answer at all.
 func lateFetch(rc *rawConn, req *kmsg.FetchRequest) *kmsg.FetchResponse {
 	rc.t.Helper()

@@ -62,6 +62,7 @@ func newSingleView(p *Proxy) (*single.View, error) {
 		FetchKept:      &p.fetchKept,
 		FetchKeptTaken: &p.fetchKeptTaken,
 		FetchLate:      &p.fetchLate,
+		FetchTrimmed:   &p.fetchTrimmed,
 		FetchParks:     &p.fetchParks,
 		FetchPiped:     &p.fetchPiped,
 		FetchParkCuts:  &p.fetchParkCuts,

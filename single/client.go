@@ -193,6 +193,9 @@ type Env struct {
 	// FetchLate, if set, counts the Fetch parts still out when their
 	// Fetch's wait ended (fetchlate.go).
 	FetchLate *atomic.Int64
+	// FetchTrimmed, if set, counts the Fetch parts sent with only the
+	// partitions their maximum holds (fetchtrim.go).
+	FetchTrimmed *atomic.Int64
 	// ProduceSplices, if set, counts the Produce requests whose parts
 	// took their records from the client socket (producesplice.go).
 	ProduceSplices *atomic.Int64

@@ -61,6 +61,9 @@ type Conn struct {
 	txns   map[string]int       // requests with parts unanswered, by transactional id
 	waits  map[*time.Timer]bool // the Fetch waits running (fetch.go)
 	closed bool                 // the connection died: nothing is completed any more
+	// overshoots: the brokers seen answering a Fetch past its max_bytes
+	// (fetchtrim.go).
+	overshoots map[int32]bool
 
 	// What orders a Fetch after the writes before it (fetchdeps.go).
 	writesOut    int                // Produce, DeleteRecords and fence parts unanswered

@@ -59,3 +59,6 @@ func CutFetchAnswerParked(rd *bufio.Reader, nc *net.TCPConn, head []byte, total 
 	buf, cut, err := cutFetchAnswer(rd, answerDropper(rd, nc), &cutPark{br: rd, nc: nc, from: from}, head, total, version, most, room)
 	return buf, cut.dropped, err
 }
+
+// FillFetch is fillFetch, for the tests.
+var FillFetch = fillFetch

@@ -48,6 +48,9 @@ type fetchRounds struct {
 	cut      bool  // a part's answer was cut short: its broker has more than the proxy holds
 	graced   bool  // round 1's wait ended, and its parts still out had lateGrace more (fetchlate.go)
 	toPoll   []int // parts to ask (again) with the rest of the wait
+	// fills[i]: the partitions round 1 left out of part i, answered
+	// (fetchtrim.go); nil when it left none out of any part.
+	fills [][]kmsg.FetchResponseTopic
 }
 
 // markKey names a partition as a Fetch answer names it.
@@ -92,28 +95,13 @@ func (s *Conn) startFetch(st *Split) {
 		}
 		q := part.Request
 		if f.round == 1 {
-			fq := *part.Request.(*kmsg.FetchRequest)
+			full := part.Request.(*kmsg.FetchRequest)
+			fq := *full
 			fq.MaxWaitMillis, fq.MinBytes = 0, 0
 			q = &fq
-		}
-		frame := encodePart(r, q)
-		if f.round == 1 {
-			f.sigs[i] = fetchSig(part.Request.(*kmsg.FetchRequest))
-			ref.sig, ref.maxBytes = f.sigs[i], part.Request.(*kmsg.FetchRequest).MaxBytes
-			if s.takeOver(st, u, ref, f.sigs[i]) {
-				wire.Put(frame)
-				continue
-			}
-			s.mu.Lock()
-			late := u.lateOutLocked()
-			if late {
-				// Not sent behind a part its broker is late
-				// with: the deadline answers it (fetchlate.go).
-				f.refs[i] = ref
-			}
-			s.mu.Unlock()
-			if late {
-				wire.Put(frame)
+			f.sigs[i] = fetchSig(full)
+			ref.sig, ref.maxBytes = f.sigs[i], full.MaxBytes
+			if taken, held := s.takeOver(st, u, ref, &fq); taken || held {
 				continue
 			}
 		} else {
@@ -122,6 +110,7 @@ func (s *Conn) startFetch(st *Split) {
 			s.mu.Unlock()
 			k.release(s)
 		}
+		frame := encodePart(r, q)
 		if s.outlasts(u, f.deadline) {
 			// The broker answers the abandoned poll on u first, when
 			// its wait ends, which is after this fetch's: the part
@@ -159,16 +148,32 @@ func (s *Conn) outlasts(u *upstream, deadline time.Time) bool {
 // was answered: from what u's broker last said of the partitions when it
 // said something of each since those writes, else by the poll's own
 // answer when it comes, if that is by st's deadline: a poll that answers
-// later would leave the part late (fetchlate.go). It reports whether it
-// did.
-func (s *Conn) takeOver(st *Split, u *upstream, ref *partRef, sig []byte) bool {
+// later would leave the part late (fetchlate.go). fq is the part as
+// round 1 sends it, which first leaves out the partitions its maximum does
+// not hold when its broker answers past it (fetchtrim.go), ref.sig then
+// what it asks. It reports whether it took the part, and else whether
+// the part is held: not sent behind a part its broker is late with, the
+// deadline answers it (fetchlate.go).
+func (s *Conn) takeOver(st *Split, u *upstream, ref *partRef, fq *kmsg.FetchRequest) (taken, held bool) {
 	q := st.plan.Parts[ref.i].Request.(*kmsg.FetchRequest)
 	s.mu.Lock()
+	if fills := u.trimLocked(fq); fills != nil {
+		f := st.fetch
+		if f.fills == nil {
+			f.fills = make([][]kmsg.FetchResponseTopic, len(f.refs))
+		}
+		f.fills[ref.i] = fills
+		ref.sig = fetchSig(fq)
+		if n := s.env.FetchTrimmed; n != nil {
+			n.Add(1)
+		}
+	}
+	sig := ref.sig
 	act, ok, dropped := s.takeKeptLocked(st, u, ref, sig)
 	if ok {
 		s.mu.Unlock()
 		s.act(st, act)
-		return true
+		return true, false
 	}
 	poll := u.poll
 	if poll == nil || poll.st != nil || poll.version != ref.version || !bytes.Equal(poll.sig, sig) || poll.maxBytes > q.MaxBytes || u.gone != nil || !s.freshLocked(poll.sent, q) {
@@ -177,9 +182,10 @@ func (s *Conn) takeOver(st *Split, u *upstream, ref *partRef, sig []byte) bool {
 			// answer is not kept.
 			u.poll = nil
 		}
+		held = s.heldLocked(st, u, ref)
 		s.mu.Unlock()
 		dropped.release(s)
-		return false
+		return false, held
 	}
 	if poll.round == 1 {
 		// A part answered early, its answer on its way: this part
@@ -188,25 +194,26 @@ func (s *Conn) takeOver(st *Split, u *upstream, ref *partRef, sig []byte) bool {
 		st.fetch.refs[ref.i] = poll
 		s.mu.Unlock()
 		dropped.release(s)
-		return true
+		return true, false
 	}
 	if resp, ok := u.synthLocked(q); ok {
 		act := s.gotLocked(st, ref, splitmerge.Result{Response: resp}, nil, charge{})
 		s.mu.Unlock()
 		dropped.release(s)
 		s.act(st, act)
-		return true
+		return true, false
 	}
 	if poll.until.After(st.fetch.deadline) {
+		held = s.heldLocked(st, u, ref)
 		s.mu.Unlock()
 		dropped.release(s)
-		return false
+		return false, held
 	}
 	poll.st, poll.i, poll.round = st, ref.i, ref.round
 	st.fetch.refs[ref.i] = poll
 	s.mu.Unlock()
 	dropped.release(s)
-	return true
+	return true, false
 }
 
 // fetchGotLocked records a Fetch part's answer, in place of an earlier
@@ -235,6 +242,9 @@ func (s *Conn) fetchGotLocked(st *Split, ref *partRef, res splitmerge.Result, bu
 		*old = charge{}
 	} else {
 		old.Release(s.env.Budget)
+	}
+	if fr, ok := res.Response.(*kmsg.FetchResponse); ok && res.Err == nil && f.fills != nil && f.fills[i] != nil {
+		fillFetch(fr, f.fills[i])
 	}
 	st.results[i], st.frames[i], st.charges[i] = res, buf, ch
 	f.bytes[i] = recordBytes(res)
@@ -444,8 +454,8 @@ func (u *upstream) synthLocked(q *kmsg.FetchRequest) (*kmsg.FetchResponse, bool)
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
-			m, ok := u.marks[markKey{t.Topic, t.TopicID, p.Partition}]
-			if !ok || s.writtenSinceLocked(table, m.sent, t.Topic, t.TopicID, p.Partition) {
+			m, ok := u.freshMarkLocked(table, t.Topic, t.TopicID, p.Partition)
+			if !ok {
 				return nil, false
 			}
 			rp := kmsg.NewFetchResponseTopicPartition()
@@ -458,6 +468,17 @@ func (u *upstream) synthLocked(q *kmsg.FetchRequest) (*kmsg.FetchResponse, bool)
 		out.Topics = append(out.Topics, rt)
 	}
 	return out, true
+}
+
+// freshMarkLocked returns what u's broker last said of a partition, and
+// false when it said nothing yet, or nothing since the last write to it
+// was answered. The caller holds s.mu.
+func (u *upstream) freshMarkLocked(table *splitmerge.Table, topic string, id [16]byte, partition int32) (fetchMark, bool) {
+	m, ok := u.marks[markKey{topic, id, partition}]
+	if !ok || u.s.writtenSinceLocked(table, m.sent, topic, id, partition) {
+		return fetchMark{}, false
+	}
+	return m, true
 }
 
 // fetchSig is what a Fetch part asks, its waits and its maximum bytes

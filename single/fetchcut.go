@@ -527,6 +527,11 @@ func (s *Conn) cutAnswer(u *upstream, ref *partRef, rd *bufio.Reader, head []byt
 	if n := s.env.FetchCuts; n != nil && cut.dropped > 0 {
 		n.Add(1)
 	}
+	if cut.dropped > 1 {
+		s.mu.Lock()
+		s.noteOvershootLocked(ref, cut.dropped, cut.bytes)
+		s.mu.Unlock()
+	}
 	if n := s.env.FetchParks; n != nil && buf.Out != nil {
 		n.Add(1)
 	}

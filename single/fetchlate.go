@@ -111,6 +111,17 @@ func (u *upstream) holdsLocked(ref *partRef) bool {
 	return false
 }
 
+// heldLocked reports whether ref, a round-1 part of st for u, is held
+// rather than sent behind a part u's broker is late with, and if so
+// leaves it to st's deadline. The caller holds s.mu.
+func (s *Conn) heldLocked(st *Split, u *upstream, ref *partRef) bool {
+	if !u.lateOutLocked() {
+		return false
+	}
+	st.fetch.refs[ref.i] = ref
+	return true
+}
+
 // lateOutLocked reports whether a part u's broker did not answer by its
 // Fetch's deadline is still out on u. The caller holds s.mu.
 func (u *upstream) lateOutLocked() bool {

@@ -1,0 +1,64 @@
+package single_test
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/inorder-proxy/inorder/single"
+)
+
+// TestFillFetch: the partitions a trimmed part left out are added to its
+// answer, into their topic's entry or a new one, never twice, and not to
+// an answer that failed whole.
+func TestFillFetch(t *testing.T) {
+	part := func(p int32, hw int64, records []byte) kmsg.FetchResponseTopicPartition {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition, rp.HighWatermark, rp.RecordBatches = p, hw, records
+		return rp
+	}
+	topic := func(name string, ps ...kmsg.FetchResponseTopicPartition) kmsg.FetchResponseTopic {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.Partitions = name, ps
+		return rt
+	}
+	fills := func() []kmsg.FetchResponseTopic {
+		return []kmsg.FetchResponseTopic{
+			topic("a", part(1, 10, []byte{}), part(2, 20, []byte{})),
+			topic("b", part(0, 30, []byte{})),
+		}
+	}
+	fr := kmsg.NewPtrFetchResponse()
+	fr.Topics = []kmsg.FetchResponseTopic{topic("a", part(0, 5, []byte{1}), part(2, 7, []byte{2}))}
+	single.FillFetch(fr, fills())
+
+	got := map[string]map[int32]int64{}
+	n := 0
+	for _, rt := range fr.Topics {
+		if got[rt.Topic] == nil {
+			got[rt.Topic] = map[int32]int64{}
+		}
+		for _, rp := range rt.Partitions {
+			got[rt.Topic][rp.Partition] = rp.HighWatermark
+			n++
+		}
+	}
+	want := map[string]map[int32]int64{"a": {0: 5, 1: 10, 2: 7}, "b": {0: 30}}
+	if len(fr.Topics) != 2 || n != 4 || len(got["a"]) != 3 || len(got["b"]) != 1 {
+		t.Fatalf("filled answer: %d topics, %d partitions: %v, want %v", len(fr.Topics), n, got, want)
+	}
+	for name, ps := range want {
+		for p, hw := range ps {
+			if got[name][p] != hw {
+				t.Fatalf("%s/%d: high watermark %d, want %d (the broker's answer kept, the fill added)", name, p, got[name][p], hw)
+			}
+		}
+	}
+
+	failed := kmsg.NewPtrFetchResponse()
+	failed.ErrorCode = 1
+	single.FillFetch(failed, fills())
+	if len(failed.Topics) != 0 {
+		t.Fatalf("an answer that failed whole was filled: %d topics", len(failed.Topics))
+	}
+}
