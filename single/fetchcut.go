@@ -529,7 +529,7 @@ func (s *Conn) cutAnswer(u *upstream, ref *partRef, rd *bufio.Reader, head []byt
 	}
 	if cut.dropped > 1 {
 		s.mu.Lock()
-		s.noteOvershootLocked(ref, cut.dropped, cut.bytes)
+		s.noteOvershootLocked(u.key.node, ref, cut.dropped, cut.bytes)
 		s.mu.Unlock()
 	}
 	if n := s.env.FetchParks; n != nil && buf.Out != nil {

@@ -29,10 +29,10 @@ import (
 // record on any partition ends them. A broker that keeps to its maximum
 // is never trimmed for: it sends no more than the proxy keeps.
 
-// noteOvershootLocked learns from a cut answer to ref, of which dropped
-// partitions' records were dropped, bytes of them, whether ref's broker
-// answers past a Fetch's max_bytes. The caller holds s.mu.
-func (s *Conn) noteOvershootLocked(ref *partRef, dropped int, bytes int64) {
+// noteOvershootLocked learns from a cut answer of broker node to ref, of
+// which dropped partitions' records were dropped, bytes of them, whether
+// that broker answers past a Fetch's max_bytes. The caller holds s.mu.
+func (s *Conn) noteOvershootLocked(node int32, ref *partRef, dropped int, bytes int64) {
 	most := int64(ref.maxBytes)
 	if most <= 0 {
 		st := ref.st
@@ -53,7 +53,7 @@ func (s *Conn) noteOvershootLocked(ref *partRef, dropped int, bytes int64) {
 	if s.overshoots == nil {
 		s.overshoots = make(map[int32]bool)
 	}
-	s.overshoots[ref.node] = true
+	s.overshoots[node] = true
 }
 
 // trimLocked leaves out of q, a round-1 part for u's broker, the
