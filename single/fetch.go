@@ -458,16 +458,21 @@ func (u *upstream) synthLocked(q *kmsg.FetchRequest) (*kmsg.FetchResponse, bool)
 			if !ok {
 				return nil, false
 			}
-			rp := kmsg.NewFetchResponseTopicPartition()
-			rp.Partition = p.Partition
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = m.hw, m.lso, m.logStart
-			rp.RecordBatches = []byte{} // empty, not null, as a broker answers
-
-			rt.Partitions = append(rt.Partitions, rp)
+			rt.Partitions = append(rt.Partitions, m.answer(p.Partition))
 		}
 		out.Topics = append(out.Topics, rt)
 	}
 	return out, true
+}
+
+// answer is partition's answer from m: no records, the watermarks its
+// broker gave.
+func (m fetchMark) answer(partition int32) kmsg.FetchResponseTopicPartition {
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.Partition = partition
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = m.hw, m.lso, m.logStart
+	rp.RecordBatches = []byte{} // empty, not null, as a broker answers
+	return rp
 }
 
 // freshMarkLocked returns what u's broker last said of a partition, and

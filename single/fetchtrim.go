@@ -86,11 +86,7 @@ func (u *upstream) trimLocked(q *kmsg.FetchRequest) []kmsg.FetchResponseTopic {
 				// Nothing to give, or an error to: asked, for
 				// nothing past its offset, or for the error.
 			case fresh && est > 0 && est >= room:
-				rp := kmsg.NewFetchResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = m.hw, m.lso, m.logStart
-				rp.RecordBatches = []byte{} // empty, not null, as a broker answers
-				fill.Partitions = append(fill.Partitions, rp)
+				fill.Partitions = append(fill.Partitions, m.answer(p.Partition))
 				continue
 			default:
 				est += int64(max(p.PartitionMaxBytes, 1))
