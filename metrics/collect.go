@@ -71,6 +71,7 @@ type gaugeCollector struct {
 	conns, inFlight, held, memUsed, memLim *prometheus.Desc
 	listeners, cut                         *prometheus.Desc
 	early, kept, taken, late, trimmed      *prometheus.Desc
+	stalls                                 *prometheus.Desc
 }
 
 func newGaugeCollector(m *Metrics) *gaugeCollector {
@@ -88,11 +89,12 @@ func newGaugeCollector(m *Metrics) *gaugeCollector {
 		late:      prometheus.NewDesc(NameFetchPartsLate, "Fetch parts, in the single topology, whose broker had not begun to answer when the client's wait ended: answered with no records from what it last said, or NOT_LEADER_OR_FOLLOWER.", nil, nil),
 		trimmed:   prometheus.NewDesc(NameFetchPartsTrimmed, "Fetch parts, in the single topology, for a broker seen answering past a Fetch's max_bytes, that asked only the partitions their maximum holds, the others answered with no records from what it last said.", nil, nil),
 		taken:     prometheus.NewDesc(NameFetchPartsKeptTaken, "Kept Fetch answers, in the single topology, that the client's next Fetch took instead of asking the broker again.", nil, nil),
+		stalls:    prometheus.NewDesc(NameBrokerStalls, "Upstream connections, in the single topology, failed because their broker had not begun to answer a request that carries a timeout and did not answer a probe, or not past that timeout: its parts answered with their retriable error, the broker down until it answers a probe.", nil, nil),
 	}
 }
 
 func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{g.conns, g.inFlight, g.held, g.memUsed, g.memLim, g.listeners, g.cut, g.early, g.kept, g.taken, g.late, g.trimmed} {
+	for _, d := range []*prometheus.Desc{g.conns, g.inFlight, g.held, g.memUsed, g.memLim, g.listeners, g.cut, g.early, g.kept, g.taken, g.late, g.trimmed, g.stalls} {
 		ch <- d
 	}
 }
@@ -118,4 +120,5 @@ func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(g.taken, prometheus.CounterValue, float64(s.FetchPartsKeptTaken))
 	ch <- prometheus.MustNewConstMetric(g.late, prometheus.CounterValue, float64(s.FetchPartsLate))
 	ch <- prometheus.MustNewConstMetric(g.trimmed, prometheus.CounterValue, float64(s.FetchPartsTrimmed))
+	ch <- prometheus.MustNewConstMetric(g.stalls, prometheus.CounterValue, float64(s.BrokerStalls))
 }

@@ -54,6 +54,7 @@ const (
 	NameFetchPartsKeptTaken    = "inorder_single_fetch_parts_kept_taken_total"
 	NameFetchPartsLate         = "inorder_single_fetch_parts_late_total"
 	NameFetchPartsTrimmed      = "inorder_single_fetch_parts_trimmed_total"
+	NameBrokerStalls           = "inorder_single_broker_stalls_total"
 )
 
 // Names returns every inorder_* family the registry exports. Histograms are
@@ -69,7 +70,7 @@ func Names() []string {
 		NameSASLAuthentications, NameClientAuthentications, NameStreamed, NameFramesRefused, NameSNIConnections, NameSNIBytes, NameSNIRefusals,
 		NameQuotaThrottle, NameQuotaBytes,
 		NameACLDenials, NameFetchAnswersCut, NameFetchAnswersEarly, NameFetchPartsKept, NameFetchPartsKeptTaken,
-		NameFetchPartsLate, NameFetchPartsTrimmed,
+		NameFetchPartsLate, NameFetchPartsTrimmed, NameBrokerStalls,
 	}
 }
 
@@ -109,6 +110,10 @@ type Gauges struct {
 	// with only the partitions their maximum holds; a counter kept by
 	// its owner.
 	FetchPartsTrimmed int64
+	// BrokerStalls counts the single topology's upstream connections
+	// failed because their broker answered nothing past a part's
+	// deadline; a counter kept by its owner.
+	BrokerStalls int64
 }
 
 // apiKey holds the children of one API key, resolved on first use.

@@ -197,3 +197,7 @@ func (p *Proxy) FetchLate() int64 { return p.fetchLate.Load() }
 // FetchTrimmed counts the single topology's Fetch parts sent with only
 // the partitions their maximum holds.
 func (p *Proxy) FetchTrimmed() int64 { return p.fetchTrimmed.Load() }
+
+// BrokerStalls counts the single topology's upstream connections failed
+// on a broker that stalled.
+func (p *Proxy) BrokerStalls() int64 { return p.brokerStalls.Load() }

@@ -66,6 +66,7 @@ func (p *Proxy) gauges(g *metrics.Gauges) {
 	g.FetchAnswersCut = p.fetchCuts.Load()
 	g.FetchAnswersEarly, g.FetchPartsKept, g.FetchPartsKeptTaken = p.fetchEarly.Load(), p.fetchKept.Load(), p.fetchKeptTaken.Load()
 	g.FetchPartsLate, g.FetchPartsTrimmed = p.fetchLate.Load(), p.fetchTrimmed.Load()
+	g.BrokerStalls = p.brokerStalls.Load()
 }
 
 // requestRead counts r and stamps the moment it was read.

@@ -153,6 +153,9 @@ type Proxy struct {
 	// fetchTrimmed counts the single topology's Fetch parts sent with
 	// only the partitions their maximum holds (single/fetchtrim.go).
 	fetchTrimmed atomic.Int64
+	// brokerStalls counts the single topology's upstream connections
+	// failed on a broker that stalled (single/stall.go).
+	brokerStalls atomic.Int64
 
 	mu        sync.Mutex
 	closing   bool

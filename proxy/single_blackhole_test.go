@@ -81,16 +81,7 @@ func testSingleBlackholedBroker(t *testing.T, mode config.Ordering) {
 		first := rc.corr + 1
 		for range n {
 			rc.corr++
-			req := kmsg.NewPtrProduceRequest()
-			req.Version, req.Acks, req.TimeoutMillis = 7, 1, 5000
-			rt := kmsg.NewProduceRequestTopic()
-			rt.Topic = topic
-			for part := range int32(3) {
-				rp := kmsg.NewProduceRequestTopicPartition()
-				rp.Partition, rp.Records = part, recordBatch([]byte("v"))
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			req.Topics = []kmsg.ProduceRequestTopic{rt}
+			req := produceToThree(topic, 1, 5000)
 			frames = append(frames, kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw")).AppendRequest(nil, req, rc.corr)...)
 		}
 		rc.corr++
@@ -121,18 +112,7 @@ func testSingleBlackholedBroker(t *testing.T, mode config.Ordering) {
 				}
 			}
 		}
-		mresp := kmsg.NewPtrMetadataResponse()
-		mresp.Version = 7
-		if err := mresp.ReadFrom(readResponse(t, rc.c, rc.corr-2)); err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, mt := range mresp.Topics {
-			found = found || mt.Topic != nil && *mt.Topic == topic && mt.ErrorCode == 0 && len(mt.Partitions) == 3
-		}
-		if !found {
-			t.Fatalf("the Metadata answer does not list %s with its 3 partitions", topic)
-		}
+		checkListsThree(t, readResponse(t, rc.c, rc.corr-2), topic)
 		fresp := kmsg.NewPtrFetchResponse()
 		fresp.Version = fetch.Version
 		if err := fresp.ReadFrom(readResponse(t, rc.c, rc.corr-1)); err != nil {
@@ -228,4 +208,37 @@ func testSingleBlackholedBroker(t *testing.T, mode config.Ordering) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// produceToThree is a Produce v7 of one record to each of partitions 0
+// to 2 of topic.
+func produceToThree(topic string, acks int16, timeoutMillis int32) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 7, acks, timeoutMillis
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	for part := range int32(3) {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = part, recordBatch([]byte("v"))
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = []kmsg.ProduceRequestTopic{rt}
+	return req
+}
+
+// checkListsThree fails t unless body, a Metadata v7 answer, lists topic
+// with its 3 partitions.
+func checkListsThree(t *testing.T, body []byte, topic string) {
+	t.Helper()
+	mresp := kmsg.NewPtrMetadataResponse()
+	mresp.Version = 7
+	if err := mresp.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	for _, mt := range mresp.Topics {
+		if mt.Topic != nil && *mt.Topic == topic && mt.ErrorCode == 0 && len(mt.Partitions) == 3 {
+			return
+		}
+	}
+	t.Fatalf("the Metadata answer does not list %s with its 3 partitions", topic)
 }

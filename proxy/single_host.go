@@ -63,6 +63,7 @@ func newSingleView(p *Proxy) (*single.View, error) {
 		FetchKeptTaken: &p.fetchKeptTaken,
 		FetchLate:      &p.fetchLate,
 		FetchTrimmed:   &p.fetchTrimmed,
+		BrokerStalls:   &p.brokerStalls,
 		FetchParks:     &p.fetchParks,
 		FetchPiped:     &p.fetchPiped,
 		FetchParkCuts:  &p.fetchParkCuts,

@@ -193,6 +193,10 @@ type Env struct {
 	// FetchLate, if set, counts the Fetch parts still out when their
 	// Fetch's wait ended (fetchlate.go).
 	FetchLate *atomic.Int64
+	// BrokerStalls, if set, counts the upstream connections failed
+	// because their broker left a part unanswered past its deadline
+	// (stall.go).
+	BrokerStalls *atomic.Int64
 	// FetchTrimmed, if set, counts the Fetch parts sent with only the
 	// partitions their maximum holds (fetchtrim.go).
 	FetchTrimmed *atomic.Int64

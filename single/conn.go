@@ -59,7 +59,7 @@ type Conn struct {
 	ups    map[upKey]*upstream  // the ones parts go to
 	open   map[*upstream]bool   // every socket not closed yet, retiring ones included
 	txns   map[string]int       // requests with parts unanswered, by transactional id
-	waits  map[*time.Timer]bool // the Fetch waits running (fetch.go)
+	waits  map[*time.Timer]bool // the Fetch waits and stall watches running (fetch.go, stall.go)
 	closed bool                 // the connection died: nothing is completed any more
 	// overshoots: the brokers seen answering a Fetch past its max_bytes
 	// (fetchtrim.go).
@@ -127,6 +127,15 @@ type upstream struct {
 	// blind: an acks=0 write went on this connection since its last
 	// fence (fetchdeps.go).
 	blind bool
+	// watch fires at watchAt (zero: not armed) to look at the oldest
+	// part in flight, which the broker has worked on since headSince
+	// (stall.go); watchGen tells a stopped watch's late firing from the
+	// one armed; probing: a probe of its broker runs.
+	watch     *time.Timer
+	watchAt   time.Time
+	watchGen  uint64
+	headSince time.Time
+	probing   bool
 }
 
 // queuedPart is a part that waits for its upstream connection's dial:
@@ -250,6 +259,18 @@ func (u *upstream) connect() {
 		return
 	}
 	s.v.Dialed(u.key.node)
+	if s.v.Suspect(u.key.node) {
+		// It stalled: it is used once it answers (stall.go).
+		if err := probe(s.ctx, nc, s.v.dialTimeout); err != nil {
+			nc.Close()
+			if s.ctx.Err() == nil {
+				s.v.Stalled(u.key.node)
+			}
+			u.dialFailed(fmt.Errorf("%w: node %d at %s: %w: probe: %v", proxyerr.UpstreamFailed, u.key.node, u.addr, proxyerr.BrokerStalled, err))
+			return
+		}
+		s.v.Answered(u.key.node)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -485,6 +506,7 @@ func (u *upstream) prepare(frames [][]byte, refs []*partRef) error {
 		}
 		return err
 	}
+	now := time.Now()
 	for i, f := range frames {
 		corr := int32(noCorrelation)
 		if refs[i] == nil {
@@ -495,6 +517,7 @@ func (u *upstream) prepare(frames [][]byte, refs []*partRef) error {
 			s.sentLocked(u, refs[i])
 			u.corr = (u.corr + 1) & corrMask
 			corr = u.corr
+			u.watchLocked(refs[i], now)
 			u.pending[corr] = refs[i]
 		}
 		wire.SetRequestCorrelation(f, corr)
@@ -527,6 +550,7 @@ func (s *Conn) fail(u *upstream, err error) {
 	}
 	clear(u.pending)
 	u.poll = nil
+	u.stopWatchLocked()
 	kept := s.unkeepLocked(u)
 	closed := s.closed
 	s.cond.Broadcast()
@@ -656,6 +680,9 @@ func (u *upstream) readLoop() error {
 		ref := u.pending[corr]
 		delete(u.pending, corr)
 		u.inbound = ref
+		if len(u.pending) > 0 {
+			u.headSince = time.Now() // the next is worked on now
+		}
 		if ref != nil {
 			s.leftLocked(ref)
 		}

@@ -75,6 +75,11 @@ type partRef struct {
 	// until is when a Fetch long poll's own wait ends, and its broker
 	// answers it at the latest.
 	until time.Time
+	// wait: how long its broker may take to begin to answer it once it
+	// is the oldest on its connection (stall.go); zero: not timed.
+	// probed: its broker was probed while it waited.
+	wait   time.Duration
+	probed bool
 }
 
 // release gives back what the answers hold.

@@ -113,14 +113,19 @@ type View struct {
 	coords coordCache
 
 	downMu sync.Mutex
-	down   map[int32]downState // brokers the last dial to failed
+	down   map[int32]downState // brokers the last dial to failed, or that stalled
+
+	dialTimeout time.Duration // bounds a probe of a broker that stalled (stall.go)
 }
 
-// downState is a broker the last dial to failed: until when it is passed
-// over, and how many dials in a row failed.
+// downState is a broker the last dial to failed, or that stalled: until
+// when it is passed over, and how many dials (or stalls and probes) in a
+// row failed. stalled: a connection to it is used only once it answered
+// a probe (stall.go).
 type downState struct {
-	until time.Time
-	fails int
+	until   time.Time
+	fails   int
+	stalled bool
 }
 
 // viewSnap is one state of the view: the table splitmerge reads, the
@@ -153,6 +158,8 @@ func NewView(host Host, cfg Config) (*View, error) {
 		cl:      cl,
 		kick:    make(chan struct{}, 1),
 		down:    make(map[int32]downState),
+
+		dialTimeout: cfg.DialTimeout,
 	}
 	v.snap.Store(&viewSnap{table: new(splitmerge.Table), addrs: map[int32]string{}, controller: -1})
 	return v, nil
@@ -368,13 +375,48 @@ func (v *View) Address(node int32) (string, error) {
 func (v *View) DialFailed(node int32) {
 	v.downMu.Lock()
 	defer v.downMu.Unlock()
-	d := v.down[node]
-	wait := min(downFor<<min(d.fails, 8), maxDownFor)
-	v.down[node] = downState{until: time.Now().Add(wait), fails: d.fails + 1}
+	v.downLocked(node, v.down[node].stalled)
 }
 
-// Dialed records that a dial to node succeeded: its backoff starts over.
+// downLocked marks node down for its next backoff. The caller holds
+// v.downMu.
+func (v *View) downLocked(node int32, stalled bool) {
+	d := v.down[node]
+	wait := min(downFor<<min(d.fails, 8), maxDownFor)
+	v.down[node] = downState{until: time.Now().Add(wait), fails: d.fails + 1, stalled: stalled}
+}
+
+// Dialed records that a dial to node succeeded: its backoff starts over,
+// unless it stalled, when only an answer ends it (Answered).
 func (v *View) Dialed(node int32) {
+	v.downMu.Lock()
+	defer v.downMu.Unlock()
+	if !v.down[node].stalled {
+		delete(v.down, node)
+	}
+}
+
+// Stalled marks node down as DialFailed does, and suspect until it answers
+// a probe; a connection to it left a part unanswered past its deadline,
+// or a probe went unanswered. It reports whether node was not suspect
+// before.
+func (v *View) Stalled(node int32) bool {
+	v.downMu.Lock()
+	defer v.downMu.Unlock()
+	news := !v.down[node].stalled
+	v.downLocked(node, true)
+	return news
+}
+
+// Suspect reports whether node stalled and has not answered since.
+func (v *View) Suspect(node int32) bool {
+	v.downMu.Lock()
+	defer v.downMu.Unlock()
+	return v.down[node].stalled
+}
+
+// Answered records that node answered a probe: it is up.
+func (v *View) Answered(node int32) {
 	v.downMu.Lock()
 	defer v.downMu.Unlock()
 	delete(v.down, node)
@@ -411,8 +453,8 @@ func (v *View) NodeAt(addr string) (int32, bool) {
 	return -1, false
 }
 
-// IsDown reports whether node is down: the last dial to it failed, and
-// its backoff has not ended.
+// IsDown reports whether node is down: the last dial to it failed, or it
+// stalled, and its backoff has not ended.
 func (v *View) IsDown(node int32) bool {
 	v.downMu.Lock()
 	defer v.downMu.Unlock()

@@ -37,9 +37,13 @@ var (
 	// UpstreamIdleClose: the upstream closed a connection that had
 	// nothing in flight; wrapped in UpstreamFailed.
 	UpstreamIdleClose = errors.New("the upstream closed the connection while it was idle")
-	// BrokerDown: the last dial to a broker failed and its backoff has
-	// not ended, so none is tried.
-	BrokerDown = errors.New("broker down: the last dial to it failed")
+	// BrokerDown: the last dial to a broker failed, or it stalled, and
+	// its backoff has not ended, so none is tried.
+	BrokerDown = errors.New("broker down: the last dial to it failed, or it stalled")
+	// BrokerStalled: a broker left a request unanswered past its own
+	// timeout, or did not answer a probe after that; wrapped in
+	// UpstreamFailed.
+	BrokerStalled = errors.New("broker stalled: it answered nothing past a request's own timeout")
 )
 
 // OneLine joins errs as errors.Join does for errors.Is and errors.As, but
