@@ -2,6 +2,8 @@ package wire
 
 import (
 	"encoding/binary"
+
+	"github.com/twmb/franz-go/pkg/kbin"
 )
 
 // PeekSource is a frame still in a socket, copied out piece by piece in
@@ -119,37 +121,41 @@ func (w *producePeek) int32() int {
 	return int(v)
 }
 
-func (w *producePeek) uvarint() int {
+// uvarint reads a uvarint as kbin does: 32 bits in at most 5 bytes.
+func (w *producePeek) uvarint() uint32 {
 	if !w.need(min(5, len(w.frame)-w.pos)) {
 		return 0
 	}
-	v, n := binary.Uvarint(w.frame[w.pos:min(w.pos+5, len(w.frame))])
-	if n <= 0 || v > 1<<31-1 {
+	v, n := kbin.Uvarint(w.frame[w.pos:min(w.pos+5, len(w.frame))])
+	if n <= 0 {
 		w.fail()
 		return 0
 	}
 	w.pos += n
-	return int(v)
+	return v
 }
 
-// length reads a length as the body's version writes it: an int16 or
-// int32, or a uvarint of length+1; -1 is null.
+// length reads the length of a string or byte array as the body's
+// version writes it: an int16 or int32, or a uvarint of length+1; below
+// zero is null.
 func (w *producePeek) length(wide bool) int {
 	switch {
 	case w.flexible:
-		return w.uvarint() - 1
+		return int(w.uvarint()) - 1
 	case wide:
 		return w.int32()
 	}
 	return w.int16()
 }
 
+// arrayLen reads an array's length as kbin does: a compact one is
+// length+1 taken as an int32, so that past 1<<31 it is below zero, and
+// an array below zero has no entries.
 func (w *producePeek) arrayLen() int {
-	n := w.length(true)
-	if n < 0 && w.flexible {
-		n = 0
+	if w.flexible {
+		return int(max(int32(w.uvarint())-1, 0))
 	}
-	return n
+	return w.int32()
 }
 
 func (w *producePeek) skipString() {
@@ -190,7 +196,7 @@ func (w *producePeek) tags() {
 	}
 	for n := w.uvarint(); n > 0 && w.err == nil; n-- {
 		w.uvarint()
-		if size := w.uvarint(); w.need(size) {
+		if size := int(w.uvarint()); w.need(size) {
 			w.pos += size
 		}
 	}
