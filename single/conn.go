@@ -127,12 +127,12 @@ type upstream struct {
 	// blind: an acks=0 write went on this connection since its last
 	// fence (fetchdeps.go).
 	blind bool
-	// watch fires at watchAt (zero: not armed) to look at the oldest
-	// part in flight, which the broker has worked on since headSince
-	// (stall.go); watchGen tells a stopped watch's late firing from the
-	// one armed; probing: a probe of its broker runs.
+	// watch (nil: not armed) fires to look at the oldest part in
+	// flight, which the broker has worked on since headSince, on a
+	// connection that is not for Fetch (stall.go); watchGen tells a
+	// stopped watch's late firing from the one armed; probing: a probe
+	// of its broker runs.
 	watch     *time.Timer
-	watchAt   time.Time
 	watchGen  uint64
 	headSince time.Time
 	probing   bool
@@ -680,8 +680,8 @@ func (u *upstream) readLoop() error {
 		ref := u.pending[corr]
 		delete(u.pending, corr)
 		u.inbound = ref
-		if len(u.pending) > 0 {
-			u.headSince = time.Now() // the next is worked on now
+		if len(u.pending) > 0 && !u.key.fetch {
+			u.headSince = time.Now() // the next is worked on now (stall.go)
 		}
 		if ref != nil {
 			s.leftLocked(ref)

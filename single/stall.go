@@ -82,11 +82,15 @@ func stallWait(ref *partRef) (time.Duration, bool) {
 // armed again while parts are in flight. The caller holds s.mu, and ref
 // is not yet in u.pending.
 func (u *upstream) watchLocked(ref *partRef, now time.Time) {
+	if u.key.fetch {
+		// Fetch parts are never timed.
+		return
+	}
 	ref.wait, _ = stallWait(ref)
 	if len(u.pending) == 0 {
 		u.headSince = now
 	}
-	if ref.wait > 0 && u.watchAt.IsZero() {
+	if ref.wait > 0 && u.watch == nil {
 		u.armWatchLocked(stallGrace)
 	}
 }
@@ -97,7 +101,6 @@ func (u *upstream) armWatchLocked(d time.Duration) {
 	if s.closed || u.gone != nil {
 		return
 	}
-	u.watchAt = time.Now().Add(d)
 	u.watchGen++
 	gen := u.watchGen
 	s.wg.Add(1)
@@ -111,7 +114,7 @@ func (u *upstream) armWatchLocked(d time.Duration) {
 // stopWatchLocked stops u's watch. The caller holds s.mu.
 func (u *upstream) stopWatchLocked() {
 	t := u.watch
-	u.watch, u.watchAt = nil, time.Time{}
+	u.watch = nil
 	if t == nil || !u.s.waits[t] {
 		return
 	}
@@ -149,7 +152,7 @@ func (u *upstream) watchFired(gen uint64) {
 		return
 	}
 	delete(s.waits, u.watch)
-	u.watch, u.watchAt = nil, time.Time{}
+	u.watch = nil
 	head := u.headLocked()
 	if s.closed || u.gone != nil || head == nil {
 		s.mu.Unlock()
