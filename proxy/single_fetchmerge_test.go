@@ -226,3 +226,64 @@ func TestSingleFetchVectorFitsWhereACopyCannot(t *testing.T) {
 		})
 	}
 }
+
+// TestSingleFetchSmallRecordSetsAsVector: a merged answer of some 100 KB
+// made of 240 record sets of about 380 bytes, from partitions led by three
+// brokers. Its records were copied into a merged frame of their own,
+// twice their size held at once; a Fetch's room holds no such copy when
+// its client takes the answer in pieces (memory.go), so every record set
+// is a piece of the vector, the answer byte for byte what kmsg reads.
+func TestSingleFetchSmallRecordSetsAsVector(t *testing.T) {
+	const topic, partitions, size = "smallsets", 240, 300
+	kc := newCluster(t, kfake.SeedTopics(partitions, topic))
+	spreadLeaders(t, kc, topic, partitions)
+	ctx := testContext(t, 60*time.Second)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	value := func(part int32) []byte {
+		return []byte(strconv.Itoa(int(part)) + string(bytes.Repeat([]byte{'v'}, size)))
+	}
+	var rs []*kgo.Record
+	for part := range int32(partitions) {
+		rs = append(rs, &kgo.Record{Partition: part, Value: value(part)})
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []config.Ordering{config.OrderingConnection, config.OrderingNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			p := startSingle(t, mode, kc.ListenAddrs(), nil)
+			raw := dialRaw(t, p.Addr())
+			// A minimum no broker's part reaches alone: the answer
+			// waits for every part.
+			req := fetchAll(topic, make([]int64, partitions), 300*time.Millisecond, 1<<20)
+			req.MaxBytes = 50 << 20
+			resp := raw.do(req).(*kmsg.FetchResponse)
+			got, records := 0, 0
+			for _, rt := range resp.Topics {
+				for _, rp := range rt.Partitions {
+					if rp.ErrorCode != 0 || !bytes.Contains(rp.RecordBatches, value(rp.Partition)) {
+						t.Fatalf("partition %d: error %d, %d bytes of records, not the record written", rp.Partition, rp.ErrorCode, len(rp.RecordBatches))
+					}
+					if len(rp.RecordBatches) >= 1<<10 {
+						t.Fatalf("partition %d: a record set of %d bytes; the test is of sets under 1 KiB", rp.Partition, len(rp.RecordBatches))
+					}
+					got++
+					records += len(rp.RecordBatches)
+				}
+			}
+			if got != partitions || records < 64<<10 {
+				t.Fatalf("%d partitions, %d bytes of records: want all %d, past 64 KiB", got, records, partitions)
+			}
+			if p.FetchVectors() != 1 {
+				t.Fatalf("%d merged answers written as vectors, want 1", p.FetchVectors())
+			}
+			raw.c.Close()
+			waitMemoryFree(t, p)
+		})
+	}
+}

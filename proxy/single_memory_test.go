@@ -146,9 +146,9 @@ func TestSingleLargeMergedFetchIsAnswered(t *testing.T) {
 // partitions led by three brokers, each holding 4 MB in batches of 100 KB,
 // that asks for up to 50 MiB under a 16 MiB budget. Merged whole, its
 // answer (12 MB beside its parts' 12 MB) could never fit, and the consumer
-// would ask the same again for ever; its parts ask for a quarter of the
-// budget together instead, and the consumer reads it all over a few
-// fetches.
+// would ask the same again for ever; its parts ask for half the budget
+// together instead (its merged answer is a head and their record sets),
+// and the consumer reads it all over a few fetches.
 func TestSingleFetchAskingMoreThanTheBudgetIsAnswered(t *testing.T) {
 	const topic, partitions, batches, size = "wide", 3, 40, 100_000
 	kc := batchedCluster(t, topic, partitions, batches, size)

@@ -506,7 +506,10 @@ func (u *upstream) prepare(frames [][]byte, refs []*partRef) error {
 		}
 		return err
 	}
-	now := time.Now()
+	var now time.Time // for the stall watch, which times no Fetch (stall.go)
+	if !u.key.fetch {
+		now = time.Now()
+	}
 	for i, f := range frames {
 		corr := int32(noCorrelation)
 		if refs[i] == nil {

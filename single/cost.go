@@ -68,8 +68,10 @@ func SplitCost(key, version int16, body []byte) int64 {
 }
 
 // fetchShareOf is the fraction of the budget a Fetch's parts may ask for
-// together: a merged answer is held beside its parts' answers, twice its
-// size, and other connections' answers need room too.
+// together: a merged answer encoded whole is held beside its parts'
+// answers, twice its size, and other connections' answers need room too.
+// One the client takes in pieces (lean) holds only its head beside them,
+// and its parts may ask for twice as much.
 const fetchShareOf = 4
 
 // FetchShare lowers the maximum bytes each part of a Fetch asks for, so
@@ -81,7 +83,11 @@ const fetchShareOf = 4
 // a part whatever its size (KIP-74), so a consumer always makes progress;
 // it reads in more fetches what it asked to read in one, as from a broker
 // with a smaller fetch.max.bytes.
-func FetchShare(plan *splitmerge.Plan, b *budget.Budget) {
+func FetchShare(plan *splitmerge.Plan, b *budget.Budget, lean bool) {
+	share := int64(fetchShareOf)
+	if lean {
+		share /= 2
+	}
 	if len(plan.Parts) == 0 {
 		return
 	}
@@ -93,10 +99,10 @@ func FetchShare(plan *splitmerge.Plan, b *budget.Budget) {
 		// Every part carries the client's maximum.
 		total := int64(fr.MaxBytes)
 		if b != nil {
-			total = min(total, b.Limit()/fetchShareOf)
+			total = min(total, b.Limit()/share)
 		}
-		if share := total / int64(len(plan.Parts)); int64(fr.MaxBytes) > share {
-			fr.MaxBytes = int32(max(share, 1))
+		if each := total / int64(len(plan.Parts)); int64(fr.MaxBytes) > each {
+			fr.MaxBytes = int32(max(each, 1))
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/inorder-proxy/inorder/internal/budget"
 	"github.com/inorder-proxy/inorder/single"
 	"github.com/inorder-proxy/inorder/splitmerge"
 	"github.com/inorder-proxy/inorder/wire"
@@ -231,6 +232,44 @@ func TestMergedFetchSizeIsExact(t *testing.T) {
 		}
 		if again := len(wire.AppendResponse(nil, 7, flexible, resp.AppendTo)); again != want {
 			t.Errorf("v%d: %d bytes after sizing, %d before: the records were not put back", v, again, want)
+		}
+	}
+}
+
+// TestFetchShare: a Fetch's parts (each carrying the client's maximum)
+// ask together for what the client asked, split evenly, and at most a
+// quarter of the budget when the merged answer is encoded whole (held
+// beside them, twice their size) or half when the client takes it in
+// pieces (its records left in the parts' answers).
+func TestFetchShare(t *testing.T) {
+	const mib = 1 << 20
+	plan := func(asks ...int32) *splitmerge.Plan {
+		p := &splitmerge.Plan{Key: 1}
+		for i, n := range asks {
+			fr := kmsg.NewPtrFetchRequest()
+			fr.MaxBytes = n
+			p.Parts = append(p.Parts, splitmerge.Part{Node: int32(i + 1), Request: fr})
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name   string
+		budget int64
+		lean   bool
+		asks   []int32
+		want   []int32
+	}{
+		{"whole", 32 * mib, false, []int32{50 * mib, 50 * mib, 50 * mib}, []int32{8 * mib / 3, 8 * mib / 3, 8 * mib / 3}},
+		{"lean", 32 * mib, true, []int32{50 * mib, 50 * mib, 50 * mib}, []int32{16 * mib / 3, 16 * mib / 3, 16 * mib / 3}},
+		{"client's own", 1 << 30, true, []int32{50 * mib, 50 * mib}, []int32{25 * mib, 25 * mib}},
+		{"client's small ask", 32 * mib, true, []int32{mib, mib}, []int32{mib / 2, mib / 2}},
+	} {
+		p := plan(c.asks...)
+		single.FetchShare(p, budget.New(c.budget), c.lean)
+		for i, part := range p.Parts {
+			if got := part.Request.(*kmsg.FetchRequest).MaxBytes; got != c.want[i] {
+				t.Errorf("%s: part %d asks %d, want %d", c.name, i, got, c.want[i])
+			}
 		}
 	}
 }

@@ -21,7 +21,10 @@ import (
 // record sets of at least fetchPassFrom bytes make at least half, to a
 // request that is not audited (the audit reads the answer's body whole).
 // Others are encoded as before: a small answer's copy costs less than its
-// pieces, and a quota'd answer is empty.
+// pieces, and a quota'd answer is empty. But a large answer whose room is
+// lean (memory.go: reserved for the parts' answers and a head, not for a
+// copy of them) is written as a vector whatever its record sets' sizes,
+// every record set a piece.
 const (
 	// fetchVecFrom is exactBufFrom: below it the merged frame is a
 	// pooled buffer, its copy a few microseconds.
@@ -46,9 +49,16 @@ func (s *Conn) encodeMerged(st *Split, resp kmsg.Response, size int) (*wire.Buf,
 	if size == 0 {
 		size = EncodedSize(fr, hdr.Correlation, flexible)
 	}
-	passed := FetchPassed(fr, fetchPassFrom)
+	least := fetchPassFrom
+	passed := FetchPassed(fr, least)
 	if size < fetchVecFrom || passed < size/2 {
-		return s.encode(st, resp, size)
+		if !st.lean || size < fetchVecFrom {
+			return s.encode(st, resp, size)
+		}
+		// A lean room holds no copy of the records: every record
+		// set is a piece, and the head holds the fields alone.
+		least = 1
+		passed = FetchPassed(fr, least)
 	}
 	parkedOrder(fr, st.frames)
 	head := size - passed
@@ -64,7 +74,7 @@ func (s *Conn) encodeMerged(st *Split, resp kmsg.Response, size int) (*wire.Buf,
 	}
 	out := exactBuf(head)
 	var pieces [][]byte
-	out.B, pieces = AppendFetchVector(out.B[:0], nil, fr, hdr.Correlation, flexible, fetchPassFrom)
+	out.B, pieces = AppendFetchVector(out.B[:0], nil, fr, hdr.Correlation, flexible, least)
 	pieces, from, ok := pipedPieces(st.frames, pieces)
 	if !ok {
 		if err := fillAll(st.frames); err != nil {

@@ -92,7 +92,8 @@ func (s *Conn) Forward(st *Split, now time.Time, unanswered, write bool) {
 		st.txn = plan.TransactionalID
 	}
 	if hdr.Key == keyFetch {
-		FetchShare(plan, s.env.Budget)
+		st.lean = r.Pieces()
+		FetchShare(plan, s.env.Budget, st.lean)
 		if err := s.reserveFetchRoom(st); err != nil {
 			c.Die(err)
 			return

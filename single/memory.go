@@ -228,8 +228,10 @@ func within(buf, sub []byte) (int, bool) {
 // for the rest, and several consumers together hold what all of them wait
 // for: nothing is released until a wait gives up. So a Fetch reserves, at
 // the flusher before its parts are sent, room for all of it at once: its
-// parts' answers at the most they ask for and the merged answer again.
-// When that is not free, the parts ask for less (a consumer reads in more
+// parts' answers at the most they ask for and the merged answer again,
+// or, when the client takes the merged answer in pieces (lean), only the
+// merged answer's head: its records stay in the parts' answers
+// (fetchmerge.go). When that is not free, the parts ask for less (a consumer reads in more
 // fetches, as from a broker with a smaller fetch.max.bytes), down to
 // fetchFloor each; only then does the Fetch wait for room, holding none,
 // for room that Fetches in flight give back without waiting themselves.
@@ -253,6 +255,18 @@ const fetchRoomsOf = 2
 // answer hold beside their records (headers, watermarks, aborted
 // transactions), reserved with each.
 const fetchRoomSlack = 16 << 10
+
+// partRoom is the room a Fetch part asking most bytes takes: its answer,
+// and its share of the merged answer, the same again unless the merged
+// answer is lean (written in pieces, its records left in the parts'
+// answers): then only its head.
+func partRoom(most int32, lean bool) int64 {
+	n := int64(max(most, 0)) + fetchRoomSlack
+	if lean {
+		return n + fetchRoomSlack
+	}
+	return 2 * n
+}
 
 // fetchRoom is the response memory a Fetch reserved before its parts were
 // sent and has not yet drawn. Its answers' readers draw from it and give
@@ -450,7 +464,7 @@ func (s *Conn) reserveFetchRoom(st *Split) error {
 	need := func() int64 {
 		n := int64(0)
 		for _, fr := range parts {
-			n += 2 * (int64(max(fr.MaxBytes, 0)) + fetchRoomSlack)
+			n += partRoom(fr.MaxBytes, st.lean)
 		}
 		return n
 	}
