@@ -62,3 +62,15 @@ func CutFetchAnswerParked(rd *bufio.Reader, nc *net.TCPConn, head []byte, total 
 
 // FillFetch is fillFetch, for the tests.
 var FillFetch = fillFetch
+
+// Overshoots reports whether a cut answer to a part asking most bytes,
+// of which dropped partitions' records were dropped, bytes of them, has
+// its broker taken for one answering past max_bytes
+// (noteOvershootLocked).
+func Overshoots(most int32, dropped int, bytes int64) bool {
+	s := &Conn{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noteOvershootLocked(1, &partRef{maxBytes: most}, dropped, bytes)
+	return s.overshoots[1]
+}

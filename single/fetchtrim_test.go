@@ -62,3 +62,31 @@ func TestFillFetch(t *testing.T) {
 		t.Fatalf("an answer that failed whole was filled: %d topics", len(failed.Topics))
 	}
 }
+
+// TestOvershoots: a broker keeping to a Fetch's max_bytes (KIP-74: past
+// it, only the first partition's first batch; Apache Kafka and kfake stop
+// adding batches once the answer holds the maximum) is never taken for
+// one answering past it, however its answer is cut for memory: neither a
+// first batch above the maximum dropped alone, nor several partitions
+// within the maximum dropped together. Only records of two partitions or
+// more, more than the maximum of them, mark a broker.
+func TestOvershoots(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		name    string
+		most    int32
+		dropped int
+		bytes   int64
+		want    bool
+	}{
+		{"a first batch past the maximum", mib, 1, 7 * mib, false},
+		{"partitions within the maximum", 2 * mib, 5, 2 * mib, false},
+		{"one partition within the maximum", 2 * mib, 1, mib, false},
+		{"two partitions past the maximum", 2 * mib, 2, 2*mib + 1, true},
+		{"every partition's batch", 2 * mib, 24, 24 * mib, true},
+	} {
+		if got := single.Overshoots(c.most, c.dropped, c.bytes); got != c.want {
+			t.Errorf("%s: taken for past max_bytes %v, want %v", c.name, got, c.want)
+		}
+	}
+}
