@@ -227,12 +227,13 @@ func TestSingleFetchVectorFitsWhereACopyCannot(t *testing.T) {
 	}
 }
 
-// TestSingleFetchSmallRecordSetsAsVector: a merged answer of some 100 KB
+// TestSingleFetchSmallRecordSetsAsVector: a merged answer of some 90 KB
 // made of 240 record sets of about 380 bytes, from partitions led by three
 // brokers. Its records were copied into a merged frame of their own,
 // twice their size held at once; a Fetch's room holds no such copy when
 // its client takes the answer in pieces (memory.go), so every record set
-// is a piece of the vector, the answer byte for byte what kmsg reads.
+// is a piece of the vector, and kmsg reads every partition's record in
+// the answer.
 func TestSingleFetchSmallRecordSetsAsVector(t *testing.T) {
 	const topic, partitions, size = "smallsets", 240, 300
 	kc := newCluster(t, kfake.SeedTopics(partitions, topic))

@@ -17,14 +17,13 @@ import (
 // instead of the answer's copy of them, so a merged answer of S bytes
 // holds S and its head, not 2S, and its records are not copied.
 //
-// The rule: a merged Fetch answer of at least fetchVecFrom bytes, of which
-// record sets of at least fetchPassFrom bytes make at least half, to a
+// The rule: a merged Fetch answer of at least fetchVecFrom bytes, to a
 // request that is not audited (the audit reads the answer's body whole).
-// Others are encoded as before: a small answer's copy costs less than its
-// pieces, and a quota'd answer is empty. But a large answer whose room is
-// lean (memory.go: reserved for the parts' answers and a head, not for a
-// copy of them) is written as a vector whatever its record sets' sizes,
-// every record set a piece.
+// Its record sets of at least fetchPassFrom bytes are pieces when they
+// make at least half of it; otherwise every record set is, since its
+// Fetch's room holds no copy of them (memory.go, partRoom). Others are
+// encoded as before: a small answer's copy costs less than its pieces,
+// and a quota'd answer is empty.
 const (
 	// fetchVecFrom is exactBufFrom: below it the merged frame is a
 	// pooled buffer, its copy a few microseconds.
@@ -49,14 +48,14 @@ func (s *Conn) encodeMerged(st *Split, resp kmsg.Response, size int) (*wire.Buf,
 	if size == 0 {
 		size = EncodedSize(fr, hdr.Correlation, flexible)
 	}
+	if size < fetchVecFrom {
+		return s.encode(st, resp, size)
+	}
 	least := fetchPassFrom
 	passed := FetchPassed(fr, least)
-	if size < fetchVecFrom || passed < size/2 {
-		if !st.lean || size < fetchVecFrom {
-			return s.encode(st, resp, size)
-		}
-		// A lean room holds no copy of the records: every record
-		// set is a piece, and the head holds the fields alone.
+	if passed < size/2 {
+		// Mostly small record sets: each is a piece all the same,
+		// the head the fields alone.
 		least = 1
 		passed = FetchPassed(fr, least)
 	}

@@ -92,8 +92,7 @@ func (s *Conn) Forward(st *Split, now time.Time, unanswered, write bool) {
 		st.txn = plan.TransactionalID
 	}
 	if hdr.Key == keyFetch {
-		st.lean = r.Pieces()
-		FetchShare(plan, s.env.Budget, st.lean)
+		FetchShare(plan, s.env.Budget, r.Pieces())
 		if err := s.reserveFetchRoom(st); err != nil {
 			c.Die(err)
 			return

@@ -51,9 +51,6 @@ type Split struct {
 	// room: a Fetch's memory reserved before its parts were sent, for
 	// its answers and the merged answer (memory.go).
 	room *fetchRoom
-	// lean: the merged Fetch answer goes to the client in pieces, so its
-	// room holds no second copy of the records (fetchmerge.go).
-	lean bool
 }
 
 // partRef is one part sent and unanswered: its request's state and its

@@ -231,8 +231,9 @@ func within(buf, sub []byte) (int, bool) {
 // parts' answers at the most they ask for and the merged answer again,
 // or, when the client takes the merged answer in pieces (lean), only the
 // merged answer's head: its records stay in the parts' answers
-// (fetchmerge.go). When that is not free, the parts ask for less (a consumer reads in more
-// fetches, as from a broker with a smaller fetch.max.bytes), down to
+// (fetchmerge.go). When that is not free, the parts ask for less (a
+// consumer reads in more fetches, as from a broker with a smaller
+// fetch.max.bytes), down to
 // fetchFloor each; only then does the Fetch wait for room, holding none,
 // for room that Fetches in flight give back without waiting themselves.
 // An answer larger than its room (a first record batch above the part's
@@ -461,10 +462,11 @@ func (s *Conn) reserveFetchRoom(st *Split) error {
 			floors = append(floors, min(max(fr.MaxBytes, 0), fetchFloor))
 		}
 	}
+	lean := st.r.Pieces() // the merged answer goes as a vector (fetchmerge.go)
 	need := func() int64 {
 		n := int64(0)
 		for _, fr := range parts {
-			n += partRoom(fr.MaxBytes, st.lean)
+			n += partRoom(fr.MaxBytes, lean)
 		}
 		return n
 	}
